@@ -1,0 +1,231 @@
+# shellcheck shell=bash
+# bench: innet's forward program vs a plain recvmmsg/sendmmsg relay: delivered Mpps at 64 and 1024 B
+# timeout: 600
+#
+# bench/forwarding.sh — sourced by bench/run (see bench/lib.sh for the helpers).
+#
+#   udpgen ──▶ 127.0.0.1:P ─[relay under test]─ 127.0.0.2:P ──▶ 127.0.0.3:P udpsink
+#
+# The relay under test is either the switch runtime (build/innet switch with
+# the forward program, port 0 → port 1) or bench/src/rawrelay.c. Both get the
+# same generator, sink, sizes, duration, CPU pinning and socket buffer sizes;
+# they run alternately (raw, innet, innet, raw, ...) so that the machine's
+# drift hits both alike, and the medians of the rounds are compared.
+#
+# BENCH_INNET=raw runs rawrelay in innet's place (to check the harness before
+# the engine exists, or to see the harness's own noise: ratio should be ~1).
+
+bench_usage() {
+	cat <<'EOF'
+usage: bench/run forwarding [options]
+  --rounds N        measured runs per implementation and size (default 3)
+  --duration SEC    measurement window per run (default 3)
+  --warmup SEC      traffic before the window opens (default 0.5)
+  --sizes LIST      UDP payload sizes, comma-separated (default 64,1024)
+  --rate PPS        pace the generator (default 0 = as fast as it can)
+  --burst N         generator and raw relay burst (default 32)
+  --udp-port P      UDP port for everything (default 9000)
+  --pin MODE        split: generator+sink on CPU 0, relay on CPU 1 (default
+                    with >= 2 CPUs); none: no pinning
+  --quick           1 round of 1 s (a smoke test, not a measurement)
+Environment: BENCH_INNET=raw runs the raw relay in innet's place.
+EOF
+}
+
+fwd_rounds=3
+fwd_duration=3
+fwd_warmup=0.5
+fwd_sizes=64,1024
+fwd_rate=0
+fwd_burst=32
+fwd_port=9000
+fwd_pin="split"
+fwd_cpu_load=""
+fwd_cpu_relay=""
+fwd_standin=""
+fwd_pps=0
+fwd_loss=0
+
+fwd_parse() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--rounds) fwd_rounds=${2:?}; shift ;;
+		--duration) fwd_duration=${2:?}; shift ;;
+		--warmup) fwd_warmup=${2:?}; shift ;;
+		--sizes) fwd_sizes=${2:?}; shift ;;
+		--rate) fwd_rate=${2:?}; shift ;;
+		--burst) fwd_burst=${2:?}; shift ;;
+		--udp-port) fwd_port=${2:?}; shift ;;
+		--pin) fwd_pin=${2:?}; shift ;;
+		--quick) fwd_rounds=1; fwd_duration=1; fwd_warmup=0.2 ;;
+		-h | --help) bench_usage; exit 0 ;;
+		*) bench_usage_error "unknown option '$1'" ;;
+		esac
+		shift
+	done
+	[[ $fwd_rounds =~ ^[1-9][0-9]?$ ]] || bench_usage_error "--rounds: 1..99"
+	if ! [[ $fwd_duration =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+		[ "$(bench_calc %d "$fwd_duration > 0 && $fwd_duration <= 60")" != 1 ]; then
+		bench_usage_error "--duration: seconds, > 0 and <= 60"
+	fi
+	if ! [[ $fwd_warmup =~ ^[0-9]+(\.[0-9]+)?$ ]] || [ "$(bench_calc %d "$fwd_warmup <= 10")" != 1 ]; then
+		bench_usage_error "--warmup: seconds, <= 10"
+	fi
+	[[ $fwd_sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || bench_usage_error "--sizes: e.g. 64,1024"
+	[[ $fwd_rate =~ ^[0-9]+$ ]] || bench_usage_error "--rate: packets/s"
+	[[ $fwd_burst =~ ^[0-9]+$ ]] || bench_usage_error "--burst: a number"
+	if ! [[ $fwd_port =~ ^[0-9]+$ ]] || [ "$fwd_port" -eq 0 ] || [ "$fwd_port" -gt 65535 ]; then
+		bench_usage_error "--udp-port: 1..65535"
+	fi
+	case $fwd_pin in
+	split)
+		if [ "$(nproc)" -ge 2 ]; then
+			fwd_cpu_load=0
+			fwd_cpu_relay=1
+		else
+			bench_log "one CPU: not pinning"
+			fwd_pin=none
+		fi
+		;;
+	none) ;;
+	*) bench_usage_error "--pin: split or none" ;;
+	esac
+	case ${BENCH_INNET:-} in
+	"") ;;
+	raw) fwd_standin=rawrelay ;;
+	*) bench_usage_error "BENCH_INNET: empty or 'raw'" ;;
+	esac
+	local s
+	for s in ${fwd_sizes//,/ }; do
+		if [ "$s" -lt 8 ] || [ "$s" -gt 1472 ]; then
+			bench_usage_error "--sizes: each 8..1472"
+		fi
+	done
+}
+
+# fwd_relay_cmd IMPL SECS: the command line of the relay under test.
+fwd_relay_cmd() {
+	local impl=$1 secs=$2
+	if [ "$impl" = raw ] || [ -n "$fwd_standin" ]; then
+		printf '%s\n' "$BENCH_BIN/rawrelay" --in "127.0.0.1:$fwd_port" --out "127.0.0.2:$fwd_port" \
+			--to "127.0.0.3:$fwd_port" --burst "$fwd_burst" --duration "$secs"
+	else
+		printf '%s\n' "$BENCH_INNET_BIN" switch --name bench --workers 1 \
+			--port 127.0.0.1 --port 127.0.0.2=127.0.0.3 \
+			--program "forward@$fwd_port" --args '{"map":[1,0]}' --duration "$secs"
+	fi
+}
+
+# fwd_run IMPL SIZE ROUND: one measured run; records it and leaves the
+# delivered packets/s and the loss in fwd_pps and fwd_loss. (Not run in a
+# $(...) subshell: the spawned pids and records must reach the main shell.)
+fwd_run() {
+	local impl=$1 size=$2 round=$3 tag="$1-$2-$3"
+	local gen_secs relay_secs sink_pid relay_pid gen_pid rc relay_drops relay_rc=0
+	local -a relay_cmd
+	gen_secs=$(bench_calc %.2f "$fwd_warmup + $fwd_duration + 0.5")
+	relay_secs=$(bench_calc %d "$gen_secs + 10")
+
+	bench_spawn sink_pid "$tag-sink" "$fwd_cpu_load" "$((relay_secs + 5))" \
+		"$BENCH_BIN/udpsink" --bind "127.0.0.3:$fwd_port" --duration "$fwd_duration" \
+		--warmup "$fwd_warmup" --wait 5 --expect-size "$size"
+	bench_wait_ready "$sink_pid" "$tag-sink" ready 5
+
+	mapfile -t relay_cmd < <(fwd_relay_cmd "$impl" "$relay_secs")
+	bench_spawn relay_pid "$tag-relay" "$fwd_cpu_relay" "$((relay_secs + 5))" "${relay_cmd[@]}"
+	bench_wait_ready "$relay_pid" "$tag-relay" ready 10
+
+	bench_spawn gen_pid "$tag-gen" "$fwd_cpu_load" "$((relay_secs + 5))" \
+		"$BENCH_BIN/udpgen" --dst "127.0.0.1:$fwd_port" --size "$size" --duration "$gen_secs" \
+		--rate "$fwd_rate" --burst "$fwd_burst" --quiet
+
+	rc=0
+	bench_wait "$sink_pid" || rc=$?
+	# Read the relay's receive drops while its socket still exists.
+	relay_drops=$(bench_udp_drops 127.0.0.1 "$fwd_port")
+	bench_stop "$relay_pid" || relay_rc=$?
+	bench_wait "$gen_pid" || bench_die "$tag: udpgen failed: $(tail -n 3 "$BENCH_TMP/$tag-gen.err")"
+	[ "$rc" -eq 0 ] || bench_die "$tag: udpsink failed (status $rc): $(tail -n 3 "$BENCH_TMP/$tag-sink.err")"
+	if [ "$relay_rc" -ne 0 ]; then
+		bench_log "warning: $tag: relay exited with status $relay_rc: $(tail -n 2 "$BENCH_TMP/$tag-relay.err" | tr '\n' ' ')"
+	fi
+
+	local sink="$BENCH_TMP/$tag-sink.out" gen="$BENCH_TMP/$tag-gen.out"
+	local pps loss sink_drops
+	pps=$(bench_kv pps "$sink")
+	loss=$(bench_kv loss_pct "$sink")
+	sink_drops=$(bench_kv sink_drops "$sink")
+	[ -n "$pps" ] || bench_die "$tag: no summary from udpsink"
+	if [ "${sink_drops:-0}" != 0 ]; then
+		bench_log "warning: $tag: the sink dropped $sink_drops packets (sink-bound, not relay-bound)"
+	fi
+	bench_record impl="$impl" size="$size" round="$round" \
+		delivered_pps="$pps" loss_pct="$loss" \
+		lost="$(bench_kv lost "$sink")" late="$(bench_kv late "$sink")" dup="$(bench_kv dup "$sink")" \
+		bad="$(bench_kv bad "$sink")" sink_drops="$sink_drops" \
+		window_s="$(bench_kv elapsed_s "$sink")" \
+		offered_pps="$(bench_kv pps "$gen")" send_errors="$(bench_kv send_errors "$gen")" \
+		relay_rx_drops="$relay_drops" relay_exit="$relay_rc"
+	bench_log "$(printf '%-5s %4s B round %d: %.3f Mpps delivered, loss %s%%, offered %.3f Mpps' \
+		"$impl" "$size" "$round" "$(bench_calc %.6f "$pps / 1e6")" "$loss" \
+		"$(bench_calc %.6f "$(bench_kv pps "$gen") / 1e6")")"
+	fwd_pps=$pps
+	fwd_loss=$loss
+}
+
+bench_main() {
+	fwd_parse "$@"
+	if [ -n "$fwd_standin" ]; then
+		bench_log "BENCH_INNET=raw: the raw relay stands in for innet (harness check only)"
+		bench_build udpgen udpsink rawrelay
+	else
+		bench_build udpgen udpsink rawrelay innet
+	fi
+	bench_param rounds "$fwd_rounds"
+	bench_param duration_s "$fwd_duration"
+	bench_param warmup_s "$fwd_warmup"
+	bench_param sizes "$fwd_sizes"
+	bench_param rate_pps "$fwd_rate"
+	bench_param burst "$fwd_burst"
+	bench_param udp_port "$fwd_port"
+	bench_param pin "$fwd_pin"
+	bench_param cpu_generator_sink "${fwd_cpu_load:-any}"
+	bench_param cpu_relay "${fwd_cpu_relay:-any}"
+	bench_param socket_buffers 4194304
+	bench_param innet_impl "${fwd_standin:-innet}"
+	bench_param innet_cmd "$(fwd_relay_cmd innet 0 | tr '\n' ' ')"
+	bench_param raw_cmd "$(fwd_relay_cmd raw 0 | tr '\n' ' ')"
+
+	local size round impl order ratios=() ratio
+	local -a r_raw l_raw r_inn l_inn
+	for size in ${fwd_sizes//,/ }; do
+		r_raw=() l_raw=() r_inn=() l_inn=()
+		for ((round = 1; round <= fwd_rounds; round++)); do
+			# ABBA: alternate which goes first, so neither always runs
+			# on a warmer (or busier) machine.
+			if ((round % 2)); then order="raw innet"; else order="innet raw"; fi
+			for impl in $order; do
+				fwd_run "$impl" "$size" "$round"
+				if [ "$impl" = raw ]; then
+					r_raw+=("$fwd_pps") l_raw+=("$fwd_loss")
+				else
+					r_inn+=("$fwd_pps") l_inn+=("$fwd_loss")
+				fi
+			done
+		done
+		local m_raw m_inn
+		m_raw=$(bench_median "${r_raw[@]}")
+		m_inn=$(bench_median "${r_inn[@]}")
+		ratio=$(bench_calc %.3f "$m_raw > 0 ? $m_inn / $m_raw : 0")
+		ratios+=("$ratio")
+		bench_result "innet_${size}_mpps=$(bench_calc %.3f "$m_inn / 1e6")" \
+			"raw_${size}_mpps=$(bench_calc %.3f "$m_raw / 1e6")" "ratio_${size}=$ratio" \
+			"innet_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_inn[@]}")")" \
+			"raw_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_raw[@]}")")"
+		bench_log "$size B: innet $(bench_calc %.3f "$m_inn / 1e6") Mpps, raw $(bench_calc %.3f "$m_raw / 1e6") Mpps, ratio $ratio (medians of $fwd_rounds)"
+	done
+	bench_result "ratio=$(printf '%s\n' "${ratios[@]}" | sort -g | head -n 1)"
+	if [ -n "$fwd_standin" ]; then
+		bench_result "innet_impl=$fwd_standin"
+	fi
+}

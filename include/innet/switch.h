@@ -1,0 +1,256 @@
+/*
+ * innet/switch.h — the switch runtime: configuration, lifecycle, and the
+ * control-plane calls (registers, tables, multicast groups, stats, capture).
+ *
+ * A switch has ports and programs. A port is one IPv4 address of the switch
+ * (an "interface"; on loopback, 127.x.y.z) and, optionally, the address of the
+ * peer at the other end of its link. A program is bound to one or more UDP
+ * port numbers and listens on every port's address with each of them: a
+ * datagram arriving at ADDR(port i):U enters the switch on port i and is
+ * handed to the program bound to U (the parser's dispatch on the UDP
+ * destination port).
+ *
+ *      peer 127.0.2.1 ──link── port 0 = 127.0.1.1 ┐            ┌ program "agg"   (udp 48879)
+ *      peer 127.0.1.9 ──link── port 1 = 127.0.1.2 ├─ parser ───┤ program "paxos" (udp 34952)
+ *                                                 ┘ (dst udp)  └ ...
+ *
+ * Threads: n_workers worker threads (receive burst → program → transmit
+ * burst), one timer thread (Trio timer callbacks), one control thread (the
+ * control socket and packets handed to the CPU).
+ *
+ * Errors follow one convention: actions return 0 or -errno; constructors
+ * return NULL and set errno, with a readable message in the caller's buffer.
+ */
+#ifndef INNET_SWITCH_H
+#define INNET_SWITCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "innet/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INNET_NAME_MAX 64u
+
+/* Link emulation on a port (fault injection). Probabilities in [0, 1]. */
+struct innet_link_conf {
+	double loss;          /* drop probability */
+	double dup;           /* duplicate probability */
+	double reorder;       /* probability a packet is held back behind later ones */
+	uint32_t delay_us;    /* added one-way delay */
+	uint32_t jitter_us;   /* uniform extra delay in [0, jitter_us] */
+	bool on_egress;       /* apply to packets the switch sends on this port */
+	bool on_ingress;      /* apply to packets the switch receives on this port */
+	uint64_t seed;        /* PRNG seed (0: derived from the switch seed and port) */
+};
+
+struct innet_port_conf {
+	char name[INNET_NAME_MAX];    /* e.g. "p0" or the neighbour's name */
+	uint32_t ip;                  /* local address (host order) */
+	uint32_t peer_ip;             /* other end of the link; 0 = none */
+	uint16_t peer_udp;            /* 0 = same UDP port as the packet */
+	struct innet_link_conf link;  /* emulation; all zero = a perfect link */
+};
+
+struct innet_prog_conf {
+	char name[INNET_NAME_MAX];             /* instance name, e.g. "fwd" */
+	const struct innet_program *program;   /* from innet_program_find() */
+	uint16_t udp[INNET_MAX_PROG_UDP];      /* bound UDP ports */
+	uint32_t n_udp;
+	char *args_json;                       /* settings as a JSON object text, or NULL */
+};
+
+struct innet_switch_conf {
+	char name[INNET_NAME_MAX];
+	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
+	uint32_t n_workers;                    /* worker threads (>= 1) */
+	char ctl_path[108];                    /* control socket path; "" = none */
+	uint64_t seed;                         /* seed for link emulation and PRNGs */
+	struct innet_port_conf ports[INNET_MAX_PORTS];
+	uint32_t n_ports;
+	struct innet_prog_conf progs[16];
+	uint32_t n_progs;
+};
+
+struct innet_switch;
+
+/* Build a switch from conf: runs every program's setup (settings are checked
+ * here), allocates state, opens the sockets. Nothing runs until start.
+ * Returns NULL with errno set and a message in err on failure. */
+struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err,
+					 size_t errlen);
+/* Start worker, timer and control threads. 0 or -errno. */
+int innet_switch_start(struct innet_switch *sw);
+/* Stop all threads (idempotent). Packets in flight are dropped. */
+void innet_switch_stop(struct innet_switch *sw);
+/* Free everything (stops first). NULL is allowed. */
+void innet_switch_destroy(struct innet_switch *sw);
+
+const struct innet_switch_conf *innet_switch_conf(const struct innet_switch *sw);
+
+/* ------------------------------------------------------------------------ */
+/* Control plane. struct innet_cp is a program instance seen from the        */
+/* control plane; these calls are thread-safe against the data plane.        */
+
+/* The program instance named `name`, or NULL. */
+struct innet_cp *innet_switch_prog(struct innet_switch *sw, const char *name);
+/* The i-th program instance (i < n_progs), or NULL. */
+struct innet_cp *innet_switch_prog_at(struct innet_switch *sw, uint32_t i);
+
+const char *innet_cp_name(const struct innet_cp *cp);
+const struct innet_program *innet_cp_program(const struct innet_cp *cp);
+struct innet_switch *innet_cp_switch(struct innet_cp *cp);
+
+/* Register id by name, or -ENOENT. */
+int innet_cp_reg_find(const struct innet_cp *cp, const char *name);
+/* The register's declaration (NULL if id is invalid). */
+const struct innet_reg *innet_cp_reg(const struct innet_cp *cp, unsigned id);
+/* Read/write one element (1/2/4/8-byte registers). 0 or -EINVAL/-ERANGE. */
+int innet_cp_reg_read(struct innet_cp *cp, unsigned id, uint32_t idx, uint64_t *val);
+int innet_cp_reg_write(struct innet_cp *cp, unsigned id, uint32_t idx, uint64_t val);
+/* Blob registers: copy n <= width bytes. */
+int innet_cp_reg_read_bytes(struct innet_cp *cp, unsigned id, uint32_t idx, void *dst, uint32_t n);
+int innet_cp_reg_write_bytes(struct innet_cp *cp, unsigned id, uint32_t idx, const void *src,
+			     uint32_t n);
+
+/* Table id by name, or -ENOENT. */
+int innet_cp_table_find(const struct innet_cp *cp, const char *name);
+struct innet_table_info {
+	const char *name;
+	uint32_t key_size;
+	uint32_t value_size;
+	uint32_t capacity;
+	uint32_t entries;        /* current */
+	uint64_t insert_full;    /* inserts refused: full */
+};
+int innet_cp_table_info(const struct innet_cp *cp, unsigned id, struct innet_table_info *info);
+/* Add or replace; -ENOSPC when full. */
+int innet_cp_table_add(struct innet_cp *cp, unsigned id, const void *key, const void *val);
+/* Delete; -ENOENT when absent. */
+int innet_cp_table_del(struct innet_cp *cp, unsigned id, const void *key);
+/* Look up; 0 or -ENOENT. */
+int innet_cp_table_get(struct innet_cp *cp, unsigned id, const void *key, void *val);
+/* Call fn for every entry (a consistent copy of each); stops when fn returns
+ * non-zero and returns that value. */
+int innet_cp_table_foreach(struct innet_cp *cp, unsigned id,
+			   int (*fn)(const void *key, const void *val, void *arg), void *arg);
+
+/* A multicast group member: the port to send on, and optionally an explicit
+ * destination (ip/udp 0 = the port's peer / the packet's UDP port). */
+struct innet_member {
+	uint16_t port;
+	uint32_t ip;
+	uint16_t udp;
+};
+/* Replace group `group`'s members (n <= INNET_MAX_GROUP_MEMBERS). */
+int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_member *m,
+		       uint32_t n);
+/* Copy up to max members of group into m; returns the count or -errno. */
+int innet_cp_group_get(struct innet_cp *cp, uint32_t group, struct innet_member *m,
+		       uint32_t max);
+uint32_t innet_cp_n_groups(const struct innet_cp *cp);
+/* Declared timers (Trio). */
+uint32_t innet_cp_n_timers(const struct innet_cp *cp);
+
+/* Send a packet from the control plane (not counted as emitted by the data
+ * plane). out as for innet_emit. 0 or -errno. */
+int innet_cp_send(struct innet_cp *cp, const struct innet_out *out, bool is_group,
+		  const void *data, uint32_t len);
+
+/* Name of a drop reason (runtime or this program's), never NULL. */
+const char *innet_cp_drop_reason_name(const struct innet_cp *cp, unsigned reason);
+const char *innet_drop_reason_name(unsigned reason); /* runtime reasons only */
+const char *innet_action_name(unsigned action);
+
+/* ------------------------------------------------------------------------ */
+/* Statistics: per-thread counters summed on request.                         */
+
+struct innet_prog_stats {
+	uint64_t rx_pkts;                         /* packets into the handler (first pass) */
+	uint64_t rx_bytes;
+	uint64_t actions[INNET_ACTION_COUNT];     /* final verdicts */
+	uint64_t drops[INNET_DROP_PROGRAM + INNET_MAX_DROP_REASONS]; /* by reason */
+	uint64_t passes;                          /* handler invocations incl. recirculation */
+	uint64_t recirculations;
+	uint64_t emitted;                         /* packets emitted (Trio) */
+	uint64_t tx_pkts;                         /* copies sent (multicast counts each) */
+	uint64_t timer_fires;
+	uint64_t cpu_pkts;                        /* handled by on_cpu */
+	uint64_t reg_ops;                         /* totals over all passes */
+	uint64_t table_ops;
+	uint64_t alu_ops;
+	uint32_t max_reg_ops;                     /* per pass */
+	uint32_t max_table_ops;
+	uint32_t max_alu_ops;
+	uint32_t max_recirc;                      /* per packet */
+	uint32_t max_emitted;                     /* per packet */
+};
+
+struct innet_port_stats {
+	uint64_t rx_pkts;
+	uint64_t rx_bytes;
+	uint64_t tx_pkts;
+	uint64_t tx_bytes;
+	uint64_t tx_errors;
+	uint64_t link_lost;        /* dropped by link emulation */
+	uint64_t link_duplicated;
+	uint64_t link_reordered;
+	uint64_t link_delayed;
+	uint64_t link_queue_full;  /* delay queue full: dropped */
+};
+
+int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out);
+int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out);
+/* Zero all counters (ports and programs). */
+void innet_switch_stats_reset(struct innet_switch *sw);
+
+/* ------------------------------------------------------------------------ */
+/* Capture: write a port's traffic (both directions) to a pcap file with     */
+/* synthesized IPv4/UDP headers (LINKTYPE_RAW), readable by tshark.          */
+
+/* Start capturing on port into path; stop after max_pkts (0 = unlimited). */
+int innet_switch_capture_start(struct innet_switch *sw, uint32_t port, const char *path,
+			       uint64_t max_pkts);
+/* Stop and close the file; -ENOENT if not capturing. */
+int innet_switch_capture_stop(struct innet_switch *sw, uint32_t port);
+
+/* ------------------------------------------------------------------------ */
+/* Injection: run one packet through the real pipeline on the calling thread */
+/* and collect what would be sent instead of sending it (golden-packet tests, */
+/* fuzzing, dry runs). Works whether or not the switch is started; calls are  */
+/* serialised. Link emulation and capture are bypassed. Emitted packets are  */
+/* collected too. Timers armed by the packet fire on the timer thread only   */
+/* if the switch is started.                                                 */
+
+#define INNET_INJECT_MAX_OUT 64u
+
+struct innet_inject_out {
+	uint16_t port;             /* egress port */
+	struct innet_addr dst;     /* destination */
+	uint16_t src_udp;          /* local UDP port it would be sent from */
+	uint32_t len;
+	uint8_t data[INNET_PKT_MAX];
+};
+
+struct innet_inject_result {
+	enum innet_action action;  /* final verdict (DROP if an error turned it into one) */
+	unsigned drop_reason;      /* when action == INNET_DROP */
+	uint32_t n_out;            /* packets that would be sent */
+	uint32_t n_out_lost;       /* more than INNET_INJECT_MAX_OUT */
+	struct innet_inject_out out[INNET_INJECT_MAX_OUT];
+};
+
+/* Inject data as if it arrived on `port` at UDP port dst_udp from src.
+ * 0, or -EINVAL (bad port, no program on dst_udp, len too large). */
+int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
+			const struct innet_addr *src, const void *data, uint32_t len,
+			struct innet_inject_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INNET_SWITCH_H */

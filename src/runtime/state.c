@@ -1,0 +1,589 @@
+/*
+ * state.c — a program's declared state: the declaration calls a program's
+ * setup makes (innet_decl_*), its settings (innet_args_*, over the JSON
+ * object from the topology), allocation of register arrays, tables, groups
+ * and timers, and the control-plane accessors for registers and groups.
+ *
+ * Settings are checked strictly: a wrong type, a value out of range or a key
+ * the program never asked for fails the setup with a message that names the
+ * program instance and the key.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "runtime/switch_pvt.h"
+
+struct innet_args {
+	json_t *obj;                 /* the settings object (never NULL) */
+	const char *inst;            /* instance name, for messages */
+	char used[64][INNET_NAME_MAX];
+	uint32_t n_used;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Settings                                                                   */
+
+static void args_error(struct innet_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void args_error(struct innet_args *a, const char *fmt, ...)
+{
+	if (a->failed)
+		return;
+	a->failed = -EINVAL;
+	int off = snprintf(a->err, a->errlen, "program '%s': ", a->inst);
+	if (off < 0 || (size_t)off >= a->errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->err + off, a->errlen - off, fmt, ap);
+	va_end(ap);
+}
+
+static json_t *args_get(struct innet_args *a, const char *key)
+{
+	if (a->n_used < 64)
+		snprintf(a->used[a->n_used++], INNET_NAME_MAX, "%s", key);
+	return json_object_get(a->obj, key);
+}
+
+int innet_args_u64(struct innet_args *a, const char *key, uint64_t def, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	json_t *v = args_get(a, key);
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		args_error(a, "setting '%s' must be a non-negative integer", key);
+		return -EINVAL;
+	}
+	uint64_t x = (uint64_t)json_integer_value(v);
+	if (x < min || x > max) {
+		args_error(a, "setting '%s' = %" PRIu64 " is out of range [%" PRIu64 ", %" PRIu64 "]",
+			   key, x, min, max);
+		return -EINVAL;
+	}
+	*out = x;
+	return 0;
+}
+
+int innet_args_bool(struct innet_args *a, const char *key, bool def, bool *out)
+{
+	json_t *v = args_get(a, key);
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (!json_is_boolean(v)) {
+		args_error(a, "setting '%s' must be true or false", key);
+		return -EINVAL;
+	}
+	*out = json_is_true(v);
+	return 0;
+}
+
+int innet_args_str(struct innet_args *a, const char *key, const char *def, const char **out)
+{
+	json_t *v = args_get(a, key);
+	*out = def;
+	if (v == NULL)
+		return 0;
+	if (!json_is_string(v)) {
+		args_error(a, "setting '%s' must be a string", key);
+		return -EINVAL;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+int innet_args_u64_array(struct innet_args *a, const char *key, uint64_t *out, uint32_t max,
+			 uint32_t *n)
+{
+	json_t *v = args_get(a, key);
+	*n = 0;
+	if (v == NULL)
+		return 0;
+	if (!json_is_array(v)) {
+		args_error(a, "setting '%s' must be an array of non-negative integers", key);
+		return -EINVAL;
+	}
+	if (json_array_size(v) > max) {
+		args_error(a, "setting '%s' has %zu entries, at most %u allowed", key,
+			   json_array_size(v), max);
+		return -EINVAL;
+	}
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		if (!json_is_integer(e) || json_integer_value(e) < 0) {
+			args_error(a, "setting '%s'[%zu] must be a non-negative integer", key, i);
+			return -EINVAL;
+		}
+		out[i] = (uint64_t)json_integer_value(e);
+	}
+	*n = (uint32_t)json_array_size(v);
+	return 0;
+}
+
+json_t *innet_args_json(struct innet_args *a, const char *key)
+{
+	return args_get(a, key);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Declarations                                                               */
+
+int innet_decl_error(struct innet_decl *d, const char *fmt, ...)
+{
+	if (!d->failed) {
+		d->failed = -EINVAL;
+		int off = snprintf(d->err, d->errlen, "program '%s': ", d->cp->name);
+		if (off >= 0 && (size_t)off < d->errlen) {
+			va_list ap;
+			va_start(ap, fmt);
+			vsnprintf(d->err + off, d->errlen - off, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return -EINVAL;
+}
+
+int innet_decl_reg(struct innet_decl *d, unsigned id, const char *name, uint32_t width, uint32_t count)
+{
+	struct innet_cp *cp = d->cp;
+	if (id != cp->n_regs)
+		return innet_decl_error(d, "register '%s' declared as id %u, expected %u", name, id,
+					cp->n_regs);
+	if (id >= INNET_MAX_REGS)
+		return innet_decl_error(d, "too many register arrays (max %u)", INNET_MAX_REGS);
+	if (width == 0 || count == 0 || width > INNET_PKT_MAX)
+		return innet_decl_error(d, "register '%s': width %u x count %u is invalid", name, width,
+					count);
+	uint64_t bytes = (uint64_t)width * count;
+	if (bytes > (1ull << 34))
+		return innet_decl_error(d, "register '%s': %" PRIu64 " bytes is too large", name, bytes);
+	size_t alloc = (bytes + INNET_CACHELINE - 1) & ~(size_t)(INNET_CACHELINE - 1);
+	uint8_t *mem = aligned_alloc(INNET_CACHELINE, alloc);
+	if (mem == NULL)
+		return innet_decl_error(d, "register '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
+	memset(mem, 0, alloc);
+	snprintf(cp->reg_names[id], INNET_NAME_MAX, "%s", name);
+	cp->regs[id] = (struct innet_reg){ .mem = mem, .width = width, .count = count,
+					   .name = cp->reg_names[id] };
+	cp->n_regs++;
+	return 0;
+}
+
+int innet_decl_table(struct innet_decl *d, unsigned id, const char *name, uint32_t key_size,
+		     uint32_t value_size, uint32_t capacity)
+{
+	struct innet_cp *cp = d->cp;
+	if (id != cp->n_tables)
+		return innet_decl_error(d, "table '%s' declared as id %u, expected %u", name, id,
+					cp->n_tables);
+	if (id >= INNET_MAX_TABLES)
+		return innet_decl_error(d, "too many tables (max %u)", INNET_MAX_TABLES);
+	struct innet_table *t = innet_table_create(name, key_size, value_size, capacity);
+	if (t == NULL)
+		return innet_decl_error(d, "table '%s': key %u B, value %u B, capacity %u: %s", name,
+					key_size, value_size, capacity, strerror(errno));
+	cp->tables[id] = t;
+	cp->n_tables++;
+	return 0;
+}
+
+int innet_decl_groups(struct innet_decl *d, uint32_t n)
+{
+	struct innet_cp *cp = d->cp;
+	if (n > INNET_MAX_GROUPS)
+		return innet_decl_error(d, "%u multicast groups, at most %u", n, INNET_MAX_GROUPS);
+	if (cp->groups != NULL)
+		return innet_decl_error(d, "multicast groups declared twice");
+	if (n == 0)
+		return 0;
+	cp->groups = calloc(n, sizeof(*cp->groups));
+	if (cp->groups == NULL)
+		return innet_decl_error(d, "cannot allocate %u groups", n);
+	cp->n_groups = n;
+	return 0;
+}
+
+int innet_decl_timers(struct innet_decl *d, uint32_t n)
+{
+	struct innet_cp *cp = d->cp;
+	if (cp->program->model != INNET_MODEL_TRIO && n > 0)
+		return innet_decl_error(d, "timers need the Trio model");
+	if (n > INNET_MAX_TIMERS)
+		return innet_decl_error(d, "%u timers, at most %u", n, INNET_MAX_TIMERS);
+	if (cp->timers != NULL)
+		return innet_decl_error(d, "timers declared twice");
+	if (n == 0)
+		return 0;
+	if (cp->program->on_timer == NULL)
+		return innet_decl_error(d, "timers declared but the program has no on_timer");
+	cp->timers = calloc(n, sizeof(*cp->timers));
+	if (cp->timers == NULL)
+		return innet_decl_error(d, "cannot allocate %u timers", n);
+	cp->n_timers = n;
+	return 0;
+}
+
+void innet_decl_priv(struct innet_decl *d, void *priv)
+{
+	free(d->cp->priv);
+	d->cp->priv = priv;
+}
+
+/* Run the program's setup over its settings; on failure everything the setup
+ * declared is freed by the caller through innet_state_free. */
+int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *obj;
+	if (pc->args_json != NULL && pc->args_json[0] != '\0') {
+		obj = json_loads(pc->args_json, 0, &jerr);
+		if (obj == NULL) {
+			snprintf(err, errlen, "program '%s': settings are not valid JSON: %s (column %d)",
+				 cp->name, jerr.text, jerr.column);
+			return -EINVAL;
+		}
+		if (!json_is_object(obj)) {
+			json_decref(obj);
+			snprintf(err, errlen, "program '%s': settings must be a JSON object", cp->name);
+			return -EINVAL;
+		}
+	} else {
+		obj = json_object();
+		if (obj == NULL)
+			return -ENOMEM;
+	}
+	struct innet_args *a = calloc(1, sizeof(*a));
+	if (a == NULL) {
+		json_decref(obj);
+		return -ENOMEM;
+	}
+	a->obj = obj;
+	a->inst = cp->name;
+	a->err = err;
+	a->errlen = errlen;
+	struct innet_decl d = { .cp = cp, .err = err, .errlen = errlen };
+
+	int rc = cp->program->setup ? cp->program->setup(&d, a) : 0;
+	if (rc == 0 && d.failed)
+		rc = d.failed;
+	if (rc == 0 && a->failed)
+		rc = a->failed;
+	if (rc != 0 && err[0] == '\0')
+		snprintf(err, errlen, "program '%s': setup failed: %s", cp->name, strerror(-rc));
+	if (rc == 0) {
+		/* Every key must have been asked for. */
+		const char *key;
+		json_t *v;
+		json_object_foreach(obj, key, v) {
+			bool known = false;
+			for (uint32_t i = 0; i < a->n_used && !known; i++)
+				known = !strcmp(a->used[i], key);
+			if (!known) {
+				snprintf(err, errlen, "program '%s' (%s): unknown setting '%s'", cp->name,
+					 cp->program->name, key);
+				rc = -EINVAL;
+				break;
+			}
+		}
+	}
+	json_decref(obj);
+	free(a);
+	return rc;
+}
+
+void innet_state_free(struct innet_cp *cp)
+{
+	for (uint32_t i = 0; i < cp->n_regs; i++)
+		free(cp->regs[i].mem);
+	cp->n_regs = 0;
+	for (uint32_t i = 0; i < cp->n_tables; i++)
+		innet_table_destroy(cp->tables[i]);
+	cp->n_tables = 0;
+	free(cp->groups);
+	cp->groups = NULL;
+	cp->n_groups = 0;
+	free(cp->timers);
+	cp->timers = NULL;
+	cp->n_timers = 0;
+	free(cp->priv);
+	cp->priv = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data-plane helpers that are not inline                                     */
+
+void innet__fault(struct innet_ctx *ctx, unsigned reason)
+{
+	if (ctx->fault == 0)
+		ctx->fault = (uint16_t)reason;
+}
+
+void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void *dst, uint32_t n)
+{
+	struct innet_reg *reg = innet__reg(ctx, r, idx);
+	if (reg == NULL || n > reg->width) {
+		if (reg != NULL)
+			innet__fault(ctx, INNET_DROP_REG_OOB);
+		memset(dst, 0, n);
+		return;
+	}
+	memcpy(dst, reg->mem + (size_t)idx * reg->width, n);
+	/* A blob wider than 8 bytes is one 64-bit word per stateful ALU on a
+	 * PISA target: account the words beyond the first. */
+	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
+}
+
+void innet_reg_write_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, const void *src, uint32_t n)
+{
+	struct innet_reg *reg = innet__reg(ctx, r, idx);
+	if (reg == NULL || n > reg->width) {
+		if (reg != NULL)
+			innet__fault(ctx, INNET_DROP_REG_OOB);
+		return;
+	}
+	memcpy(reg->mem + (size_t)idx * reg->width, src, n);
+	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
+}
+
+uint64_t innet_hash(const void *data, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(data, len, seed);
+}
+
+uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
+{
+	struct innet_switch *sw = ctx->prog->sw;
+	return port < sw->n_ports ? sw->ports[port].conf.peer_ip : 0;
+}
+
+int innet_table_lookup(struct innet_ctx *ctx, unsigned t, const void *key, void *val)
+{
+	ctx->use.table_ops++;
+	if (t >= ctx->n_tables) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return -1;
+	}
+	return innet_table_get(ctx->tables[t], key, val) == 0 ? 0 : -1;
+}
+
+int innet_table_insert(struct innet_ctx *ctx, unsigned t, const void *key, const void *val)
+{
+	ctx->use.table_ops++;
+	if (ctx->model != INNET_MODEL_TRIO) {
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (t >= ctx->n_tables) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return -1;
+	}
+	return innet_table_put(ctx->tables[t], key, val) == 0 ? 0 : -1;
+}
+
+int innet_table_delete(struct innet_ctx *ctx, unsigned t, const void *key)
+{
+	ctx->use.table_ops++;
+	if (ctx->model != INNET_MODEL_TRIO) {
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (t >= ctx->n_tables) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return -1;
+	}
+	return innet_table_del(ctx->tables[t], key) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Control plane: registers, tables, groups                                   */
+
+const char *innet_cp_name(const struct innet_cp *cp)
+{
+	return cp->name;
+}
+
+const struct innet_program *innet_cp_program(const struct innet_cp *cp)
+{
+	return cp->program;
+}
+
+struct innet_switch *innet_cp_switch(struct innet_cp *cp)
+{
+	return cp->sw;
+}
+
+int innet_cp_reg_find(const struct innet_cp *cp, const char *name)
+{
+	for (uint32_t i = 0; i < cp->n_regs; i++)
+		if (!strcmp(cp->regs[i].name, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+const struct innet_reg *innet_cp_reg(const struct innet_cp *cp, unsigned id)
+{
+	return id < cp->n_regs ? &cp->regs[id] : NULL;
+}
+
+static void *cp_elem(struct innet_cp *cp, unsigned id, uint32_t idx, int *rc)
+{
+	if (id >= cp->n_regs) {
+		*rc = -EINVAL;
+		return NULL;
+	}
+	if (idx >= cp->regs[id].count) {
+		*rc = -ERANGE;
+		return NULL;
+	}
+	*rc = 0;
+	return cp->regs[id].mem + (size_t)idx * cp->regs[id].width;
+}
+
+int innet_cp_reg_read(struct innet_cp *cp, unsigned id, uint32_t idx, uint64_t *val)
+{
+	int rc;
+	void *p = cp_elem(cp, id, idx, &rc);
+	if (p == NULL)
+		return rc;
+	switch (cp->regs[id].width) {
+	case 8: *val = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE); return 0;
+	case 4: *val = __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE); return 0;
+	case 2: *val = __atomic_load_n((uint16_t *)p, __ATOMIC_ACQUIRE); return 0;
+	case 1: *val = __atomic_load_n((uint8_t *)p, __ATOMIC_ACQUIRE); return 0;
+	}
+	return -EINVAL;
+}
+
+int innet_cp_reg_write(struct innet_cp *cp, unsigned id, uint32_t idx, uint64_t val)
+{
+	int rc;
+	void *p = cp_elem(cp, id, idx, &rc);
+	if (p == NULL)
+		return rc;
+	switch (cp->regs[id].width) {
+	case 8: __atomic_store_n((uint64_t *)p, val, __ATOMIC_RELEASE); return 0;
+	case 4: __atomic_store_n((uint32_t *)p, (uint32_t)val, __ATOMIC_RELEASE); return 0;
+	case 2: __atomic_store_n((uint16_t *)p, (uint16_t)val, __ATOMIC_RELEASE); return 0;
+	case 1: __atomic_store_n((uint8_t *)p, (uint8_t)val, __ATOMIC_RELEASE); return 0;
+	}
+	return -EINVAL;
+}
+
+int innet_cp_reg_read_bytes(struct innet_cp *cp, unsigned id, uint32_t idx, void *dst, uint32_t n)
+{
+	int rc;
+	void *p = cp_elem(cp, id, idx, &rc);
+	if (p == NULL)
+		return rc;
+	if (n > cp->regs[id].width)
+		return -EINVAL;
+	memcpy(dst, p, n);
+	return 0;
+}
+
+int innet_cp_reg_write_bytes(struct innet_cp *cp, unsigned id, uint32_t idx, const void *src, uint32_t n)
+{
+	int rc;
+	void *p = cp_elem(cp, id, idx, &rc);
+	if (p == NULL)
+		return rc;
+	if (n > cp->regs[id].width)
+		return -EINVAL;
+	memcpy(p, src, n);
+	return 0;
+}
+
+int innet_cp_table_find(const struct innet_cp *cp, const char *name)
+{
+	for (uint32_t i = 0; i < cp->n_tables; i++) {
+		struct innet_table_info info;
+		innet_table_info_get(cp->tables[i], &info);
+		if (!strcmp(info.name, name))
+			return (int)i;
+	}
+	return -ENOENT;
+}
+
+int innet_cp_table_info(const struct innet_cp *cp, unsigned id, struct innet_table_info *info)
+{
+	if (id >= cp->n_tables)
+		return -EINVAL;
+	innet_table_info_get(cp->tables[id], info);
+	return 0;
+}
+
+int innet_cp_table_add(struct innet_cp *cp, unsigned id, const void *key, const void *val)
+{
+	return id < cp->n_tables ? innet_table_put(cp->tables[id], key, val) : -EINVAL;
+}
+
+int innet_cp_table_del(struct innet_cp *cp, unsigned id, const void *key)
+{
+	return id < cp->n_tables ? innet_table_del(cp->tables[id], key) : -EINVAL;
+}
+
+int innet_cp_table_get(struct innet_cp *cp, unsigned id, const void *key, void *val)
+{
+	return id < cp->n_tables ? innet_table_get(cp->tables[id], key, val) : -EINVAL;
+}
+
+int innet_cp_table_foreach(struct innet_cp *cp, unsigned id,
+			   int (*fn)(const void *key, const void *val, void *arg), void *arg)
+{
+	return id < cp->n_tables ? innet_table_iter(cp->tables[id], fn, arg) : -EINVAL;
+}
+
+uint32_t innet_cp_n_groups(const struct innet_cp *cp)
+{
+	return cp->n_groups;
+}
+
+uint32_t innet_cp_n_timers(const struct innet_cp *cp)
+{
+	return cp->n_timers;
+}
+
+int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_member *m, uint32_t n)
+{
+	if (group >= cp->n_groups)
+		return -ENOENT;
+	if (n > INNET_MAX_GROUP_MEMBERS)
+		return -E2BIG;
+	for (uint32_t i = 0; i < n; i++)
+		if (m[i].port >= cp->sw->n_ports)
+			return -EINVAL;
+	struct innet_group *g = &cp->groups[group];
+	pthread_mutex_lock(&cp->cp_lock);
+	atomic_fetch_add_explicit(&g->seq, 1, memory_order_acq_rel); /* odd: writing */
+	atomic_thread_fence(memory_order_release);
+	memcpy(g->m, m, n * sizeof(*m));
+	__atomic_store_n(&g->n, n, __ATOMIC_RELAXED);
+	atomic_fetch_add_explicit(&g->seq, 1, memory_order_release);  /* even: stable */
+	pthread_mutex_unlock(&cp->cp_lock);
+	return 0;
+}
+
+int innet_cp_group_get(struct innet_cp *cp, uint32_t group, struct innet_member *m, uint32_t max)
+{
+	if (group >= cp->n_groups)
+		return -ENOENT;
+	struct innet_group *g = &cp->groups[group];
+	pthread_mutex_lock(&cp->cp_lock); /* writers hold it: a stable copy */
+	uint32_t n = g->n < max ? g->n : max;
+	memcpy(m, g->m, n * sizeof(*m));
+	uint32_t total = g->n;
+	pthread_mutex_unlock(&cp->cp_lock);
+	return (int)total;
+}

@@ -1,0 +1,499 @@
+/*
+ * switch.c — a switch's life: build it from a configuration (check it, run
+ * every program's setup, allocate state, bind sockets), start and stop its
+ * threads, and sum its counters.
+ *
+ * Sockets: for every program, every UDP port it binds and every switch port
+ * (address), one socket per worker with SO_REUSEPORT (the kernel spreads
+ * flows over them by 4-tuple hash, so one flow always meets one worker, in
+ * order), or a single socket polled by one worker for a SERIAL program.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "runtime/switch_pvt.h"
+
+#define SOCK_BUF (4 << 20)
+
+static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
+	[INNET_DROP_NONE] = "none",
+	[INNET_DROP_PROGRAM_VERDICT] = "program_verdict",
+	[INNET_DROP_NO_PROGRAM] = "no_program",
+	[INNET_DROP_TRUNCATED] = "truncated",
+	[INNET_DROP_REG_OOB] = "reg_out_of_range",
+	[INNET_DROP_REG_BUDGET] = "pisa_reg_budget",
+	[INNET_DROP_MODEL_VIOLATION] = "model_violation",
+	[INNET_DROP_RECIRC_BUDGET] = "recirc_budget",
+	[INNET_DROP_BAD_PORT] = "bad_port",
+	[INNET_DROP_BAD_GROUP] = "bad_group",
+	[INNET_DROP_NO_PEER] = "no_peer",
+	[INNET_DROP_BAD_VERDICT] = "bad_verdict",
+	[INNET_DROP_PKT_BOUNDS] = "pkt_bounds",
+	[INNET_DROP_TX_FULL] = "tx_full",
+	[INNET_DROP_CPU_QUEUE_FULL] = "cpu_queue_full",
+	[INNET_DROP_LINK_LOSS] = "link_loss",
+	[INNET_DROP_TX_ERROR] = "tx_error",
+};
+
+static const char *const action_names[INNET_ACTION_COUNT] = {
+	[INNET_DROP] = "drop",         [INNET_FORWARD] = "forward",
+	[INNET_MULTICAST] = "multicast", [INNET_REFLECT] = "reflect",
+	[INNET_RECIRCULATE] = "recirculate", [INNET_TO_CPU] = "to_cpu",
+	[INNET_CONSUMED] = "consumed",
+};
+
+const char *innet_drop_reason_name(unsigned reason)
+{
+	if (reason < INNET_DROP_RUNTIME_COUNT && runtime_reasons[reason])
+		return runtime_reasons[reason];
+	return "unknown";
+}
+
+const char *innet_cp_drop_reason_name(const struct innet_cp *cp, unsigned reason)
+{
+	if (reason >= INNET_DROP_PROGRAM && reason - INNET_DROP_PROGRAM < cp->program->n_drop_reasons)
+		return cp->program->drop_reasons[reason - INNET_DROP_PROGRAM];
+	return innet_drop_reason_name(reason);
+}
+
+const char *innet_action_name(unsigned action)
+{
+	return action < INNET_ACTION_COUNT ? action_names[action] : "unknown";
+}
+
+const struct innet_switch_conf *innet_switch_conf(const struct innet_switch *sw)
+{
+	return &sw->conf;
+}
+
+struct innet_cp *innet_switch_prog(struct innet_switch *sw, const char *name)
+{
+	for (uint32_t i = 0; i < sw->n_progs; i++)
+		if (!strcmp(sw->progs[i].name, name))
+			return &sw->progs[i];
+	return NULL;
+}
+
+struct innet_cp *innet_switch_prog_at(struct innet_switch *sw, uint32_t i)
+{
+	return i < sw->n_progs ? &sw->progs[i] : NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static int check_conf(const struct innet_switch_conf *c, char *err, size_t errlen)
+{
+	if (c->n_workers < 1 || c->n_workers > 64) {
+		snprintf(err, errlen, "workers must be 1..64 (got %u)", c->n_workers);
+		return -EINVAL;
+	}
+	if (c->n_ports < 1 || c->n_ports > INNET_MAX_PORTS) {
+		snprintf(err, errlen, "a switch needs 1..%u ports (got %u)", INNET_MAX_PORTS, c->n_ports);
+		return -EINVAL;
+	}
+	if (c->n_progs < 1 || c->n_progs > 16) {
+		snprintf(err, errlen, "a switch needs 1..16 programs (got %u)", c->n_progs);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < c->n_ports; i++) {
+		const struct innet_port_conf *p = &c->ports[i];
+		if (p->ip == 0) {
+			snprintf(err, errlen, "port %u (%s) has no address", i, p->name);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (c->ports[j].ip == p->ip) {
+				snprintf(err, errlen, "ports %u and %u have the same address", j, i);
+				return -EINVAL;
+			}
+		const struct innet_link_conf *l = &p->link;
+		if (!(l->loss >= 0 && l->loss <= 1 && l->dup >= 0 && l->dup <= 1 && l->reorder >= 0 &&
+		      l->reorder <= 1)) {
+			snprintf(err, errlen, "port %u (%s): link probabilities must be in [0, 1]", i,
+				 p->name);
+			return -EINVAL;
+		}
+	}
+	for (uint32_t i = 0; i < c->n_progs; i++) {
+		const struct innet_prog_conf *p = &c->progs[i];
+		if (p->program == NULL || p->program->handle == NULL) {
+			snprintf(err, errlen, "program instance '%s' has no program", p->name);
+			return -EINVAL;
+		}
+		if (p->n_udp < 1 || p->n_udp > INNET_MAX_PROG_UDP) {
+			snprintf(err, errlen, "program '%s' must bind 1..%u UDP ports", p->name,
+				 INNET_MAX_PROG_UDP);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (!strcmp(c->progs[j].name, p->name)) {
+				snprintf(err, errlen, "two program instances are named '%s'", p->name);
+				return -EINVAL;
+			}
+		if (p->program->n_drop_reasons > INNET_MAX_DROP_REASONS) {
+			snprintf(err, errlen, "program '%s' declares too many drop reasons", p->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int open_sock(uint32_t ip, uint16_t udp, bool reuseport, char *err, size_t errlen)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -errno;
+	}
+	int one = 1, buf = SOCK_BUF;
+	if (reuseport)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(udp),
+				   .sin_addr.s_addr = htonl(ip) };
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		int e = errno;
+		char a[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
+		snprintf(err, errlen, "cannot bind %s:%u: %s", a, udp, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
+{
+	uint32_t max = 0;
+	for (uint32_t p = 0; p < sw->n_progs; p++)
+		max += sw->progs[p].n_udp * sw->n_ports * sw->n_workers;
+	sw->socks = calloc(max ? max : 1, sizeof(*sw->socks));
+	if (sw->socks == NULL)
+		return -ENOMEM;
+	for (uint32_t p = 0; p < sw->n_progs; p++) {
+		struct innet_cp *cp = &sw->progs[p];
+		bool serial = cp->program->flags & INNET_PROG_SERIAL;
+		uint32_t per = serial ? 1 : sw->n_workers;
+		for (uint32_t u = 0; u < cp->n_udp; u++)
+			for (uint32_t port = 0; port < sw->n_ports; port++)
+				for (uint32_t k = 0; k < per; k++) {
+					int fd = open_sock(sw->ports[port].conf.ip, cp->udp[u], !serial,
+							   err, errlen);
+					if (fd < 0)
+						return fd;
+					struct innet_sock *s = &sw->socks[sw->n_socks++];
+					s->fd = fd;
+					s->port = (uint16_t)port;
+					s->prog = (uint16_t)p;
+					s->udp = cp->udp[u];
+					s->worker = (uint16_t)(serial ? cp->serial_worker : k);
+				}
+	}
+	return 0;
+}
+
+/* Each worker (and the timer and control threads) sends from its own socket
+ * where it has one, and otherwise from any socket bound to that address. */
+static int wire_workers(struct innet_switch *sw)
+{
+	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
+		struct innet_worker *w = &sw->workers[wi];
+		for (uint32_t i = 0; i < sw->n_socks; i++) {
+			struct innet_sock *s = &sw->socks[i];
+			uint32_t slot = 0;
+			while (sw->progs[s->prog].udp[slot] != s->udp)
+				slot++;
+			int *fdp = &w->txfd[((size_t)s->port * sw->n_progs + s->prog) * INNET_MAX_PROG_UDP + slot];
+			if (*fdp == 0 || s->worker == wi)
+				*fdp = s->fd;
+			if (s->worker == wi && wi < sw->n_workers) {
+				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+				if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0)
+					return -errno;
+			}
+		}
+	}
+	return 0;
+}
+
+struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err, size_t errlen)
+{
+	err[0] = '\0';
+	int rc = check_conf(conf, err, errlen);
+	if (rc != 0) {
+		errno = -rc;
+		return NULL;
+	}
+	struct innet_switch *sw = calloc(1, sizeof(*sw));
+	if (sw == NULL)
+		return NULL;
+	sw->conf = *conf;
+	sw->n_ports = conf->n_ports;
+	sw->n_workers = conf->n_workers;
+	sw->cpu_wake_fd = -1;
+	pthread_mutex_init(&sw->capture_lock, NULL);
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&sw->cp_send_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_init(&sw->inject_lock, NULL);
+	for (uint32_t i = 0; i < sw->n_ports; i++) {
+		sw->ports[i].conf = conf->ports[i];
+		atomic_init(&sw->ports[i].capture, NULL);
+	}
+	for (uint32_t i = 0; i < conf->n_progs; i++) {
+		const struct innet_prog_conf *pc = &conf->progs[i];
+		struct innet_cp *cp = &sw->progs[i];
+		snprintf(cp->name, sizeof(cp->name), "%s", pc->name);
+		cp->program = pc->program;
+		cp->sw = sw;
+		cp->index = i;
+		cp->n_udp = pc->n_udp;
+		memcpy(cp->udp, pc->udp, sizeof(cp->udp));
+		cp->serial_worker = i % sw->n_workers;
+		pthread_mutex_init(&cp->cp_lock, NULL);
+		sw->n_progs = i + 1;
+		if (cp->program->model == INNET_MODEL_PISA)
+			cp->reg_ops_budget = cp->program->pisa_reg_ops_per_pass ? cp->program->pisa_reg_ops_per_pass : 48;
+		else
+			cp->reg_ops_budget = UINT32_MAX;
+		for (uint32_t u = 0; u < pc->n_udp; u++) {
+			if (pc->udp[u] == 0) {
+				snprintf(err, errlen, "program '%s': UDP port 0 is not allowed", pc->name);
+				rc = -EINVAL;
+				goto err_destroy;
+			}
+			if (sw->udp_to_prog[pc->udp[u]] != 0) {
+				snprintf(err, errlen, "UDP port %u is bound by two programs", pc->udp[u]);
+				rc = -EADDRINUSE;
+				goto err_destroy;
+			}
+			sw->udp_to_prog[pc->udp[u]] = (uint8_t)(i + 1);
+		}
+		rc = innet_state_setup(cp, pc, err, errlen);
+		if (rc != 0)
+			goto err_destroy;
+	}
+	sw->workers = aligned_alloc(INNET_CACHELINE, sizeof(*sw->workers) * (sw->n_workers + INNET_EXTRA_WORKERS));
+	if (sw->workers == NULL) {
+		rc = -ENOMEM;
+		goto err_destroy;
+	}
+	memset(sw->workers, 0, sizeof(*sw->workers) * (sw->n_workers + INNET_EXTRA_WORKERS));
+	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++) {
+		sw->workers[i].epfd = sw->workers[i].wake_fd = -1;
+		rc = innet_worker_init(sw, &sw->workers[i], i);
+		if (rc != 0) {
+			snprintf(err, errlen, "worker %u: %s", i, strerror(-rc));
+			goto err_destroy;
+		}
+	}
+	sw->cpu_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (sw->cpu_wake_fd < 0) {
+		rc = -errno;
+		goto err_destroy;
+	}
+	rc = innet_timerq_create(sw);
+	if (rc != 0)
+		goto err_destroy;
+	rc = open_sockets(sw, err, errlen);
+	if (rc != 0)
+		goto err_destroy;
+	rc = wire_workers(sw);
+	if (rc != 0)
+		goto err_destroy;
+	/* Control-plane initialisation of state (tables, groups, registers). */
+	for (uint32_t i = 0; i < sw->n_progs; i++) {
+		struct innet_cp *cp = &sw->progs[i];
+		if (cp->program->init != NULL) {
+			rc = cp->program->init(cp, cp->priv);
+			if (rc != 0) {
+				if (err[0] == '\0')
+					snprintf(err, errlen, "program '%s': init failed: %s", cp->name,
+						 strerror(-rc));
+				goto err_destroy;
+			}
+		}
+	}
+	return sw;
+
+err_destroy:
+	if (err[0] == '\0')
+		snprintf(err, errlen, "%s", strerror(-rc));
+	innet_switch_destroy(sw);
+	errno = -rc;
+	return NULL;
+}
+
+int innet_switch_start(struct innet_switch *sw)
+{
+	if (sw->started)
+		return -EALREADY;
+	atomic_store(&sw->stopping, false);
+	int rc = innet_timerq_start(sw);
+	if (rc != 0)
+		return rc;
+	rc = innet_control_start(sw);
+	if (rc != 0) {
+		atomic_store(&sw->stopping, true);
+		innet_timerq_stop(sw);
+		return rc;
+	}
+	for (uint32_t i = 0; i < sw->n_workers; i++) {
+		rc = pthread_create(&sw->workers[i].thread, NULL, innet_worker_main, &sw->workers[i]);
+		if (rc != 0) {
+			atomic_store(&sw->stopping, true);
+			for (uint32_t j = 0; j < i; j++) {
+				uint64_t one = 1;
+				if (write(sw->workers[j].wake_fd, &one, sizeof(one)) < 0) {
+					/* already woken */
+				}
+				pthread_join(sw->workers[j].thread, NULL);
+			}
+			innet_control_stop(sw);
+			innet_timerq_stop(sw);
+			return -rc;
+		}
+	}
+	sw->started = true;
+	atomic_store(&sw->running, true);
+	return 0;
+}
+
+void innet_switch_stop(struct innet_switch *sw)
+{
+	if (!sw->started)
+		return;
+	atomic_store(&sw->stopping, true);
+	for (uint32_t i = 0; i < sw->n_workers; i++) {
+		uint64_t one = 1;
+		if (write(sw->workers[i].wake_fd, &one, sizeof(one)) < 0) {
+			/* already woken */
+		}
+	}
+	for (uint32_t i = 0; i < sw->n_workers; i++)
+		pthread_join(sw->workers[i].thread, NULL);
+	innet_timerq_stop(sw);
+	innet_control_stop(sw);
+	sw->started = false;
+	atomic_store(&sw->running, false);
+}
+
+void innet_switch_destroy(struct innet_switch *sw)
+{
+	if (sw == NULL)
+		return;
+	innet_switch_stop(sw);
+	innet_capture_close_all(sw);
+	innet_timerq_destroy(sw);
+	for (uint32_t i = 0; i < sw->n_socks; i++)
+		close(sw->socks[i].fd);
+	free(sw->socks);
+	if (sw->workers != NULL) {
+		for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++)
+			innet_worker_fini(&sw->workers[i]);
+		free(sw->workers);
+	}
+	for (uint32_t i = 0; i < sw->n_progs; i++) {
+		innet_state_free(&sw->progs[i]);
+		pthread_mutex_destroy(&sw->progs[i].cp_lock);
+	}
+	if (sw->cpu_wake_fd >= 0)
+		close(sw->cpu_wake_fd);
+	pthread_mutex_destroy(&sw->capture_lock);
+	pthread_mutex_destroy(&sw->cp_send_lock);
+	pthread_mutex_destroy(&sw->inject_lock);
+	free(sw);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Control-plane sends and statistics                                         */
+
+int innet_cp_send(struct innet_cp *cp, const struct innet_out *out, bool is_group, const void *data,
+		  uint32_t len)
+{
+	struct innet_switch *sw = cp->sw;
+	struct innet_worker *w = INNET_CONTROL_WORKER(sw);
+	pthread_mutex_lock(&sw->cp_send_lock);
+	innet_worker_set_now(w);
+	int rc = innet_worker_send_copy(w, cp, out, is_group, data, len, out->src_udp);
+	innet_worker_flush(w);
+	pthread_mutex_unlock(&sw->cp_send_lock);
+	return rc;
+}
+
+#define LOAD64(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out)
+{
+	struct innet_switch *sw = cp->sw;
+	memset(out, 0, sizeof(*out));
+	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
+		const struct innet_prog_stats *s = &sw->workers[wi].pstats[cp->index];
+		out->rx_pkts += LOAD64(s->rx_pkts);
+		out->rx_bytes += LOAD64(s->rx_bytes);
+		for (int a = 0; a < INNET_ACTION_COUNT; a++)
+			out->actions[a] += LOAD64(s->actions[a]);
+		for (uint32_t r = 0; r < INNET_N_REASONS; r++)
+			out->drops[r] += LOAD64(s->drops[r]);
+		out->passes += LOAD64(s->passes);
+		out->recirculations += LOAD64(s->recirculations);
+		out->emitted += LOAD64(s->emitted);
+		out->tx_pkts += LOAD64(s->tx_pkts);
+		out->timer_fires += LOAD64(s->timer_fires);
+		out->cpu_pkts += LOAD64(s->cpu_pkts);
+		out->reg_ops += LOAD64(s->reg_ops);
+		out->table_ops += LOAD64(s->table_ops);
+		out->alu_ops += LOAD64(s->alu_ops);
+#define MAXOF(f) do { uint32_t v_ = LOAD64(s->f); if (v_ > out->f) out->f = v_; } while (0)
+		MAXOF(max_reg_ops);
+		MAXOF(max_table_ops);
+		MAXOF(max_alu_ops);
+		MAXOF(max_recirc);
+		MAXOF(max_emitted);
+#undef MAXOF
+	}
+	return 0;
+}
+
+int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out)
+{
+	if (port >= sw->n_ports)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
+		const struct innet_port_stats *s = &sw->workers[wi].portstats[port];
+		out->rx_pkts += LOAD64(s->rx_pkts);
+		out->rx_bytes += LOAD64(s->rx_bytes);
+		out->tx_pkts += LOAD64(s->tx_pkts);
+		out->tx_bytes += LOAD64(s->tx_bytes);
+		out->tx_errors += LOAD64(s->tx_errors);
+		out->link_lost += LOAD64(s->link_lost);
+		out->link_duplicated += LOAD64(s->link_duplicated);
+		out->link_reordered += LOAD64(s->link_reordered);
+		out->link_delayed += LOAD64(s->link_delayed);
+		out->link_queue_full += LOAD64(s->link_queue_full);
+	}
+	return 0;
+}
+
+void innet_switch_stats_reset(struct innet_switch *sw)
+{
+	/* Counters are owned by their threads; a reset races with increments
+	 * in flight, which is acceptable for statistics. */
+	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
+		struct innet_worker *w = &sw->workers[wi];
+		memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
+		memset(w->portstats, 0, sizeof(*w->portstats) * sw->n_ports);
+	}
+}

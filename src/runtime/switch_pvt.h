@@ -1,0 +1,281 @@
+/*
+ * switch_pvt.h — the switch runtime's private structures, shared by the
+ * engine's files (switch.c, worker.c, state.c, table.c, timer.c, link.c,
+ * control.c, capture.c). Not installed; programs never see these.
+ *
+ * Ownership and threads
+ * ---------------------
+ *   struct innet_switch      built by the control thread at create time;
+ *    ├─ ports[n_ports]       read-only after create
+ *    ├─ progs[n_progs]       struct innet_cp: declarations, state memory,
+ *    │   ├─ regs[]           register arrays   (shared by all threads: atomics)
+ *    │   ├─ tables[]         exact-match tables (seqlock per entry)
+ *    │   ├─ groups[]         multicast groups   (seqlock per group, cp writes)
+ *    │   └─ timers[]         one-shot timers    (atomic deadline/arg)
+ *    ├─ socks[n_socks]       one UDP socket per (port, program, udp[, worker])
+ *    ├─ workers[n_workers+3] data-plane threads, then the timer thread's, the
+ *    │                       control thread's and the injector's own "worker"
+ *    │                       (tx queue, contexts, counters); each on its own
+ *    │                       cache lines
+ *    └─ cpu queue            per-worker SPSC rings of packets for on_cpu
+ *
+ * Counters live in each worker (no sharing, no atomics on the hot path) and
+ * are summed when someone asks (innet_cp_stats). Torn reads of a 64-bit
+ * counter cannot happen on x86-64; readers use relaxed atomic loads.
+ *
+ * Packet buffers (per worker):
+ *
+ *   rx_bufs[BURST]  each  | headroom 64 | payload ... up to INNET_PKT_MAX |
+ *   emit pool       EMIT_MAX buffers of the same shape, for innet_emit
+ *
+ * A burst is received into rx_bufs, every packet is run through its program,
+ * its sends are queued as tx entries that point into those same buffers
+ * (forward, reflect and multicast copy nothing), and the tx queue is flushed
+ * with one sendmmsg per run of entries on the same socket before the next
+ * receive reuses the buffers. Link emulation that holds a packet back (delay,
+ * reorder) copies it into its own queue.
+ */
+#ifndef INNET_SWITCH_PVT_H
+#define INNET_SWITCH_PVT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "innet/switch.h"
+
+#define INNET_BURST       32u     /* packets per recvmmsg */
+#define INNET_TX_MAX      2048u   /* queued sends per worker before a forced flush */
+#define INNET_EMIT_MAX    256u    /* emitted packets per worker per burst */
+#define INNET_CPU_RING    256u    /* punted packets queued per worker */
+#define INNET_BUF_SIZE    (INNET_PKT_HEADROOM + INNET_PKT_MAX)
+#define INNET_N_REASONS   (INNET_DROP_PROGRAM + INNET_MAX_DROP_REASONS)
+#define INNET_CACHELINE   64
+
+/* A multicast group: written by the control plane under seq (odd = writing). */
+struct innet_group {
+	_Atomic uint32_t seq;
+	uint32_t n;
+	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
+};
+
+/* A one-shot timer (Trio). deadline 0 = not armed. */
+struct innet_timer {
+	_Atomic uint64_t deadline_ns;
+	_Atomic uint64_t arg;
+};
+
+/* A program instance: what the control plane calls struct innet_cp. */
+struct innet_cp {
+	char name[INNET_NAME_MAX];
+	const struct innet_program *program;
+	struct innet_switch *sw;
+	uint32_t index;                       /* in sw->progs */
+	uint16_t udp[INNET_MAX_PROG_UDP];
+	uint32_t n_udp;
+	void *priv;
+	struct innet_reg regs[INNET_MAX_REGS];
+	char reg_names[INNET_MAX_REGS][INNET_NAME_MAX];
+	uint32_t n_regs;
+	struct innet_table *tables[INNET_MAX_TABLES];
+	uint32_t n_tables;
+	struct innet_group *groups;
+	uint32_t n_groups;
+	struct innet_timer *timers;
+	uint32_t n_timers;
+	uint32_t reg_ops_budget;              /* per pass */
+	uint32_t serial_worker;               /* SERIAL: the one worker that polls it */
+	pthread_mutex_t cp_lock;              /* serialises control-plane writers */
+};
+
+struct innet_port {
+	struct innet_port_conf conf;
+	struct sockaddr_in peer;              /* peer address, udp filled per packet */
+	_Atomic(struct innet_capture *) capture;
+};
+
+/* One bound UDP socket. */
+struct innet_sock {
+	int fd;
+	uint16_t port;        /* switch port index */
+	uint16_t prog;        /* program index */
+	uint16_t udp;         /* bound UDP port */
+	uint16_t worker;      /* worker that receives on it */
+};
+
+/* One queued send. */
+struct innet_tx {
+	int fd;
+	uint16_t port;
+};
+
+/* A packet held back by link emulation (delay or reorder). */
+struct innet_held {
+	uint64_t due_ns;
+	uint32_t len;
+	int fd;                  /* egress: socket to send on; ingress: -1 */
+	uint16_t port;
+	uint16_t prog;           /* ingress: program; egress: unused */
+	uint16_t dst_udp;        /* ingress */
+	struct sockaddr_in addr; /* egress: destination; ingress: source */
+	uint8_t data[];          /* len bytes */
+};
+
+/* Link emulation state of one port as seen by one worker. */
+struct innet_link_state {
+	uint64_t rng;            /* xorshift state, from the link seed */
+	struct innet_held **heap;/* min-heap by due_ns */
+	uint32_t n_held;
+	uint32_t cap_held;
+};
+
+/* A packet handed to the control plane. */
+struct innet_cpu_slot {
+	struct innet_pkt pkt;    /* data points into buf */
+	uint16_t prog;
+	uint8_t buf[INNET_BUF_SIZE];
+};
+
+struct innet_cpu_ring {
+	_Atomic uint32_t head;   /* producer (worker) */
+	_Atomic uint32_t tail;   /* consumer (control thread) */
+	struct innet_cpu_slot *slots; /* INNET_CPU_RING */
+};
+
+struct innet_worker {
+	struct innet_switch *sw;
+	uint32_t id;
+	pthread_t thread;
+	int epfd;
+	int wake_fd;             /* eventfd: stop / wake */
+	struct innet_ctx *ctx;                 /* [n_progs] */
+	struct innet_prog_stats *pstats;       /* [n_progs] */
+	struct innet_port_stats *portstats;    /* [n_ports] */
+	struct innet_link_state *links;        /* [n_ports] */
+	int *txfd;               /* [(port * n_progs + prog) * MAX_PROG_UDP + slot] */
+	/* rx */
+	struct mmsghdr rx_msgs[INNET_BURST];
+	struct iovec rx_iov[INNET_BURST];
+	struct sockaddr_in rx_addr[INNET_BURST];
+	uint8_t *rx_bufs;        /* INNET_BURST * INNET_BUF_SIZE */
+	/* tx */
+	uint32_t n_tx;
+	struct innet_tx tx[INNET_TX_MAX];
+	struct mmsghdr tx_msgs[INNET_TX_MAX];
+	struct iovec tx_iov[INNET_TX_MAX];
+	struct sockaddr_in tx_addr[INNET_TX_MAX];
+	/* emitted packets and packets released by link emulation */
+	uint8_t *emit_bufs;      /* INNET_EMIT_MAX * INNET_BUF_SIZE */
+	uint32_t n_emit;
+	struct innet_cpu_ring cpu;
+	uint64_t now_ns;
+	/* injection (INNET_INJECT_WORKER only) */
+	struct innet_inject_result *inject;    /* non-NULL: flush records, sends nothing */
+	uint8_t last_action;                   /* verdict of the last packet processed */
+	uint16_t last_reason;
+} __attribute__((aligned(INNET_CACHELINE)));
+
+struct innet_switch {
+	struct innet_switch_conf conf;
+	struct innet_port ports[INNET_MAX_PORTS];
+	uint32_t n_ports;
+	struct innet_cp progs[16];
+	uint32_t n_progs;
+	uint8_t udp_to_prog[65536];            /* program index + 1, 0 = none */
+	struct innet_sock *socks;
+	uint32_t n_socks;
+	uint32_t n_workers;                    /* data-plane workers */
+	struct innet_worker *workers;          /* n_workers + 3 (timer, control, inject) */
+	struct innet_timerq *timerq;
+	struct innet_control *control;
+	_Atomic bool running;
+	_Atomic bool stopping;
+	bool started;
+	int cpu_wake_fd;                       /* eventfd: punted packets waiting */
+	pthread_mutex_t capture_lock;          /* capture start/stop and file writes */
+	pthread_mutex_t cp_send_lock;          /* recursive: the control worker's tx queue */
+	pthread_mutex_t inject_lock;           /* serialises innet_switch_inject */
+};
+
+#define INNET_TIMER_WORKER(sw)   (&(sw)->workers[(sw)->n_workers])
+#define INNET_CONTROL_WORKER(sw) (&(sw)->workers[(sw)->n_workers + 1])
+#define INNET_INJECT_WORKER(sw)  (&(sw)->workers[(sw)->n_workers + 2])
+#define INNET_EXTRA_WORKERS 3u
+
+/* state.c: declarations, settings, register blobs. */
+struct innet_decl {
+	struct innet_cp *cp;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, char *err,
+		      size_t errlen);
+void innet_state_free(struct innet_cp *cp);
+
+/* table.c */
+struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
+				       uint32_t capacity);
+void innet_table_destroy(struct innet_table *t);
+int innet_table_get(struct innet_table *t, const void *key, void *val);
+int innet_table_put(struct innet_table *t, const void *key, const void *val);
+int innet_table_del(struct innet_table *t, const void *key);
+void innet_table_info_get(const struct innet_table *t, struct innet_table_info *info);
+int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const void *val, void *arg),
+		     void *arg);
+
+/* worker.c */
+int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t id);
+void innet_worker_fini(struct innet_worker *w);
+void *innet_worker_main(void *arg);
+/* Queue a copy of data (emit / control-plane send) on w; 0 or -1. */
+int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const struct innet_out *out,
+			   bool is_group, const void *data, uint32_t len, uint16_t src_udp);
+void innet_worker_flush(struct innet_worker *w);
+void innet_worker_set_now(struct innet_worker *w);
+
+/* timer.c */
+int innet_timerq_create(struct innet_switch *sw);
+void innet_timerq_destroy(struct innet_switch *sw);
+int innet_timerq_start(struct innet_switch *sw);
+void innet_timerq_stop(struct innet_switch *sw);
+int innet_timerq_arm(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns,
+		     uint64_t arg);
+
+/* link.c: link emulation. */
+enum innet_link_fate {
+	INNET_LINK_PASS,       /* send / process now (*copies times: 2 = duplicated) */
+	INNET_LINK_LOSE,       /* drop */
+	INNET_LINK_HOLD,       /* copy into the held queue until *due_ns (*copies times) */
+};
+#define INNET_LINK_F_DUP      0x1u  /* send/process twice */
+#define INNET_LINK_F_REORDER  0x2u  /* held back so later packets overtake it */
+enum innet_link_fate innet_link_decide(const struct innet_link_conf *lc, struct innet_link_state *ls,
+				       uint64_t now_ns, uint64_t *due_ns, uint32_t *flags);
+int innet_link_hold(struct innet_link_state *ls, uint64_t due_ns, const void *data, uint32_t len,
+		    int fd, uint16_t port, uint16_t prog, uint16_t dst_udp, const struct sockaddr_in *addr);
+/* The earliest due held packet if due by now_ns (caller frees it), or NULL. */
+struct innet_held *innet_link_pop_due(struct innet_link_state *ls, uint64_t now_ns);
+uint64_t innet_link_next_due(const struct innet_link_state *ls); /* UINT64_MAX if none */
+void innet_link_state_fini(struct innet_link_state *ls);
+bool innet_link_active(const struct innet_link_conf *lc);
+
+/* control.c: the control thread (started by innet_switch_start) serves the
+ * control socket and, whenever sw->cpu_wake_fd is readable, calls
+ * innet_cpu_drain() to run on_cpu for punted packets. */
+int innet_control_start(struct innet_switch *sw);
+void innet_control_stop(struct innet_switch *sw);
+/* worker.c: run on_cpu for every queued punted packet (control thread). */
+void innet_cpu_drain(struct innet_switch *sw);
+
+/* capture.c: called by workers for every packet on a port being captured. */
+struct innet_capture;
+void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
+			  const struct sockaddr_in *src, const struct sockaddr_in *dst, const void *data,
+			  uint32_t len);
+void innet_capture_close_all(struct innet_switch *sw);
+
+uint64_t innet_now_ns(void);
+
+#endif /* INNET_SWITCH_PVT_H */

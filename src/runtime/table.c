@@ -1,0 +1,297 @@
+/*
+ * table.c — exact-match tables: fixed capacity, open addressing with a
+ * bounded probe window (like a hardware hash table with a fixed number of
+ * ways), safe for concurrent lookups and writes without locks on the read
+ * side.
+ *
+ * Memory layout (n_slots = power of two >= 2 * capacity, so the load factor
+ * stays <= 0.5 and probe windows stay short):
+ *
+ *   slots: | slot 0 | slot 1 | ... | slot n-1 |
+ *   slot:  | seq u32 | state u32 | key (key_size) | value (value_size) | pad to 8 |
+ *
+ *   seq    even = stable, odd = a writer is changing the slot (seqlock)
+ *   state  EMPTY (never used), USED, or DEAD (deleted: probing continues)
+ *
+ * A key lives within PROBE slots of its home slot hash(key) & (n_slots-1).
+ * Readers copy key and value between two reads of seq and retry (boundedly)
+ * when they overlap a write. Writers first take the key's home lock (a flag
+ * per home slot, so two writers of the same key serialise), then claim a
+ * slot by moving its seq from even to odd with a compare-and-swap. Every
+ * loop is bounded: a writer that cannot get the home lock after SPIN tries
+ * gives up with -EBUSY rather than block the data plane.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "runtime/switch_pvt.h"
+
+#define PROBE      32u
+#define SPIN       100000u
+#define READ_TRIES 64u
+
+enum { SLOT_EMPTY = 0, SLOT_USED = 1, SLOT_DEAD = 2 };
+
+struct slot_hdr {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t state;
+};
+
+struct innet_table {
+	char name[INNET_NAME_MAX];
+	uint32_t key_size;
+	uint32_t value_size;
+	uint32_t capacity;
+	uint32_t n_slots;          /* power of two */
+	uint32_t slot_size;        /* bytes per slot, multiple of 8 */
+	uint8_t *slots;
+	_Atomic uint8_t *home_lock; /* [n_slots] */
+	_Atomic uint32_t entries;
+	_Atomic uint64_t insert_full;
+	_Atomic uint64_t insert_busy;
+};
+
+static inline struct slot_hdr *slot_at(const struct innet_table *t, uint32_t i)
+{
+	return (struct slot_hdr *)(t->slots + (size_t)(i & (t->n_slots - 1)) * t->slot_size);
+}
+
+static inline uint8_t *slot_key(struct slot_hdr *s)
+{
+	return (uint8_t *)(s + 1);
+}
+
+static inline uint8_t *slot_val(const struct innet_table *t, struct slot_hdr *s)
+{
+	return (uint8_t *)(s + 1) + t->key_size;
+}
+
+static inline uint32_t home_of(const struct innet_table *t, const void *key)
+{
+	return (uint32_t)XXH3_64bits(key, t->key_size) & (t->n_slots - 1);
+}
+
+struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
+				       uint32_t capacity)
+{
+	if (key_size == 0 || key_size > 256 || value_size > 4096 || capacity == 0 ||
+	    capacity > (1u << 26)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct innet_table *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->key_size = key_size;
+	t->value_size = value_size;
+	t->capacity = capacity;
+	t->n_slots = 16;
+	while (t->n_slots < 2 * capacity)
+		t->n_slots <<= 1;
+	t->slot_size = (uint32_t)((sizeof(struct slot_hdr) + key_size + value_size + 7) & ~7u);
+	t->slots = calloc(t->n_slots, t->slot_size);
+	t->home_lock = calloc(t->n_slots, 1);
+	if (t->slots == NULL || t->home_lock == NULL) {
+		innet_table_destroy(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+void innet_table_destroy(struct innet_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->slots);
+	free((void *)t->home_lock);
+	free(t);
+}
+
+/* Copy a consistent (state, key, value) of slot s. Returns the state, or -1
+ * when it kept changing under us. */
+static int slot_read(const struct innet_table *t, struct slot_hdr *s, uint8_t *key, uint8_t *val)
+{
+	for (uint32_t tries = 0; tries < READ_TRIES; tries++) {
+		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+		if (seq & 1)
+			continue;
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_relaxed);
+		if (state == SLOT_USED) {
+			memcpy(key, slot_key(s), t->key_size);
+			if (val != NULL)
+				memcpy(val, slot_val(t, s), t->value_size);
+		}
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == seq)
+			return (int)state;
+	}
+	return -1;
+}
+
+int innet_table_get(struct innet_table *t, const void *key, void *val)
+{
+	uint8_t k[256];
+	uint8_t v[4096];
+	uint32_t home = home_of(t, key);
+	for (uint32_t i = 0; i < PROBE; i++) {
+		struct slot_hdr *s = slot_at(t, home + i);
+		int state = slot_read(t, s, k, val ? v : NULL);
+		if (state == SLOT_EMPTY)
+			return -ENOENT;
+		if (state == SLOT_USED && !memcmp(k, key, t->key_size)) {
+			if (val != NULL)
+				memcpy(val, v, t->value_size);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static bool home_lock(struct innet_table *t, uint32_t home)
+{
+	for (uint32_t i = 0; i < SPIN; i++) {
+		uint8_t expected = 0;
+		if (atomic_compare_exchange_weak_explicit(&t->home_lock[home], &expected, 1,
+							  memory_order_acquire, memory_order_relaxed))
+			return true;
+		__builtin_ia32_pause();
+	}
+	return false;
+}
+
+static void home_unlock(struct innet_table *t, uint32_t home)
+{
+	atomic_store_explicit(&t->home_lock[home], 0, memory_order_release);
+}
+
+/* Claim slot s for writing: seq even → odd. Bounded. */
+static bool slot_claim(struct slot_hdr *s)
+{
+	for (uint32_t i = 0; i < SPIN; i++) {
+		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+		if (!(seq & 1) && atomic_compare_exchange_weak_explicit(&s->seq, &seq, seq + 1,
+									 memory_order_acquire,
+									 memory_order_relaxed))
+			return true;
+		__builtin_ia32_pause();
+	}
+	return false;
+}
+
+static void slot_release(struct slot_hdr *s)
+{
+	atomic_fetch_add_explicit(&s->seq, 1, memory_order_release);
+}
+
+/* Find the slot holding key (home lock held: the key cannot move). */
+static struct slot_hdr *find_locked(struct innet_table *t, uint32_t home, const void *key)
+{
+	for (uint32_t i = 0; i < PROBE; i++) {
+		struct slot_hdr *s = slot_at(t, home + i);
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (state == SLOT_EMPTY)
+			return NULL;
+		if (state == SLOT_USED && !memcmp(slot_key(s), key, t->key_size))
+			return s;
+	}
+	return NULL;
+}
+
+int innet_table_put(struct innet_table *t, const void *key, const void *val)
+{
+	uint32_t home = home_of(t, key);
+	if (!home_lock(t, home)) {
+		atomic_fetch_add_explicit(&t->insert_busy, 1, memory_order_relaxed);
+		return -EBUSY;
+	}
+	int rc = 0;
+	struct slot_hdr *s = find_locked(t, home, key);
+	if (s != NULL) { /* replace the value in place */
+		if (!slot_claim(s)) {
+			rc = -EBUSY;
+			goto out_unlock;
+		}
+		memcpy(slot_val(t, s), val, t->value_size);
+		slot_release(s);
+		goto out_unlock;
+	}
+	if (atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed) >= t->capacity) {
+		atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->insert_full, 1, memory_order_relaxed);
+		rc = -ENOSPC;
+		goto out_unlock;
+	}
+	for (uint32_t i = 0; i < PROBE; i++) {
+		s = slot_at(t, home + i);
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
+			continue;
+		if (!slot_claim(s))
+			continue;
+		/* Another key's writer may have taken it between the check and the claim. */
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED) {
+			slot_release(s);
+			continue;
+		}
+		memcpy(slot_key(s), key, t->key_size);
+		memcpy(slot_val(t, s), val, t->value_size);
+		atomic_store_explicit(&s->state, SLOT_USED, memory_order_relaxed);
+		slot_release(s);
+		goto out_unlock;
+	}
+	/* The probe window around this key's home is full. */
+	atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->insert_full, 1, memory_order_relaxed);
+	rc = -ENOSPC;
+out_unlock:
+	home_unlock(t, home);
+	return rc;
+}
+
+int innet_table_del(struct innet_table *t, const void *key)
+{
+	uint32_t home = home_of(t, key);
+	if (!home_lock(t, home))
+		return -EBUSY;
+	int rc = -ENOENT;
+	struct slot_hdr *s = find_locked(t, home, key);
+	if (s != NULL && slot_claim(s)) {
+		atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_relaxed);
+		slot_release(s);
+		atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+		rc = 0;
+	}
+	home_unlock(t, home);
+	return rc;
+}
+
+void innet_table_info_get(const struct innet_table *t, struct innet_table_info *info)
+{
+	info->name = t->name;
+	info->key_size = t->key_size;
+	info->value_size = t->value_size;
+	info->capacity = t->capacity;
+	info->entries = atomic_load_explicit(&((struct innet_table *)t)->entries, memory_order_relaxed);
+	info->insert_full = atomic_load_explicit(&((struct innet_table *)t)->insert_full,
+						 memory_order_relaxed);
+}
+
+int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const void *val, void *arg),
+		     void *arg)
+{
+	uint8_t k[256];
+	uint8_t *v = malloc(t->value_size ? t->value_size : 1);
+	if (v == NULL)
+		return -ENOMEM;
+	int rc = 0;
+	for (uint32_t i = 0; i < t->n_slots && rc == 0; i++)
+		if (slot_read(t, slot_at(t, i), k, v) == SLOT_USED)
+			rc = fn(k, v, arg);
+	free(v);
+	return rc;
+}

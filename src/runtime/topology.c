@@ -1,0 +1,1294 @@
+/*
+ * topology.c — topology files (docs/topology.md): parse the JSON, check it,
+ * and resolve it into ports, addresses, emulation, ctl sockets and routes.
+ *
+ * Parsing is one walk over the JSON tree that reports every problem it finds
+ * (with the JSON path of the offending value) instead of stopping at the
+ * first, so that `innet fabric up` can show a user all of them at once:
+ *
+ *   1. top level: name, seed, external_addrs, addr_base, state_dir
+ *   2. defaults, switches, hosts: nodes (a bad entry still takes its slot,
+ *      with an empty name, so node index = position in the file)
+ *   3. links: endpoints, explicit addresses, emulation; ports are appended to
+ *      the switches in link order
+ *   4. if nothing failed so far: automatic addresses, peers, port names,
+ *      seeds, emulation flags
+ *
+ * Routes ("routes": "auto") are computed when a switch's conf is asked for:
+ * a BFS from the peer of each of the switch's ports, where hosts end paths
+ * but never carry them; the next hops toward a node are the ports whose peer
+ * is nearest to it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "innet/topology.h"
+
+_Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /
+			       sizeof(((struct innet_switch_conf *)0)->progs[0]) ==
+		       INNET_TOPO_MAX_PROGS,
+	       "INNET_TOPO_MAX_PROGS matches innet_switch_conf.progs");
+
+#define PATH_LEN 256                   /* a JSON path in a message */
+#define DEFAULT_ADDR_BASE 0x7f010000u  /* 127.1.0.0 */
+#define TOPO_FILE_MAX (16u << 20)      /* refuse larger files */
+#define UNREACHABLE UINT32_MAX
+
+/* ------------------------------------------------------------------------ */
+/* Error collection: one message per line, into the caller's buffer.        */
+
+struct errs {
+	char *buf;             /* caller's buffer (may be NULL) */
+	size_t cap;            /* its size */
+	size_t len;            /* bytes used, without the NUL */
+	unsigned n;            /* messages reported (including any cut off) */
+	const char *origin;    /* file name that starts every message */
+};
+
+static void errs_line(struct errs *e, const char *line)
+{
+	e->n++;
+	if (e->buf == NULL || e->cap == 0 || e->len + 1 >= e->cap)
+		return;
+	int w = snprintf(e->buf + e->len, e->cap - e->len, "%s%s", e->len ? "\n" : "", line);
+	if (w >= 0 && (size_t)w < e->cap - e->len) {
+		e->len += (size_t)w;
+		return;
+	}
+	e->len = e->cap - 1;
+	if (e->cap >= 4)
+		memcpy(e->buf + e->cap - 4, "...", 4);
+}
+
+/* Report "ORIGIN: PATH: message". */
+__attribute__((format(printf, 3, 4)))
+static void errs_add(struct errs *e, const char *path, const char *fmt, ...)
+{
+	char msg[512], line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line), "%s: %s: %s", e->origin, path, msg);
+	errs_line(e, line);
+}
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "%s", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parser state and typed getters.                                          */
+
+/* Where an address came from, to name both ends of a duplicate. */
+struct addr_owner {
+	uint32_t ip;
+	char path[PATH_LEN];
+};
+
+struct parser {
+	struct errs e;
+	struct innet_topology *t;
+	struct innet_prog_conf def_progs[INNET_TOPO_MAX_PROGS]; /* "defaults" programs */
+	uint32_t n_def_progs;
+	bool have_def_progs;
+	uint32_t def_workers;
+	struct addr_owner *addrs;    /* every explicit address seen */
+	size_t n_addrs;
+	size_t cap_addrs;
+	uint32_t *a_addr, *b_addr;   /* per link: explicit switch-end address or 0 */
+};
+
+/* out = base.key / base[i], cut short if needed (a long path still points
+ * the reader to the right place). */
+static void path_key(char *out, const char *base, const char *key)
+{
+	if (snprintf(out, PATH_LEN, "%s.%s", base, key) >= PATH_LEN)
+		memcpy(out + PATH_LEN - 4, "...", 4);
+}
+
+static void path_idx(char *out, const char *base, size_t i)
+{
+	if (snprintf(out, PATH_LEN, "%s[%zu]", base, i) >= PATH_LEN)
+		memcpy(out + PATH_LEN - 4, "...", 4);
+}
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+/* Every key of obj must be in allowed (NULL-terminated) or be "comment". */
+static bool check_keys(struct parser *p, json_t *obj, const char *path, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+	bool ok = true;
+
+	json_object_foreach(obj, key, v) {
+		bool known = !strcmp(key, "comment");
+		for (const char *const *a = allowed; *a != NULL && !known; a++)
+			known = !strcmp(key, *a);
+		if (known)
+			continue;
+		char list[512] = "", kp[PATH_LEN];
+		size_t off = 0;
+		for (const char *const *a = allowed; *a != NULL && off < sizeof(list); a++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+						a == allowed ? "" : ", ", *a);
+		path_key(kp, path, key);
+		errs_add(&p->e, kp, "unknown key (expected one of: %s)", list);
+		ok = false;
+	}
+	return ok;
+}
+
+/* The getters return 1 (present and valid), 0 (absent; an error if required)
+ * or -1 (invalid; reported). */
+
+static int get_value(struct parser *p, json_t *obj, const char *path, const char *key,
+		     bool required, json_t **out)
+{
+	*out = json_object_get(obj, key);
+	if (*out != NULL)
+		return 1;
+	if (required) {
+		errs_add(&p->e, path, "missing required key '%s'", key);
+		return -1;
+	}
+	return 0;
+}
+
+static int get_uint(struct parser *p, json_t *obj, const char *path, const char *key,
+		    bool required, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char kp[PATH_LEN];
+	json_t *v;
+	int r = get_value(p, obj, path, key, required, &v);
+
+	if (r <= 0)
+		return r;
+	path_key(kp, path, key);
+	if (!json_is_integer(v)) {
+		errs_add(&p->e, kp, "expected an integer, got %s", json_kind(v));
+		return -1;
+	}
+	json_int_t x = json_integer_value(v);
+	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
+		errs_add(&p->e, kp, "%lld is out of range [%llu, %llu]", (long long)x,
+			 (unsigned long long)min, (unsigned long long)max);
+		return -1;
+	}
+	*out = (uint64_t)x;
+	return 1;
+}
+
+static int get_str(struct parser *p, json_t *obj, const char *path, const char *key,
+		   bool required, const char **out)
+{
+	char kp[PATH_LEN];
+	json_t *v;
+	int r = get_value(p, obj, path, key, required, &v);
+
+	if (r <= 0)
+		return r;
+	if (!json_is_string(v)) {
+		path_key(kp, path, key);
+		errs_add(&p->e, kp, "expected a string, got %s", json_kind(v));
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 1;
+}
+
+static int get_bool(struct parser *p, json_t *obj, const char *path, const char *key, bool *out)
+{
+	char kp[PATH_LEN];
+	json_t *v;
+	int r = get_value(p, obj, path, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	if (!json_is_boolean(v)) {
+		path_key(kp, path, key);
+		errs_add(&p->e, kp, "expected a boolean, got %s", json_kind(v));
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 1;
+}
+
+static int get_prob(struct parser *p, json_t *obj, const char *path, const char *key, double *out)
+{
+	char kp[PATH_LEN];
+	json_t *v;
+	int r = get_value(p, obj, path, key, false, &v);
+
+	if (r <= 0)
+		return r;
+	path_key(kp, path, key);
+	if (!json_is_number(v)) {
+		errs_add(&p->e, kp, "expected a probability (a number in [0, 1]), got %s",
+			 json_kind(v));
+		return -1;
+	}
+	double x = json_number_value(v);
+	if (!(x >= 0.0 && x <= 1.0)) {
+		errs_add(&p->e, kp, "probability %g is out of [0, 1]", x);
+		return -1;
+	}
+	*out = x;
+	return 1;
+}
+
+/* Names end up in file names and socket paths: keep them plain. */
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > INNET_TOPO_NAME_MAX)
+		return false;
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
+}
+
+static int get_name(struct parser *p, json_t *obj, const char *path, const char *key,
+		    bool required, char out[INNET_NAME_MAX])
+{
+	char kp[PATH_LEN];
+	const char *s;
+	int r = get_str(p, obj, path, key, required, &s);
+
+	if (r <= 0)
+		return r;
+	if (!name_ok(s)) {
+		path_key(kp, path, key);
+		errs_add(&p->e, kp,
+			 "bad name '%.80s': use 1-%u letters, digits, '_', '-' or '.', "
+			 "starting with a letter or digit",
+			 s, INNET_TOPO_NAME_MAX);
+		return -1;
+	}
+	snprintf(out, INNET_NAME_MAX, "%s", s);
+	return 1;
+}
+
+static bool is_loopback(uint32_t ip)
+{
+	return (ip >> 24) == 127;
+}
+
+static void ip_str(uint32_t ip, char out[INET_ADDRSTRLEN])
+{
+	struct in_addr a = { .s_addr = htonl(ip) };
+	inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
+}
+
+/* An IPv4 address in dotted form; unicast, and in 127/8 unless the topology
+ * allows external addresses. */
+static int get_addr(struct parser *p, json_t *obj, const char *path, const char *key,
+		    bool required, uint32_t *out)
+{
+	char kp[PATH_LEN];
+	const char *s;
+	struct in_addr a;
+	int r = get_str(p, obj, path, key, required, &s);
+
+	if (r <= 0)
+		return r;
+	path_key(kp, path, key);
+	if (inet_pton(AF_INET, s, &a) != 1) {
+		errs_add(&p->e, kp, "bad address '%.80s': expected dotted IPv4 like 127.0.0.1", s);
+		return -1;
+	}
+	uint32_t ip = ntohl(a.s_addr);
+	if (ip == 0 || ip == UINT32_MAX || (ip >> 28) == 0xe) {
+		errs_add(&p->e, kp, "bad address %s: not a unicast address", s);
+		return -1;
+	}
+	if (!p->t->external_addrs && !is_loopback(ip)) {
+		errs_add(&p->e, kp,
+			 "address %s is outside 127.0.0.0/8 (set \"external_addrs\": true "
+			 "to use real interfaces)", s);
+		return -1;
+	}
+	*out = ip;
+	return 1;
+}
+
+/* Remember an explicit address; report it if already taken. */
+static int claim_addr(struct parser *p, uint32_t ip, const char *path)
+{
+	char s[INET_ADDRSTRLEN];
+
+	for (size_t i = 0; i < p->n_addrs; i++) {
+		if (p->addrs[i].ip != ip)
+			continue;
+		ip_str(ip, s);
+		errs_add(&p->e, path, "address %s is already used by %s", s, p->addrs[i].path);
+		return -1;
+	}
+	if (p->n_addrs == p->cap_addrs) {
+		size_t cap = p->cap_addrs ? 2 * p->cap_addrs : 64;
+		struct addr_owner *a = realloc(p->addrs, cap * sizeof(*a));
+		if (a == NULL)
+			return -ENOMEM;
+		p->addrs = a;
+		p->cap_addrs = cap;
+	}
+	p->addrs[p->n_addrs].ip = ip;
+	snprintf(p->addrs[p->n_addrs].path, PATH_LEN, "%s", path);
+	p->n_addrs++;
+	return 0;
+}
+
+static bool addr_taken(const struct parser *p, uint32_t ip)
+{
+	for (size_t i = 0; i < p->n_addrs; i++)
+		if (p->addrs[i].ip == ip)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Programs.                                                                 */
+
+static void progs_release(struct innet_prog_conf *progs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(progs[i].args_json);
+		progs[i].args_json = NULL;
+	}
+}
+
+static void known_programs(char *out, size_t len)
+{
+	const struct innet_program *const *l = innet_program_list();
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; l != NULL && l[i] != NULL && off < len; i++)
+		off += (size_t)snprintf(out + off, len - off, "%s%s", i ? ", " : "", l[i]->name);
+}
+
+/* One entry of a "programs" array into pc. Returns 0 or -1 (reported). */
+static int parse_program(struct parser *p, json_t *o, const char *path, struct innet_prog_conf *pc)
+{
+	static const char *const keys[] = { "name", "program", "udp", "args", NULL };
+	char kp[PATH_LEN], ip[PATH_LEN];
+	const char *prog = NULL;
+	json_t *udp, *args;
+	int ok = 0;
+
+	memset(pc, 0, sizeof(*pc));
+	if (!json_is_object(o)) {
+		errs_add(&p->e, path, "expected a program object, got %s", json_kind(o));
+		return -1;
+	}
+	if (!check_keys(p, o, path, keys))
+		ok = -1;
+	if (get_str(p, o, path, "program", true, &prog) > 0) {
+		pc->program = innet_program_find(prog);
+		if (pc->program == NULL) {
+			char known[512];
+			known_programs(known, sizeof(known));
+			path_key(kp, path, "program");
+			errs_add(&p->e, kp, "unknown program '%.80s' (known: %s)", prog, known);
+			ok = -1;
+		}
+	} else {
+		ok = -1;
+	}
+	int r = get_name(p, o, path, "name", false, pc->name);
+	if (r < 0)
+		ok = -1;
+	else if (r == 0 && pc->program != NULL)
+		snprintf(pc->name, sizeof(pc->name), "%s", pc->program->name);
+
+	path_key(kp, path, "udp");
+	if (get_value(p, o, path, "udp", true, &udp) <= 0) {
+		ok = -1;
+	} else if (!json_is_array(udp) || json_array_size(udp) == 0 ||
+		   json_array_size(udp) > INNET_MAX_PROG_UDP) {
+		errs_add(&p->e, kp, "expected an array of 1 to %u UDP ports, got %s",
+			 INNET_MAX_PROG_UDP, json_is_array(udp) ? "a longer or empty array" :
+			 json_kind(udp));
+		ok = -1;
+	} else {
+		size_t i;
+		json_t *u;
+		json_array_foreach(udp, i, u) {
+			path_idx(ip, kp, i);
+			json_int_t x = json_is_integer(u) ? json_integer_value(u) : -1;
+			if (x < 1 || x > 65535) {
+				errs_add(&p->e, ip, "expected a UDP port (1-65535)");
+				ok = -1;
+				continue;
+			}
+			for (uint32_t j = 0; j < pc->n_udp; j++)
+				if (pc->udp[j] == x) {
+					errs_add(&p->e, ip, "UDP port %lld listed twice", (long long)x);
+					ok = -1;
+				}
+			pc->udp[pc->n_udp++] = (uint16_t)x;
+		}
+	}
+	if (get_value(p, o, path, "args", false, &args) > 0) {
+		if (!json_is_object(args)) {
+			path_key(kp, path, "args");
+			errs_add(&p->e, kp, "expected an object, got %s", json_kind(args));
+			ok = -1;
+		} else if (ok == 0) {
+			pc->args_json = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+			if (pc->args_json == NULL)
+				return -ENOMEM;
+		}
+	}
+	return ok;
+}
+
+/* A "programs" array into progs; names and UDP ports unique within it.
+ * Returns 0, -1 (reported) or -ENOMEM. */
+static int parse_programs(struct parser *p, json_t *arr, const char *path,
+			  struct innet_prog_conf *progs, uint32_t *n)
+{
+	char ep[PATH_LEN], up[PATH_LEN];
+	size_t i;
+	json_t *o;
+	int ok = 0;
+
+	*n = 0;
+	if (!json_is_array(arr) || json_array_size(arr) == 0) {
+		errs_add(&p->e, path, "expected a non-empty array of programs, got %s",
+			 json_is_array(arr) ? "an empty array" : json_kind(arr));
+		return -1;
+	}
+	if (json_array_size(arr) > INNET_TOPO_MAX_PROGS) {
+		errs_add(&p->e, path, "too many programs: %zu (at most %u per switch)",
+			 json_array_size(arr), INNET_TOPO_MAX_PROGS);
+		return -1;
+	}
+	json_array_foreach(arr, i, o) {
+		struct innet_prog_conf *pc = &progs[*n];
+		path_idx(ep, path, i);
+		int r = parse_program(p, o, ep, pc);
+		if (r == -ENOMEM)
+			return r;
+		(*n)++;
+		if (r < 0) {
+			ok = -1;
+			continue;
+		}
+		for (uint32_t j = 0; j + 1 < *n; j++) {
+			if (pc->name[0] && !strcmp(progs[j].name, pc->name)) {
+				path_key(up, ep, "name");
+				errs_add(&p->e, up, "duplicate program name '%s'", pc->name);
+				ok = -1;
+			}
+			for (uint32_t k = 0; k < pc->n_udp; k++)
+				for (uint32_t m = 0; m < progs[j].n_udp; m++)
+					if (pc->udp[k] == progs[j].udp[m]) {
+						path_key(up, ep, "udp");
+						errs_add(&p->e, up, "UDP port %u is already bound by "
+							 "program '%s'", pc->udp[k], progs[j].name);
+						ok = -1;
+					}
+		}
+	}
+	return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Nodes.                                                                    */
+
+static void node_path(const struct innet_topology *t, uint32_t idx, char *out)
+{
+	if (idx < t->n_switches)
+		snprintf(out, PATH_LEN, "$.switches[%u]", idx);
+	else
+		snprintf(out, PATH_LEN, "$.hosts[%u]", idx - t->n_switches);
+}
+
+/* Name and node id unique over the nodes before idx. */
+static int check_unique(struct parser *p, uint32_t idx, const char *path)
+{
+	struct innet_topology *t = p->t;
+	struct innet_topo_node *n = &t->nodes[idx];
+	char kp[PATH_LEN], other[PATH_LEN];
+	int ok = 0;
+
+	for (uint32_t j = 0; j < idx; j++) {
+		node_path(t, j, other);
+		if (n->name[0] && !strcmp(t->nodes[j].name, n->name)) {
+			path_key(kp, path, "name");
+			errs_add(&p->e, kp, "duplicate name '%s' (also %s)", n->name, other);
+			ok = -1;
+		}
+		if (n->node_id && t->nodes[j].node_id == n->node_id) {
+			path_key(kp, path, "node");
+			errs_add(&p->e, kp, "duplicate node id %u (also %s)", n->node_id, other);
+			ok = -1;
+		}
+	}
+	return ok;
+}
+
+/* Fields common to switches and hosts. */
+static void parse_node_common(struct parser *p, json_t *o, const char *path,
+			      struct innet_topo_node *n)
+{
+	uint64_t id;
+
+	get_name(p, o, path, "name", true, n->name);
+	if (get_uint(p, o, path, "node", true, 1, 65535, &id) > 0)
+		n->node_id = (uint16_t)id;
+	get_name(p, o, path, "machine", false, n->machine);
+}
+
+static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
+{
+	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", NULL };
+	struct innet_topo_node *n = &p->t->nodes[idx];
+	char path[PATH_LEN], kp[PATH_LEN];
+	uint64_t w = p->def_workers;
+	json_t *progs;
+
+	n->kind = INNET_TOPO_SWITCH;
+	n->conf = calloc(1, sizeof(*n->conf));
+	n->peers = calloc(INNET_MAX_PORTS, sizeof(*n->peers));
+	if (n->conf == NULL || n->peers == NULL)
+		return -ENOMEM;
+	node_path(p->t, idx, path);
+	if (!json_is_object(o)) {
+		errs_add(&p->e, path, "expected a switch object, got %s", json_kind(o));
+		return 0;
+	}
+	check_keys(p, o, path, keys);
+	parse_node_common(p, o, path, n);
+	get_uint(p, o, path, "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w);
+
+	struct innet_switch_conf *c = n->conf;
+	snprintf(c->name, sizeof(c->name), "%s", n->name);
+	c->node_id = n->node_id;
+	c->n_workers = (uint32_t)w;
+	if (get_value(p, o, path, "programs", false, &progs) > 0) {
+		path_key(kp, path, "programs");
+		if (parse_programs(p, progs, kp, c->progs, &c->n_progs) == -ENOMEM)
+			return -ENOMEM;
+	} else if (p->have_def_progs) {
+		for (uint32_t i = 0; i < p->n_def_progs; i++) {
+			c->progs[i] = p->def_progs[i];
+			c->progs[i].args_json = NULL;
+			if (p->def_progs[i].args_json != NULL &&
+			    (c->progs[i].args_json = strdup(p->def_progs[i].args_json)) == NULL)
+				return -ENOMEM;
+			c->n_progs++;
+		}
+	} else {
+		errs_add(&p->e, path, "missing program: no 'programs' here and none in $.defaults");
+	}
+	check_unique(p, idx, path);
+	return 0;
+}
+
+static int parse_host(struct parser *p, json_t *o, uint32_t idx)
+{
+	static const char *const keys[] = { "name", "node", "addr", "machine", NULL };
+	struct innet_topo_node *n = &p->t->nodes[idx];
+	char path[PATH_LEN], kp[PATH_LEN];
+
+	n->kind = INNET_TOPO_HOST;
+	node_path(p->t, idx, path);
+	if (!json_is_object(o)) {
+		errs_add(&p->e, path, "expected a host object, got %s", json_kind(o));
+		return 0;
+	}
+	check_keys(p, o, path, keys);
+	parse_node_common(p, o, path, n);
+	if (get_addr(p, o, path, "addr", true, &n->addr) > 0) {
+		path_key(kp, path, "addr");
+		if (claim_addr(p, n->addr, kp) == -ENOMEM)
+			return -ENOMEM;
+	}
+	check_unique(p, idx, path);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Links.                                                                    */
+
+/* Resolve one end ("a" or "b") of link li to a node index, or -1. */
+static int link_end(struct parser *p, json_t *o, const char *path, const char *key)
+{
+	char kp[PATH_LEN];
+	const char *s;
+
+	if (get_str(p, o, path, key, true, &s) <= 0)
+		return -1;
+	int idx = innet_topology_find(p->t, s);
+	if (idx < 0) {
+		path_key(kp, path, key);
+		errs_add(&p->e, kp, "link to unknown node '%.80s' (not in $.switches or $.hosts)", s);
+		return -1;
+	}
+	return idx;
+}
+
+/* The explicit address for one end: allowed on a switch end only. */
+static int link_addr(struct parser *p, json_t *o, const char *path, const char *key,
+		     const struct innet_topo_node *n, uint32_t *out)
+{
+	char kp[PATH_LEN];
+	int r = get_addr(p, o, path, key, false, out);
+
+	if (r <= 0)
+		return r;
+	path_key(kp, path, key);
+	if (n->kind == INNET_TOPO_HOST) {
+		errs_add(&p->e, kp, "'%s' is a host: its address is its \"addr\"", n->name);
+		*out = 0;
+		return -1;
+	}
+	return claim_addr(p, *out, kp) == -ENOMEM ? -ENOMEM : 1;
+}
+
+static int add_port(struct parser *p, uint32_t sw, uint32_t peer, uint32_t li, const char *path,
+		    uint32_t *port)
+{
+	struct innet_topo_node *n = &p->t->nodes[sw];
+
+	if (n->conf->n_ports == INNET_MAX_PORTS) {
+		errs_add(&p->e, path, "too many ports: switch '%s' already has %u (INNET_MAX_PORTS)",
+			 n->name, INNET_MAX_PORTS);
+		return -1;
+	}
+	*port = n->conf->n_ports++;
+	n->peers[*port] = (struct innet_topo_peer){ .node = peer, .link = li,
+						    .port = INNET_TOPO_NO_PORT };
+	return 0;
+}
+
+static int node_add_link(struct innet_topo_node *n, uint32_t li)
+{
+	uint32_t *l = realloc(n->links, (n->n_links + 1) * sizeof(*l));
+
+	if (l == NULL)
+		return -ENOMEM;
+	l[n->n_links++] = li;
+	n->links = l;
+	return 0;
+}
+
+static int parse_link(struct parser *p, json_t *o, uint32_t li)
+{
+	static const char *const keys[] = { "a", "b", "a_addr", "b_addr", "loss", "dup",
+					    "reorder", "delay_us", "jitter_us", NULL };
+	struct innet_topology *t = p->t;
+	struct innet_topo_link *l = &t->links[li];
+	char path[PATH_LEN];
+	uint64_t us;
+
+	snprintf(path, PATH_LEN, "$.links[%u]", li);
+	l->a = l->b = UINT32_MAX;
+	l->a_port = l->b_port = INNET_TOPO_NO_PORT;
+	if (!json_is_object(o)) {
+		errs_add(&p->e, path, "expected a link object, got %s", json_kind(o));
+		return 0;
+	}
+	check_keys(p, o, path, keys);
+	get_prob(p, o, path, "loss", &l->emu.loss);
+	get_prob(p, o, path, "dup", &l->emu.dup);
+	get_prob(p, o, path, "reorder", &l->emu.reorder);
+	if (get_uint(p, o, path, "delay_us", false, 0, UINT32_MAX, &us) > 0)
+		l->emu.delay_us = (uint32_t)us;
+	if (get_uint(p, o, path, "jitter_us", false, 0, UINT32_MAX, &us) > 0)
+		l->emu.jitter_us = (uint32_t)us;
+
+	int a = link_end(p, o, path, "a"), b = link_end(p, o, path, "b");
+	if (a < 0 || b < 0)
+		return 0;
+	struct innet_topo_node *na = &t->nodes[a], *nb = &t->nodes[b];
+	if (a == b) {
+		errs_add(&p->e, path, "link from '%s' to itself", na->name);
+		return 0;
+	}
+	if (na->kind == INNET_TOPO_HOST && nb->kind == INNET_TOPO_HOST) {
+		errs_add(&p->e, path, "link between two hosts ('%s', '%s'): a link needs a switch",
+			 na->name, nb->name);
+		return 0;
+	}
+	if (link_addr(p, o, path, "a_addr", na, &p->a_addr[li]) == -ENOMEM ||
+	    link_addr(p, o, path, "b_addr", nb, &p->b_addr[li]) == -ENOMEM)
+		return -ENOMEM;
+	if (na->kind == INNET_TOPO_SWITCH && add_port(p, (uint32_t)a, (uint32_t)b, li, path, &l->a_port) < 0)
+		return 0;
+	if (nb->kind == INNET_TOPO_SWITCH && add_port(p, (uint32_t)b, (uint32_t)a, li, path, &l->b_port) < 0)
+		return 0;
+	l->a = (uint32_t)a;
+	l->b = (uint32_t)b;
+	if (l->a_port != INNET_TOPO_NO_PORT && l->b_port != INNET_TOPO_NO_PORT) {
+		na->peers[l->a_port].port = l->b_port;
+		nb->peers[l->b_port].port = l->a_port;
+	}
+	if (node_add_link(na, li) < 0 || node_add_link(nb, li) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resolution (only for a file without errors).                              */
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static bool emu_active(const struct innet_link_conf *e)
+{
+	return e->loss > 0 || e->dup > 0 || e->reorder > 0 || e->delay_us || e->jitter_us;
+}
+
+/* The next free automatic address after *next. */
+static int alloc_addr(struct parser *p, uint32_t *next, uint32_t *out)
+{
+	for (;;) {
+		uint32_t ip = ++*next;
+		if (ip == 0 || (!p->t->external_addrs && !is_loopback(ip))) {
+			errs_add(&p->e, "$.addr_base", "ran out of automatic addresses%s",
+				 p->t->external_addrs ? "" : " in 127.0.0.0/8");
+			return -1;
+		}
+		if ((ip & 0xff) == 0 || (ip & 0xff) == 0xff || addr_taken(p, ip))
+			continue;
+		*out = ip;
+		return 0;
+	}
+}
+
+/* Port addresses, peers, names, seeds and emulation flags. */
+static int resolve(struct parser *p)
+{
+	struct innet_topology *t = p->t;
+	uint32_t next = t->addr_base;
+
+	for (uint32_t li = 0; li < t->n_links; li++) {
+		struct innet_topo_link *l = &t->links[li];
+		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
+		uint32_t given[2] = { p->a_addr[li], p->b_addr[li] };
+		for (int s = 0; s < 2; s++) {
+			if (ports[s] == INNET_TOPO_NO_PORT)
+				continue;
+			struct innet_port_conf *pc = &t->nodes[ends[s]].conf->ports[ports[s]];
+			pc->ip = given[s];
+			if (pc->ip == 0 && alloc_addr(p, &next, &pc->ip) < 0)
+				return -1;
+			pc->link = l->emu;
+			pc->link.seed = splitmix64(t->seed ^ (((uint64_t)li << 1) | (uint64_t)s));
+		}
+	}
+	for (uint32_t i = 0; i < t->n_switches; i++) {
+		struct innet_topo_node *n = &t->nodes[i];
+		struct innet_switch_conf *c = n->conf;
+		c->seed = splitmix64(t->seed + n->node_id);
+		for (uint32_t k = 0; k < c->n_ports; k++) {
+			struct innet_port_conf *pc = &c->ports[k];
+			const struct innet_topo_peer *pe = &n->peers[k];
+			const struct innet_topo_node *peer = &t->nodes[pe->node];
+			uint32_t dup = 1;
+			for (uint32_t j = 0; j < k; j++)
+				dup += n->peers[j].node == pe->node;
+			if (dup == 1)
+				snprintf(pc->name, sizeof(pc->name), "%s", peer->name);
+			else
+				snprintf(pc->name, sizeof(pc->name), "%.48s#%u", peer->name, dup);
+			pc->peer_ip = peer->kind == INNET_TOPO_HOST ? peer->addr
+								    : peer->conf->ports[pe->port].ip;
+			if (emu_active(&pc->link)) {
+				pc->link.on_egress = true;
+				pc->link.on_ingress = peer->kind == INNET_TOPO_HOST;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Top level.                                                                */
+
+static int parse_defaults(struct parser *p, json_t *root)
+{
+	static const char *const keys[] = { "workers", "programs", NULL };
+	json_t *d, *progs;
+	uint64_t w;
+
+	if (get_value(p, root, "$", "defaults", false, &d) <= 0)
+		return 0;
+	if (!json_is_object(d)) {
+		errs_add(&p->e, "$.defaults", "expected an object, got %s", json_kind(d));
+		return 0;
+	}
+	check_keys(p, d, "$.defaults", keys);
+	if (get_uint(p, d, "$.defaults", "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w) > 0)
+		p->def_workers = (uint32_t)w;
+	if (get_value(p, d, "$.defaults", "programs", false, &progs) > 0) {
+		p->have_def_progs = true;
+		return parse_programs(p, progs, "$.defaults.programs", p->def_progs,
+				      &p->n_def_progs) == -ENOMEM ? -ENOMEM : 0;
+	}
+	return 0;
+}
+
+static int parse_top(struct parser *p, json_t *root)
+{
+	static const char *const keys[] = { "name", "seed", "external_addrs", "addr_base",
+					    "state_dir", "defaults", "switches", "hosts",
+					    "links", NULL };
+	struct innet_topology *t = p->t;
+	json_t *sw, *hosts, *links;
+	const char *dir = NULL;
+
+	if (!json_is_object(root)) {
+		errs_add(&p->e, "$", "expected a topology object, got %s", json_kind(root));
+		return 0;
+	}
+	check_keys(p, root, "$", keys);
+	get_name(p, root, "$", "name", true, t->name);
+	get_uint(p, root, "$", "seed", false, 0, INT64_MAX, &t->seed);
+	get_bool(p, root, "$", "external_addrs", &t->external_addrs);
+	get_addr(p, root, "$", "addr_base", false, &t->addr_base);
+	if (get_str(p, root, "$", "state_dir", false, &dir) > 0 && dir[0] != '/') {
+		errs_add(&p->e, "$.state_dir", "'%.80s' is not an absolute path", dir);
+		dir = NULL;
+	}
+	if (dir != NULL)
+		snprintf(t->state_dir, sizeof(t->state_dir), "%s", dir);
+	else
+		snprintf(t->state_dir, sizeof(t->state_dir), "/tmp/innet-%s", t->name);
+	if (parse_defaults(p, root) < 0)
+		return -ENOMEM;
+
+	size_t n_sw = 0, n_hosts = 0, n_links = 0;
+	if (get_value(p, root, "$", "switches", true, &sw) > 0) {
+		if (!json_is_array(sw) || json_array_size(sw) == 0)
+			errs_add(&p->e, "$.switches", "expected a non-empty array of switches, got %s",
+				 json_is_array(sw) ? "an empty array" : json_kind(sw));
+		else
+			n_sw = json_array_size(sw);
+	}
+	if (get_value(p, root, "$", "hosts", false, &hosts) > 0) {
+		if (!json_is_array(hosts))
+			errs_add(&p->e, "$.hosts", "expected an array of hosts, got %s",
+				 json_kind(hosts));
+		else
+			n_hosts = json_array_size(hosts);
+	}
+	if (get_value(p, root, "$", "links", false, &links) > 0) {
+		if (!json_is_array(links))
+			errs_add(&p->e, "$.links", "expected an array of links, got %s",
+				 json_kind(links));
+		else
+			n_links = json_array_size(links);
+	}
+	if (n_sw + n_hosts > 65535) {
+		errs_add(&p->e, "$", "too many nodes: %zu (node ids are 1..65535)", n_sw + n_hosts);
+		return 0;
+	}
+	t->nodes = calloc(n_sw + n_hosts + 1, sizeof(*t->nodes));
+	t->links = calloc(n_links + 1, sizeof(*t->links));
+	p->a_addr = calloc(n_links + 1, sizeof(*p->a_addr));
+	p->b_addr = calloc(n_links + 1, sizeof(*p->b_addr));
+	if (t->nodes == NULL || t->links == NULL || p->a_addr == NULL || p->b_addr == NULL)
+		return -ENOMEM;
+	t->n_switches = (uint32_t)n_sw;
+	t->n_hosts = (uint32_t)n_hosts;
+	t->n_nodes = t->n_switches + t->n_hosts;
+	t->n_links = (uint32_t)n_links;
+
+	size_t i;
+	for (i = 0; i < n_sw; i++)
+		if (parse_switch(p, json_array_get(sw, i), (uint32_t)i) < 0)
+			return -ENOMEM;
+	for (i = 0; i < n_hosts; i++)
+		if (parse_host(p, json_array_get(hosts, i), t->n_switches + (uint32_t)i) < 0)
+			return -ENOMEM;
+	unsigned errs_before_links = p->e.n;
+	for (i = 0; i < n_links; i++)
+		if (parse_link(p, json_array_get(links, i), (uint32_t)i) < 0)
+			return -ENOMEM;
+	bool links_ok = p->e.n == errs_before_links; /* else "not linked" is noise */
+
+	/* Whole-topology checks. */
+	char path[PATH_LEN];
+	for (uint32_t k = 0; k < t->n_nodes; k++) {
+		struct innet_topo_node *n = &t->nodes[k];
+		if (n->name[0] == '\0')
+			continue;
+		node_path(t, k, path);
+		if (n->n_links == 0 && links_ok)
+			errs_add(&p->e, path, "%s '%s' is not linked to anything (see $.links)",
+				 n->kind == INNET_TOPO_HOST ? "host" : "switch", n->name);
+		if (n->kind != INNET_TOPO_SWITCH)
+			continue;
+		int w = snprintf(n->conf->ctl_path, sizeof(n->conf->ctl_path), "%s/%s.sock",
+				 t->state_dir, n->name);
+		if (w < 0 || (size_t)w >= sizeof(n->conf->ctl_path))
+			errs_add(&p->e, path, "control socket path '%s/%s.sock' is %d bytes, "
+				 "longer than %zu (shorten $.state_dir or the name)",
+				 t->state_dir, n->name, w, sizeof(n->conf->ctl_path) - 1);
+	}
+	return 0;
+}
+
+static struct innet_topology *parse_root(json_t *root, struct errs *e)
+{
+	struct parser p = { .e = *e, .def_workers = 1 };
+	int r = -ENOMEM;
+
+	p.t = calloc(1, sizeof(*p.t));
+	if (p.t == NULL)
+		goto err;
+	p.t->seed = 1;
+	p.t->addr_base = DEFAULT_ADDR_BASE;
+	snprintf(p.t->origin, sizeof(p.t->origin), "%s", e->origin);
+	r = parse_top(&p, root);
+	if (r == 0 && p.e.n == 0)
+		r = resolve(&p);
+	if (r == 0 && p.e.n > 0)
+		r = -EINVAL;
+	if (r == -1)
+		r = -EINVAL;
+err:
+	progs_release(p.def_progs, p.n_def_progs);
+	free(p.addrs);
+	free(p.a_addr);
+	free(p.b_addr);
+	*e = p.e;
+	if (r < 0) {
+		if (r == -ENOMEM)
+			errs_line(e, "out of memory");
+		innet_topology_free(p.t);
+		errno = -r;
+		return NULL;
+	}
+	return p.t;
+}
+
+static void errs_init(struct errs *e, char *err, size_t errlen, const char *origin)
+{
+	*e = (struct errs){ .buf = err, .cap = errlen, .origin = origin };
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+}
+
+struct innet_topology *innet_topology_parse(const char *json_text, const char *origin, char *err,
+					    size_t errlen)
+{
+	struct errs e;
+	json_error_t je;
+	char line[1024];
+
+	errs_init(&e, err, errlen, origin);
+	json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &je);
+	if (root == NULL) {
+		/* jansson leaves the error empty when it cannot even start */
+		bool oom = json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0';
+		snprintf(line, sizeof(line), "%s:%d:%d: %s: %s", origin, je.line, je.column,
+			 oom ? "cannot parse" : "malformed JSON", je.text);
+		errs_line(&e, line);
+		errno = oom ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	struct innet_topology *t = parse_root(root, &e);
+	int saved = errno;
+	json_decref(root);
+	errno = saved;
+	return t;
+}
+
+/* The whole file into a NUL-terminated buffer; NULL with errno set. */
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	size_t cap = 1 << 16;
+	char *buf = NULL;
+	int e = 0;
+
+	*len = 0;
+	if (f == NULL)
+		return NULL;
+	errno = 0;
+	for (;;) {
+		char *b = realloc(buf, cap + 1);
+		if (b == NULL) {
+			e = ENOMEM;
+			break;
+		}
+		buf = b;
+		*len += fread(buf + *len, 1, cap - *len, f);
+		if (ferror(f)) {
+			e = errno ? errno : EIO;
+			break;
+		}
+		if (*len < cap)
+			break;
+		if (cap >= TOPO_FILE_MAX) {
+			e = EFBIG;
+			break;
+		}
+		cap *= 2;
+	}
+	fclose(f);
+	if (e) {
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	buf[*len] = '\0';
+	return buf;
+}
+
+struct innet_topology *innet_topology_load(const char *path, char *err, size_t errlen)
+{
+	char msg[1024];
+	size_t len;
+	char *text = read_file(path, &len);
+	int e;
+
+	if (text == NULL) {
+		e = errno;
+		snprintf(msg, sizeof(msg), "%s: cannot read: %s", path, strerror(e));
+		set_err(err, errlen, msg);
+		errno = e;
+		return NULL;
+	}
+	if (strlen(text) != len) {
+		snprintf(msg, sizeof(msg), "%s: contains a NUL byte: not a JSON text", path);
+		set_err(err, errlen, msg);
+		free(text);
+		errno = EINVAL;
+		return NULL;
+	}
+	struct innet_topology *t = innet_topology_parse(text, path, err, errlen);
+	e = errno;
+	free(text);
+	errno = e;
+	return t;
+}
+
+void innet_topology_free(struct innet_topology *t)
+{
+	if (t == NULL)
+		return;
+	for (uint32_t i = 0; t->nodes != NULL && i < t->n_nodes; i++) {
+		struct innet_topo_node *n = &t->nodes[i];
+		if (n->conf != NULL)
+			progs_release(n->conf->progs, n->conf->n_progs);
+		free(n->conf);
+		free(n->peers);
+		free(n->links);
+	}
+	free(t->nodes);
+	free(t->links);
+	free(t);
+}
+
+int innet_topology_find(const struct innet_topology *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].name[0] && !strcmp(t->nodes[i].name, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Routes.                                                                   */
+
+/* Hops from start to every node (UNREACHABLE if none); only switches carry
+ * paths onward. queue has room for n_nodes entries. */
+static void bfs(const struct innet_topology *t, uint32_t start, uint32_t *dist, uint32_t *queue)
+{
+	uint32_t head = 0, tail = 0;
+
+	for (uint32_t i = 0; i < t->n_nodes; i++)
+		dist[i] = UNREACHABLE;
+	dist[start] = 0;
+	queue[tail++] = start;
+	while (head < tail) {
+		uint32_t u = queue[head++];
+		const struct innet_topo_node *n = &t->nodes[u];
+		if (n->kind != INNET_TOPO_SWITCH)
+			continue; /* hosts end paths, even the one they start */
+		for (uint32_t k = 0; k < n->n_links; k++) {
+			const struct innet_topo_link *l = &t->links[n->links[k]];
+			uint32_t v = l->a == u ? l->b : l->a;
+			if (dist[v] == UNREACHABLE) {
+				dist[v] = dist[u] + 1;
+				queue[tail++] = v;
+			}
+		}
+	}
+}
+
+/* dist[port * n_nodes + v]: hops from the peer of each port of switch sw to
+ * v. NULL on ENOMEM. */
+static uint32_t *port_distances(const struct innet_topology *t, uint32_t sw)
+{
+	const struct innet_topo_node *n = &t->nodes[sw];
+	uint32_t np = n->conf->n_ports;
+	uint32_t *dist = calloc((size_t)np * t->n_nodes + 1, sizeof(*dist));
+	uint32_t *queue = calloc(t->n_nodes + 1, sizeof(*queue));
+
+	if (dist != NULL && queue != NULL)
+		for (uint32_t k = 0; k < np; k++)
+			bfs(t, n->peers[k].node, dist + (size_t)k * t->n_nodes, queue);
+	free(queue);
+	if (queue == NULL) {
+		free(dist);
+		return NULL;
+	}
+	return dist;
+}
+
+/* Next hops from sw to dst given port_distances(). */
+static uint32_t pick_hops(const struct innet_topology *t, uint32_t sw, uint32_t dst,
+			  const uint32_t *dist, uint16_t *ports, uint32_t max)
+{
+	uint32_t np = t->nodes[sw].conf->n_ports, best = UNREACHABLE, n = 0;
+
+	if (dst == sw)
+		return 0;
+	for (uint32_t k = 0; k < np; k++)
+		if (dist[(size_t)k * t->n_nodes + dst] < best)
+			best = dist[(size_t)k * t->n_nodes + dst];
+	if (best == UNREACHABLE)
+		return 0;
+	for (uint32_t k = 0; k < np; k++) {
+		if (dist[(size_t)k * t->n_nodes + dst] != best)
+			continue;
+		if (n < max)
+			ports[n] = (uint16_t)k;
+		n++;
+	}
+	return n;
+}
+
+int innet_topology_next_hops(const struct innet_topology *t, uint32_t sw, uint32_t dst,
+			     uint16_t *ports, uint32_t max)
+{
+	if (sw >= t->n_nodes || t->nodes[sw].kind != INNET_TOPO_SWITCH || dst >= t->n_nodes)
+		return -EINVAL;
+	uint32_t *dist = port_distances(t, sw);
+	if (dist == NULL)
+		return -ENOMEM;
+	uint32_t n = pick_hops(t, sw, dst, dist, ports, max);
+	free(dist);
+	return (int)n;
+}
+
+/* The "routes" array for switch sw, or NULL on ENOMEM. */
+static json_t *routes_json(const struct innet_topology *t, uint32_t sw)
+{
+	uint16_t hops[INNET_MAX_PORTS];
+	uint32_t *dist = port_distances(t, sw);
+	json_t *routes = json_array();
+
+	if (dist == NULL || routes == NULL)
+		goto err;
+	for (uint32_t d = 0; d < t->n_nodes; d++) {
+		uint32_t n = pick_hops(t, sw, d, dist, hops, INNET_MAX_PORTS);
+		if (n == 0)
+			continue;
+		/* (not json_pack: it leaks when an insert fails) */
+		json_t *r = json_object(), *ports = json_array();
+		if (json_array_append_new(routes, r) < 0 ||
+		    json_object_set_new(r, "node", json_integer(t->nodes[d].node_id)) < 0) {
+			json_decref(ports);
+			goto err;
+		}
+		if (json_object_set_new(r, "ports", ports) < 0) /* frees ports on failure */
+			goto err;
+		for (uint32_t k = 0; k < n; k++)
+			if (json_array_append_new(ports, json_integer(hops[k])) < 0)
+				goto err;
+	}
+	free(dist);
+	return routes;
+err:
+	free(dist);
+	json_decref(routes);
+	return NULL;
+}
+
+/* args_json for switch sw with "routes": "auto" expanded; NULL on ENOMEM. */
+static char *expand_args(const struct innet_topology *t, uint32_t sw, const char *args)
+{
+	json_t *o = json_loads(args, 0, NULL);
+	char *out = NULL;
+
+	if (o == NULL)
+		return NULL;
+	json_t *r = json_object_get(o, "routes");
+	if (json_is_string(r) && !strcmp(json_string_value(r), "auto") &&
+	    json_object_set_new(o, "routes", routes_json(t, sw)) < 0)
+		goto out;
+	out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+out:
+	json_decref(o);
+	return out;
+}
+
+int innet_topology_switch_conf(const struct innet_topology *t, const char *sw,
+			       struct innet_switch_conf *out, char *err, size_t errlen)
+{
+	char msg[512];
+	int idx = innet_topology_find(t, sw);
+
+	if (idx < 0 || t->nodes[idx].kind != INNET_TOPO_SWITCH) {
+		snprintf(msg, sizeof(msg), "%.160s: no switch called '%.80s'", t->origin, sw);
+		set_err(err, errlen, msg);
+		return -ENOENT;
+	}
+	*out = *t->nodes[idx].conf;
+	for (uint32_t i = 0; i < out->n_progs; i++)
+		out->progs[i].args_json = NULL;
+	for (uint32_t i = 0; i < out->n_progs; i++) {
+		const char *args = t->nodes[idx].conf->progs[i].args_json;
+		if (args == NULL)
+			continue;
+		out->progs[i].args_json = expand_args(t, (uint32_t)idx, args);
+		if (out->progs[i].args_json == NULL) {
+			innet_topology_conf_release(out);
+			set_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void innet_topology_conf_release(struct innet_switch_conf *conf)
+{
+	progs_release(conf->progs, conf->n_progs);
+}

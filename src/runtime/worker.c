@@ -1,0 +1,754 @@
+/*
+ * worker.c — the data-plane worker: receive a burst, run every packet
+ * through its program, carry out the verdicts, send the burst.
+ *
+ *   epoll ─► recvmmsg(32) ─► [link ingress] ─► handler ─┬─ FORWARD/REFLECT ─┐
+ *                                                       ├─ MULTICAST (n×) ──┼─► tx queue ─► sendmmsg
+ *                                                       ├─ RECIRCULATE ─► handler again
+ *                                                       ├─ TO_CPU ─► cpu ring ─► control thread
+ *                                                       └─ DROP (reason counted)
+ *
+ * Nothing here allocates, locks or logs per packet, except link emulation
+ * holding a packet back (a copy; fault injection only) and pcap capture while
+ * it is switched on. Counters are this worker's own and summed on request.
+ * The same tx machinery serves the timer thread and the control thread, each
+ * through its own struct innet_worker (INNET_TIMER_WORKER/CONTROL_WORKER).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/switch_pvt.h"
+
+uint64_t innet_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void innet_worker_set_now(struct innet_worker *w)
+{
+	w->now_ns = innet_now_ns();
+}
+
+static inline void sin_set(struct sockaddr_in *sin, uint32_t ip, uint16_t udp)
+{
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(udp);
+	sin->sin_addr.s_addr = htonl(ip);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Transmit                                                                   */
+
+/* Injection: record the queued sends instead of sending them. */
+static void flush_record(struct innet_worker *w)
+{
+	struct innet_inject_result *res = w->inject;
+	for (uint32_t i = 0; i < w->n_tx; i++) {
+		if (res->n_out == INNET_INJECT_MAX_OUT) {
+			res->n_out_lost++;
+			continue;
+		}
+		struct innet_inject_out *o = &res->out[res->n_out++];
+		o->port = w->tx[i].port;
+		o->dst.ip = ntohl(w->tx_addr[i].sin_addr.s_addr);
+		o->dst.udp = ntohs(w->tx_addr[i].sin_port);
+		struct sockaddr_in local;
+		socklen_t sl = sizeof(local);
+		o->src_udp = getsockname(w->tx[i].fd, (struct sockaddr *)&local, &sl) == 0 ?
+				     ntohs(local.sin_port) : 0;
+		o->len = (uint32_t)w->tx_iov[i].iov_len;
+		memcpy(o->data, w->tx_iov[i].iov_base, o->len);
+	}
+	w->n_tx = 0;
+	w->n_emit = 0;
+}
+
+void innet_worker_flush(struct innet_worker *w)
+{
+	if (INNET_UNLIKELY(w->inject != NULL)) {
+		flush_record(w);
+		return;
+	}
+	uint32_t i = 0;
+	while (i < w->n_tx) {
+		uint32_t j = i + 1;
+		while (j < w->n_tx && w->tx[j].fd == w->tx[i].fd)
+			j++;
+		/* entries [i, j) share a socket: one sendmmsg (or a few) */
+		while (i < j) {
+			int r = sendmmsg(w->tx[i].fd, &w->tx_msgs[i], j - i, 0);
+			if (r <= 0) {
+				if (r < 0 && errno == EINTR)
+					continue;
+				w->portstats[w->tx[i].port].tx_errors++;
+				i++;
+				continue;
+			}
+			for (int k = 0; k < r; k++) {
+				struct innet_port_stats *ps = &w->portstats[w->tx[i + k].port];
+				ps->tx_pkts++;
+				ps->tx_bytes += w->tx_iov[i + k].iov_len;
+			}
+			i += (uint32_t)r;
+		}
+	}
+	w->n_tx = 0;
+	w->n_emit = 0;
+}
+
+/* Queue one send, with no link emulation. */
+static void tx_push(struct innet_worker *w, int fd, uint16_t port, const void *data, uint32_t len,
+		    const struct sockaddr_in *dst)
+{
+	if (INNET_UNLIKELY(w->n_tx == INNET_TX_MAX))
+		innet_worker_flush(w);
+	uint32_t i = w->n_tx++;
+	w->tx[i].fd = fd;
+	w->tx[i].port = port;
+	w->tx_addr[i] = *dst;
+	w->tx_iov[i].iov_base = (void *)data;
+	w->tx_iov[i].iov_len = len;
+	struct msghdr *mh = &w->tx_msgs[i].msg_hdr;
+	mh->msg_name = &w->tx_addr[i];
+	mh->msg_namelen = sizeof(struct sockaddr_in);
+	mh->msg_iov = &w->tx_iov[i];
+	mh->msg_iovlen = 1;
+	mh->msg_control = NULL;
+	mh->msg_controllen = 0;
+	mh->msg_flags = 0;
+}
+
+/* A buffer for a copied packet, valid until the next flush. */
+static uint8_t *emit_buf(struct innet_worker *w)
+{
+	if (w->n_emit == INNET_EMIT_MAX)
+		innet_worker_flush(w); /* queued sends go out; the pool is free again */
+	return w->emit_bufs + (size_t)(w->n_emit++) * INNET_BUF_SIZE + INNET_PKT_HEADROOM;
+}
+
+static void capture(struct innet_worker *w, uint16_t port, bool egress, const struct sockaddr_in *peer,
+		    uint16_t local_udp, const void *data, uint32_t len)
+{
+	struct sockaddr_in local;
+	sin_set(&local, w->sw->ports[port].conf.ip, local_udp);
+	if (egress)
+		innet_capture_packet(w->sw, port, true, &local, peer, data, len);
+	else
+		innet_capture_packet(w->sw, port, false, peer, &local, data, len);
+}
+
+/* Queue a send through the port's egress link emulation. */
+static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t local_udp, const void *data,
+		    uint32_t len, const struct sockaddr_in *dst)
+{
+	struct innet_port *pt = &w->sw->ports[port];
+	if (INNET_UNLIKELY(atomic_load_explicit(&pt->capture, memory_order_relaxed) != NULL))
+		capture(w, port, true, dst, local_udp, data, len);
+	const struct innet_link_conf *lc = &pt->conf.link;
+	if (INNET_LIKELY(!lc->on_egress || !innet_link_active(lc) || w->inject != NULL)) {
+		tx_push(w, fd, port, data, len, dst);
+		return;
+	}
+	uint64_t due = 0;
+	uint32_t flags = 0;
+	struct innet_port_stats *ps = &w->portstats[port];
+	enum innet_link_fate fate = innet_link_decide(lc, &w->links[port], w->now_ns, &due, &flags);
+	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
+	if (flags & INNET_LINK_F_REORDER)
+		ps->link_reordered++;
+	switch (fate) {
+	case INNET_LINK_LOSE:
+		ps->link_lost++;
+		return;
+	case INNET_LINK_PASS:
+		tx_push(w, fd, port, data, len, dst);
+		if (copies == 2) {
+			ps->link_duplicated++;
+			tx_push(w, fd, port, data, len, dst);
+		}
+		return;
+	case INNET_LINK_HOLD:
+		ps->link_delayed++;
+		if (copies == 2)
+			ps->link_duplicated++;
+		for (uint32_t c = 0; c < copies; c++)
+			if (innet_link_hold(&w->links[port], due, data, len, fd, port, 0, local_udp, dst) != 0)
+				ps->link_queue_full++;
+		return;
+	}
+}
+
+static inline uint32_t src_slot(const struct innet_cp *cp, uint16_t udp)
+{
+	for (uint32_t s = 0; s < cp->n_udp; s++)
+		if (cp->udp[s] == udp)
+			return s;
+	return 0;
+}
+
+/* Send data out of `port` for program cp. Returns 0 or a drop reason. */
+static unsigned send_out(struct innet_worker *w, struct innet_cp *cp, uint16_t port, uint32_t ip,
+			 uint16_t udp, uint16_t src_udp, uint16_t dst_udp_default, const void *data,
+			 uint32_t len)
+{
+	struct innet_switch *sw = w->sw;
+	if (INNET_UNLIKELY(port >= sw->n_ports))
+		return INNET_DROP_BAD_PORT;
+	const struct innet_port_conf *pc = &sw->ports[port].conf;
+	if (ip == 0)
+		ip = pc->peer_ip;
+	if (INNET_UNLIKELY(ip == 0))
+		return INNET_DROP_NO_PEER;
+	if (udp == 0)
+		udp = pc->peer_udp ? pc->peer_udp : dst_udp_default;
+	uint32_t slot = src_slot(cp, src_udp ? src_udp : dst_udp_default);
+	int fd = w->txfd[((size_t)port * sw->n_progs + cp->index) * INNET_MAX_PROG_UDP + slot];
+	struct sockaddr_in dst;
+	sin_set(&dst, ip, udp);
+	tx_send(w, fd, port, cp->udp[slot], data, len, &dst);
+	return 0;
+}
+
+/* Copy the members of a group consistently; returns the count. */
+static uint32_t group_snapshot(struct innet_cp *cp, uint16_t group, struct innet_member *m)
+{
+	struct innet_group *g = &cp->groups[group];
+	for (int tries = 0; tries < 64; tries++) {
+		uint32_t seq = atomic_load_explicit(&g->seq, memory_order_acquire);
+		if (seq & 1)
+			continue;
+		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_RELAXED);
+		if (n > INNET_MAX_GROUP_MEMBERS)
+			n = INNET_MAX_GROUP_MEMBERS;
+		memcpy(m, g->m, n * sizeof(*m));
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&g->seq, memory_order_relaxed) == seq)
+			return n;
+	}
+	return 0;
+}
+
+static unsigned send_group(struct innet_worker *w, struct innet_cp *cp, uint16_t group, uint16_t src_udp,
+			   uint16_t dst_udp_default, const void *data, uint32_t len, uint64_t *sent)
+{
+	if (INNET_UNLIKELY(group >= cp->n_groups))
+		return INNET_DROP_BAD_GROUP;
+	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
+	uint32_t n = group_snapshot(cp, group, m);
+	if (INNET_UNLIKELY(n == 0))
+		return INNET_DROP_BAD_GROUP;
+	unsigned first_err = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned r = send_out(w, cp, m[i].port, m[i].ip, m[i].udp, src_udp, dst_udp_default, data,
+				      len);
+		if (r == 0)
+			(*sent)++;
+		else if (first_err == 0)
+			first_err = r;
+	}
+	return *sent ? 0 : first_err;
+}
+
+int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const struct innet_out *out,
+			   bool is_group, const void *data, uint32_t len, uint16_t src_udp)
+{
+	if (len > INNET_PKT_MAX)
+		return -EMSGSIZE;
+	uint8_t *buf = emit_buf(w);
+	memcpy(buf, data, len);
+	uint64_t sent = 0;
+	unsigned r = is_group ? send_group(w, cp, out->group, src_udp, cp->udp[0], buf, len, &sent)
+			      : send_out(w, cp, out->port, out->ip, out->udp, src_udp, cp->udp[0], buf, len);
+	if (!is_group && r == 0)
+		sent = 1;
+	w->pstats[cp->index].tx_pkts += sent;
+	if (r != 0) {
+		w->pstats[cp->index].drops[r]++;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int innet_emit(struct innet_ctx *ctx, const struct innet_out *out, bool is_group, const void *data,
+	       uint32_t len)
+{
+	if (INNET_UNLIKELY(ctx->model != INNET_MODEL_TRIO)) {
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (INNET_UNLIKELY(len > INNET_PKT_MAX)) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return -1;
+	}
+	ctx->use.emitted++;
+	struct innet_worker *w = ctx->worker;
+	w->pstats[ctx->prog->index].emitted++;
+	return innet_worker_send_copy(w, ctx->prog, out, is_group, data, len, out->src_udp) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pipeline                                                               */
+
+static void punt(struct innet_worker *w, struct innet_cp *cp, const struct innet_pkt *pkt)
+{
+	struct innet_cpu_ring *r = &w->cpu;
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+	if (head - tail >= INNET_CPU_RING || r->slots == NULL) {
+		w->pstats[cp->index].drops[INNET_DROP_CPU_QUEUE_FULL]++;
+		w->pstats[cp->index].actions[INNET_DROP]++;
+		return;
+	}
+	struct innet_cpu_slot *s = &r->slots[head % INNET_CPU_RING];
+	s->pkt = *pkt;
+	s->pkt.buf_start = s->buf;
+	s->pkt.buf_end = s->buf + INNET_BUF_SIZE;
+	s->pkt.data = s->buf + INNET_PKT_HEADROOM;
+	memcpy(s->pkt.data, pkt->data, pkt->len);
+	s->prog = (uint16_t)cp->index;
+	atomic_store_explicit(&r->head, head + 1, memory_order_release);
+	uint64_t one = 1;
+	if (write(w->sw->cpu_wake_fd, &one, sizeof(one)) < 0) {
+		/* the eventfd counter is saturated: the control thread is awake anyway */
+	}
+	w->pstats[cp->index].actions[INNET_TO_CPU]++;
+}
+
+static inline void account(struct innet_prog_stats *ps, const struct innet_usage *u)
+{
+	ps->passes++;
+	ps->reg_ops += u->reg_ops;
+	ps->table_ops += u->table_ops;
+	ps->alu_ops += u->alu_ops;
+	if (u->reg_ops > ps->max_reg_ops)
+		ps->max_reg_ops = u->reg_ops;
+	if (u->table_ops > ps->max_table_ops)
+		ps->max_table_ops = u->table_ops;
+	if (u->alu_ops > ps->max_alu_ops)
+		ps->max_alu_ops = u->alu_ops;
+}
+
+static inline unsigned valid_reason(const struct innet_cp *cp, unsigned reason)
+{
+	if (reason == 0)
+		return INNET_DROP_PROGRAM_VERDICT;
+	if (reason < INNET_DROP_RUNTIME_COUNT)
+		return reason;
+	if (reason >= INNET_DROP_PROGRAM && reason < INNET_DROP_PROGRAM + cp->program->n_drop_reasons)
+		return reason;
+	return INNET_DROP_BAD_VERDICT;
+}
+
+static inline void drop(struct innet_worker *w, struct innet_cp *cp, unsigned reason)
+{
+	struct innet_prog_stats *ps = &w->pstats[cp->index];
+	ps->actions[INNET_DROP]++;
+	ps->drops[reason]++;
+}
+
+/* Run pkt through program `prog` (and on, if it recirculates) and carry out
+ * the verdict. pkt->data stays valid until the next flush. */
+static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt)
+{
+	struct innet_switch *sw = w->sw;
+	struct innet_cp *cp = &sw->progs[prog];
+	struct innet_prog_stats *ps = &w->pstats[prog];
+	ps->rx_pkts++;
+	ps->rx_bytes += pkt->len;
+	uint32_t emitted = 0;
+	enum innet_action act;
+	for (;;) {
+		struct innet_ctx *ctx = &w->ctx[cp->index];
+		ctx->use = (struct innet_usage){ 0 };
+		ctx->fault = 0;
+		ctx->now_ns = w->now_ns;
+		memset(&pkt->out, 0, sizeof(pkt->out));
+		act = cp->program->handle(ctx, pkt);
+		account(&w->pstats[cp->index], &ctx->use);
+		emitted += ctx->use.emitted;
+		if (INNET_UNLIKELY(ctx->fault != 0)) {
+			act = INNET_DROP;
+			pkt->out.reason = ctx->fault;
+		}
+		if (INNET_LIKELY(act != INNET_RECIRCULATE))
+			break;
+		w->pstats[cp->index].recirculations++;
+		if (pkt->recirc >= INNET_MAX_RECIRC) {
+			act = INNET_DROP;
+			pkt->out.reason = INNET_DROP_RECIRC_BUDGET;
+			break;
+		}
+		pkt->recirc++;
+		uint8_t next = sw->udp_to_prog[pkt->dst_udp];
+		if (next == 0) {
+			act = INNET_DROP;
+			pkt->out.reason = INNET_DROP_NO_PROGRAM;
+			break;
+		}
+		cp = &sw->progs[next - 1];
+	}
+	ps = &w->pstats[cp->index];
+	if (pkt->recirc > ps->max_recirc)
+		ps->max_recirc = pkt->recirc;
+	if (emitted > ps->max_emitted)
+		ps->max_emitted = emitted;
+
+	unsigned r = 0;
+	uint64_t sent = 0;
+	w->last_action = (uint8_t)act;
+	w->last_reason = 0;
+	switch (act) {
+	case INNET_DROP:
+		w->last_reason = (uint16_t)valid_reason(cp, pkt->out.reason);
+		drop(w, cp, w->last_reason);
+		return;
+	case INNET_FORWARD:
+		r = send_out(w, cp, pkt->out.port, pkt->out.ip, pkt->out.udp, pkt->out.src_udp,
+			     pkt->dst_udp, pkt->data, pkt->len);
+		sent = (r == 0);
+		break;
+	case INNET_REFLECT:
+		r = send_out(w, cp, pkt->in_port, pkt->src.ip, pkt->src.udp, pkt->out.src_udp,
+			     pkt->dst_udp, pkt->data, pkt->len);
+		sent = (r == 0);
+		break;
+	case INNET_MULTICAST:
+		r = send_group(w, cp, pkt->out.group, pkt->out.src_udp, pkt->dst_udp, pkt->data, pkt->len,
+			       &sent);
+		break;
+	case INNET_TO_CPU:
+		punt(w, cp, pkt);
+		return;
+	case INNET_CONSUMED:
+		ps->actions[INNET_CONSUMED]++;
+		return;
+	default:
+		r = INNET_DROP_BAD_VERDICT;
+		break;
+	}
+	if (r != 0) {
+		w->last_action = INNET_DROP;
+		w->last_reason = (uint16_t)r;
+		drop(w, cp, r);
+		return;
+	}
+	ps->actions[act]++;
+	ps->tx_pkts += sent;
+}
+
+
+/* Hand one received datagram (already in a stable buffer) to its program. */
+static void deliver(struct innet_worker *w, uint32_t prog, uint16_t port, uint16_t dst_udp, uint8_t *data,
+		    uint32_t len, const struct sockaddr_in *src, uint8_t flags)
+{
+	struct innet_pkt pkt;
+	pkt.data = data;
+	pkt.len = len;
+	pkt.in_port = port;
+	pkt.dst_udp = dst_udp;
+	pkt.src.ip = ntohl(src->sin_addr.s_addr);
+	pkt.src.udp = ntohs(src->sin_port);
+	pkt.recirc = 0;
+	pkt.flags = flags;
+	pkt.meta16 = 0;
+	memset(pkt.meta32, 0, sizeof(pkt.meta32));
+	pkt.buf_start = data - INNET_PKT_HEADROOM;
+	pkt.buf_end = data + INNET_PKT_MAX;
+	process(w, prog, &pkt);
+}
+
+static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *data, uint32_t len,
+		   const struct sockaddr_in *src)
+{
+	struct innet_port *pt = &w->sw->ports[s->port];
+	if (INNET_UNLIKELY(atomic_load_explicit(&pt->capture, memory_order_relaxed) != NULL))
+		capture(w, s->port, false, src, s->udp, data, len);
+	const struct innet_link_conf *lc = &pt->conf.link;
+	if (INNET_LIKELY(!lc->on_ingress || !innet_link_active(lc))) {
+		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
+		return;
+	}
+	uint64_t due = 0;
+	uint32_t flags = 0;
+	struct innet_port_stats *ps = &w->portstats[s->port];
+	enum innet_link_fate fate = innet_link_decide(lc, &w->links[s->port], w->now_ns, &due, &flags);
+	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
+	if (flags & INNET_LINK_F_REORDER)
+		ps->link_reordered++;
+	switch (fate) {
+	case INNET_LINK_LOSE:
+		ps->link_lost++;
+		return;
+	case INNET_LINK_PASS:
+		if (copies == 2) {
+			ps->link_duplicated++;
+			uint8_t *dup = emit_buf(w);
+			memcpy(dup, data, len);
+			deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
+			deliver(w, s->prog, s->port, s->udp, dup, len, src, INNET_PKT_F_EMULATED);
+		} else {
+			deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
+		}
+		return;
+	case INNET_LINK_HOLD:
+		ps->link_delayed++;
+		if (copies == 2)
+			ps->link_duplicated++;
+		for (uint32_t c = 0; c < copies; c++)
+			if (innet_link_hold(&w->links[s->port], due, data, len, -1, s->port, s->prog, s->udp,
+					    src) != 0)
+				ps->link_queue_full++;
+		return;
+	}
+}
+
+/* Receive and process one burst from s; returns the number of datagrams. */
+static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
+{
+	for (uint32_t i = 0; i < INNET_BURST; i++) {
+		w->rx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
+		w->rx_msgs[i].msg_hdr.msg_flags = 0;
+		w->rx_iov[i].iov_len = INNET_PKT_MAX;
+	}
+	int n = recvmmsg(s->fd, w->rx_msgs, INNET_BURST, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	innet_worker_set_now(w);
+	struct innet_port_stats *ps = &w->portstats[s->port];
+	for (int i = 0; i < n; i++) {
+		uint32_t len = w->rx_msgs[i].msg_len;
+		ps->rx_pkts++;
+		ps->rx_bytes += len;
+		if (INNET_UNLIKELY(w->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			w->pstats[s->prog].rx_pkts++;
+			drop(w, &w->sw->progs[s->prog], INNET_DROP_TRUNCATED);
+			continue;
+		}
+		rx_one(w, s, w->rx_iov[i].iov_base, len, &w->rx_addr[i]);
+	}
+	innet_worker_flush(w);
+	return n;
+}
+
+/* Release held packets that are due. Returns the earliest remaining due time. */
+static uint64_t release_held(struct innet_worker *w)
+{
+	struct innet_switch *sw = w->sw;
+	uint64_t next = UINT64_MAX;
+	for (uint32_t p = 0; p < sw->n_ports; p++) {
+		struct innet_link_state *ls = &w->links[p];
+		if (ls->n_held == 0)
+			continue;
+		struct innet_held *h;
+		while ((h = innet_link_pop_due(ls, w->now_ns)) != NULL) {
+			uint8_t *buf = emit_buf(w);
+			memcpy(buf, h->data, h->len);
+			if (h->fd < 0)
+				deliver(w, h->prog, h->port, h->dst_udp, buf, h->len, &h->addr,
+					INNET_PKT_F_EMULATED);
+			else
+				tx_push(w, h->fd, h->port, buf, h->len, &h->addr);
+			free(h);
+		}
+		uint64_t d = innet_link_next_due(ls);
+		if (d < next)
+			next = d;
+	}
+	innet_worker_flush(w);
+	return next;
+}
+
+void *innet_worker_main(void *arg)
+{
+	struct innet_worker *w = arg;
+	struct innet_switch *sw = w->sw;
+	struct epoll_event ev[64];
+	char name[16];
+	snprintf(name, sizeof(name), "innet-w%u", w->id);
+	pthread_setname_np(pthread_self(), name);
+
+	while (!atomic_load_explicit(&sw->stopping, memory_order_relaxed)) {
+		innet_worker_set_now(w);
+		uint64_t next = release_held(w);
+		struct timespec ts, *tsp = NULL;
+		if (next != UINT64_MAX) {
+			uint64_t now = innet_now_ns();
+			uint64_t wait = next > now ? next - now : 0;
+			ts.tv_sec = (time_t)(wait / 1000000000ull);
+			ts.tv_nsec = (long)(wait % 1000000000ull);
+			tsp = &ts;
+		}
+		int n = epoll_pwait2(w->epfd, ev, 64, tsp, NULL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("innet: epoll_pwait2");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.ptr == NULL) { /* wake_fd */
+				uint64_t v;
+				if (read(w->wake_fd, &v, sizeof(v)) < 0) {
+					/* nothing to read: a spurious wake-up */
+				}
+				continue;
+			}
+			const struct innet_sock *s = ev[i].data.ptr;
+			/* Drain a few bursts while the socket has data, then
+			 * give the other sockets their turn. */
+			for (int b = 0; b < 8; b++)
+				if (rx_burst(w, s) < (int)INNET_BURST)
+					break;
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Setup                                                                      */
+
+int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t id)
+{
+	w->sw = sw;
+	w->id = id;
+	w->epfd = -1;
+	w->wake_fd = -1;
+	w->ctx = calloc(sw->n_progs ? sw->n_progs : 1, sizeof(*w->ctx));
+	w->pstats = aligned_alloc(INNET_CACHELINE,
+				  ((sizeof(*w->pstats) * (sw->n_progs ? sw->n_progs : 1)) + 63) & ~(size_t)63);
+	w->portstats = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->portstats));
+	w->links = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->links));
+	w->txfd = calloc((size_t)(sw->n_ports ? sw->n_ports : 1) * (sw->n_progs ? sw->n_progs : 1) *
+				 INNET_MAX_PROG_UDP,
+			 sizeof(int));
+	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_BURST * INNET_BUF_SIZE);
+	w->emit_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_EMIT_MAX * INNET_BUF_SIZE);
+	w->cpu.slots = calloc(INNET_CPU_RING, sizeof(*w->cpu.slots));
+	if (!w->ctx || !w->pstats || !w->portstats || !w->links || !w->txfd || !w->rx_bufs ||
+	    !w->emit_bufs || !w->cpu.slots)
+		return -ENOMEM;
+	memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
+	for (uint32_t i = 0; i < INNET_BURST; i++) {
+		w->rx_iov[i].iov_base = w->rx_bufs + (size_t)i * INNET_BUF_SIZE + INNET_PKT_HEADROOM;
+		w->rx_iov[i].iov_len = INNET_PKT_MAX;
+		struct msghdr *mh = &w->rx_msgs[i].msg_hdr;
+		mh->msg_name = &w->rx_addr[i];
+		mh->msg_namelen = sizeof(struct sockaddr_in);
+		mh->msg_iov = &w->rx_iov[i];
+		mh->msg_iovlen = 1;
+	}
+	for (uint32_t p = 0; p < sw->n_ports; p++) {
+		uint64_t seed = sw->ports[p].conf.link.seed;
+		if (seed == 0)
+			seed = sw->conf.seed * 0x9E3779B97F4A7C15ull + p + 1;
+		seed ^= (uint64_t)id * 0xBF58476D1CE4E5B9ull;
+		w->links[p].rng = seed ? seed : 0x2545F4914F6CDD1Dull;
+	}
+	for (uint32_t i = 0; i < sw->n_progs; i++) {
+		struct innet_cp *cp = &sw->progs[i];
+		struct innet_ctx *c = &w->ctx[i];
+		c->regs = cp->regs;
+		c->tables = cp->tables;
+		c->priv = cp->priv;
+		c->n_regs = (uint16_t)cp->n_regs;
+		c->n_tables = (uint16_t)cp->n_tables;
+		c->n_groups = (uint16_t)cp->n_groups;
+		c->n_ports = (uint16_t)sw->n_ports;
+		c->model = (uint8_t)cp->program->model;
+		c->reg_ops_budget = cp->reg_ops_budget;
+		c->prog = cp;
+		c->worker = w;
+		c->rng = (sw->conf.seed + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)id << 32 | i) ^ 0x5DEECE66Dull;
+		if (c->rng == 0)
+			c->rng = 1;
+	}
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->epfd < 0 || w->wake_fd < 0)
+		return -errno;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev) < 0)
+		return -errno;
+	return 0;
+}
+
+void innet_worker_fini(struct innet_worker *w)
+{
+	if (w->sw != NULL)
+		for (uint32_t p = 0; p < w->sw->n_ports && w->links; p++)
+			innet_link_state_fini(&w->links[p]);
+	if (w->epfd >= 0)
+		close(w->epfd);
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	free(w->ctx);
+	free(w->pstats);
+	free(w->portstats);
+	free(w->links);
+	free(w->txfd);
+	free(w->rx_bufs);
+	free(w->emit_bufs);
+	free(w->cpu.slots);
+	memset(w, 0, sizeof(*w));
+	w->epfd = w->wake_fd = -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Packets handed to the control plane                                        */
+
+void innet_cpu_drain(struct innet_switch *sw)
+{
+	struct innet_worker *cw = INNET_CONTROL_WORKER(sw);
+	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++) {
+		struct innet_cpu_ring *r = &sw->workers[i].cpu;
+		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+		while (tail != head) {
+			struct innet_cpu_slot *s = &r->slots[tail % INNET_CPU_RING];
+			struct innet_cp *cp = &sw->progs[s->prog];
+			if (cp->program->on_cpu != NULL)
+				cp->program->on_cpu(cp, cp->priv, &s->pkt);
+			cw->pstats[cp->index].cpu_pkts++;
+			tail++;
+			atomic_store_explicit(&r->tail, tail, memory_order_release);
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Injection (golden-packet tests, fuzzing, dry runs)                         */
+
+int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
+			const struct innet_addr *src, const void *data, uint32_t len,
+			struct innet_inject_result *res)
+{
+	if (port >= sw->n_ports || sw->udp_to_prog[dst_udp] == 0 || len > INNET_PKT_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&sw->inject_lock);
+	struct innet_worker *w = INNET_INJECT_WORKER(sw);
+	res->n_out = 0;
+	res->n_out_lost = 0;
+	w->inject = res;
+	innet_worker_set_now(w);
+	uint8_t *buf = emit_buf(w);
+	memcpy(buf, data, len);
+	struct sockaddr_in sin;
+	sin_set(&sin, src->ip, src->udp);
+	w->last_action = INNET_DROP;
+	w->last_reason = 0;
+	deliver(w, sw->udp_to_prog[dst_udp] - 1u, port, dst_udp, buf, len, &sin, 0);
+	innet_worker_flush(w);
+	res->action = (enum innet_action)w->last_action;
+	res->drop_reason = w->last_reason;
+	w->inject = NULL;
+	pthread_mutex_unlock(&sw->inject_lock);
+	return 0;
+}

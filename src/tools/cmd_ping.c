@@ -1,0 +1,260 @@
+/*
+ * cmd_ping.c — `innet ping`: send innet packets from one host of a topology
+ * to another through the running fabric and back, and report loss and
+ * round-trip times.
+ *
+ *   FROM (addr A, node NA)                             TO (addr B, node NB)
+ *   A:U ──► its switch port :U ─► ... switches route by dst_node ... ─► B:U
+ *   A:U ◄── ... dst_node = NA ... ◄── its switch port :U ◄── echo at B:U
+ *
+ * Both ends run in this process (one thread echoes at B). Each probe is an
+ * innet base header (service RAW, dst_node, src_node) followed by a 4-byte
+ * sequence number, an 8-byte send time and padding up to --size.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "innet/topology.h"
+#include "innet/wire.h"
+#include "tools/cmds.h"
+
+struct probe {
+	struct innet_hdr h;
+	uint32_t seq;      /* big-endian */
+	uint64_t sent_ns;  /* sender's clock, opaque to the echo */
+} __attribute__((packed));
+
+struct echo_arg {
+	int fd;
+	struct sockaddr_in sw;      /* B's switch port */
+	_Atomic bool stop;
+	uint64_t echoed;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int bind_udp(uint32_t ip, uint16_t udp)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(udp),
+				   .sin_addr.s_addr = htonl(ip) };
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static void *echo_main(void *p)
+{
+	struct echo_arg *e = p;
+	uint8_t buf[INNET_PKT_MAX];
+	while (!atomic_load(&e->stop)) {
+		struct pollfd pfd = { .fd = e->fd, .events = POLLIN };
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		ssize_t n = recv(e->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < (ssize_t)sizeof(struct innet_hdr) || buf[0] != INNET_MAGIC)
+			continue;
+		struct innet_hdr *h = (struct innet_hdr *)buf;
+		uint16_t t = h->dst_node;
+		h->dst_node = h->src_node;
+		h->src_node = t;
+		if (sendto(e->fd, buf, (size_t)n, 0, (struct sockaddr *)&e->sw, sizeof(e->sw)) == n)
+			e->echoed++;
+	}
+	return NULL;
+}
+
+/* The address of the switch port that host node h is linked to. */
+static int host_uplink(const struct innet_topology *t, uint32_t h, uint32_t *ip)
+{
+	const struct innet_topo_node *n = &t->nodes[h];
+	for (uint32_t i = 0; i < n->n_links; i++) {
+		const struct innet_topo_link *l = &t->links[n->links[i]];
+		uint32_t other = l->a == h ? l->b : l->a;
+		uint32_t port = l->a == h ? l->b_port : l->a_port;
+		if (t->nodes[other].kind == INNET_TOPO_SWITCH && port != INNET_TOPO_NO_PORT) {
+			*ip = t->nodes[other].conf->ports[port].ip;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void ping_usage(FILE *f)
+{
+	fprintf(f, "usage: innet ping --topology FILE --from HOST --to HOST [-c COUNT] [--udp PORT]\n"
+		   "                  [--interval MS] [--timeout MS] [--size BYTES] [--quiet]\n\n"
+		   "Send innet probes from one host of a running fabric to another and back.\n"
+		   "Exit status: 0 if every probe came back, 1 if some were lost, 2 usage.\n");
+}
+
+int cmd_ping(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' }, { "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 'T' },       { "count", required_argument, NULL, 'c' },
+		{ "udp", required_argument, NULL, 'u' },      { "interval", required_argument, NULL, 'i' },
+		{ "timeout", required_argument, NULL, 'W' },  { "size", required_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },          { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *topo = NULL, *from = NULL, *to = NULL;
+	long count = 10, udp = 9000, interval_ms = 10, timeout_ms = 1000, size = sizeof(struct probe);
+	bool quiet = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:f:T:c:u:i:W:s:qh", opts, NULL)) != -1) {
+		char *end = NULL;
+		long *dst = NULL, lo = 0, hi = 0;
+		switch (c) {
+		case 't': topo = optarg; continue;
+		case 'f': from = optarg; continue;
+		case 'T': to = optarg; continue;
+		case 'q': quiet = true; continue;
+		case 'h': ping_usage(stdout); return 0;
+		case 'c': dst = &count; lo = 1; hi = 1000000; break;
+		case 'u': dst = &udp; lo = 1; hi = 65535; break;
+		case 'i': dst = &interval_ms; lo = 0; hi = 60000; break;
+		case 'W': dst = &timeout_ms; lo = 1; hi = 600000; break;
+		case 's': dst = &size; lo = (long)sizeof(struct probe); hi = INNET_PKT_MAX; break;
+		default: ping_usage(stderr); return 2;
+		}
+		errno = 0;
+		*dst = strtol(optarg, &end, 10);
+		if (errno || *end || *dst < lo || *dst > hi) {
+			fprintf(stderr, "innet ping: -%c wants a number in [%ld, %ld]\n", c, lo, hi);
+			return 2;
+		}
+	}
+	if (!topo || !from || !to || optind < argc) {
+		ping_usage(stderr);
+		return 2;
+	}
+	char err[2048];
+	struct innet_topology *t = innet_topology_load(topo, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet ping: %s\n", err);
+		return 2;
+	}
+	int rc = 2;
+	int ia = innet_topology_find(t, from), ib = innet_topology_find(t, to);
+	uint32_t swa = 0, swb = 0;
+	if (ia < 0 || ib < 0 || t->nodes[ia].kind != INNET_TOPO_HOST || t->nodes[ib].kind != INNET_TOPO_HOST) {
+		fprintf(stderr, "innet ping: --from and --to must name hosts of %s\n", topo);
+		goto out_topo;
+	}
+	if (host_uplink(t, (uint32_t)ia, &swa) != 0 || host_uplink(t, (uint32_t)ib, &swb) != 0) {
+		fprintf(stderr, "innet ping: a host is not linked to any switch\n");
+		goto out_topo;
+	}
+	const struct innet_topo_node *na = &t->nodes[ia], *nb = &t->nodes[ib];
+	int fa = bind_udp(na->addr, (uint16_t)udp), fb = ia == ib ? -1 : bind_udp(nb->addr, (uint16_t)udp);
+	if (fa < 0 || (ia != ib && fb < 0)) {
+		fprintf(stderr, "innet ping: cannot bind the hosts' addresses on UDP %ld: %s\n", udp,
+			strerror(-(fa < 0 ? fa : fb)));
+		if (fa >= 0)
+			close(fa);
+		rc = 1;
+		goto out_topo;
+	}
+	struct echo_arg echo = { .fd = fb, .sw = { .sin_family = AF_INET, .sin_port = htons((uint16_t)udp),
+						    .sin_addr.s_addr = htonl(swb) } };
+	pthread_t th;
+	bool echo_running = fb >= 0 && pthread_create(&th, NULL, echo_main, &echo) == 0;
+	struct sockaddr_in swa_sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)udp),
+				       .sin_addr.s_addr = htonl(swa) };
+	uint64_t *rtt = calloc((size_t)count, sizeof(*rtt));
+	uint8_t *seen = calloc((size_t)count, 1);
+	uint8_t buf[INNET_PKT_MAX];
+	long received = 0, dups = 0;
+	if (!quiet)
+		printf("PING %s (node %u) -> %s (node %u), %ld probes of %ld bytes\n", na->name,
+		       na->node_id, nb->name, nb->node_id, count, size);
+	for (long i = 0; i < count && rtt && seen; i++) {
+		struct probe p = { .h = { .magic = INNET_MAGIC, .version = INNET_VERSION,
+					  .service = INNET_SVC_RAW, .dst_node = htons(nb->node_id),
+					  .src_node = htons(na->node_id) },
+				   .seq = htonl((uint32_t)i), .sent_ns = now_ns() };
+		memset(buf, 0, (size_t)size);
+		memcpy(buf, &p, sizeof(p));
+		if (sendto(fa, buf, (size_t)size, 0, (struct sockaddr *)&swa_sin, sizeof(swa_sin)) < 0) {
+			fprintf(stderr, "innet ping: send: %s\n", strerror(errno));
+			break;
+		}
+		/* Collect replies until this probe's answer, its timeout, or the interval. */
+		uint64_t deadline = p.sent_ns + (uint64_t)timeout_ms * 1000000ull;
+		uint64_t next = p.sent_ns + (uint64_t)interval_ms * 1000000ull;
+		while (!seen[i] || now_ns() < next) {
+			uint64_t now = now_ns();
+			uint64_t until = seen[i] ? next : deadline;
+			if (now >= until)
+				break;
+			struct pollfd pfd = { .fd = fa, .events = POLLIN };
+			if (poll(&pfd, 1, (int)((until - now) / 1000000ull) + 1) <= 0)
+				continue;
+			ssize_t n = recv(fa, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n < (ssize_t)sizeof(struct probe))
+				continue;
+			struct probe r;
+			memcpy(&r, buf, sizeof(r));
+			uint32_t seq = ntohl(r.seq);
+			if (r.h.magic != INNET_MAGIC || seq >= (uint32_t)count)
+				continue;
+			if (seen[seq]) {
+				dups++;
+				continue;
+			}
+			seen[seq] = 1;
+			rtt[received++] = now_ns() - r.sent_ns;
+			if (!quiet)
+				printf("%zd bytes from %s: seq=%u time=%.1f us\n", n, nb->name, seq,
+				       (double)(now_ns() - r.sent_ns) / 1e3);
+		}
+	}
+	atomic_store(&echo.stop, true);
+	if (echo_running)
+		pthread_join(th, NULL);
+	if (rtt && received > 0)
+		qsort(rtt, (size_t)received, sizeof(*rtt), cmp_u64);
+	printf("%ld sent, %ld received, %.1f%% loss, %ld duplicates", count, received,
+	       100.0 * (double)(count - received) / (double)count, dups);
+	if (received > 0)
+		printf(", rtt min/p50/max %.1f/%.1f/%.1f us", rtt[0] / 1e3, rtt[received / 2] / 1e3,
+		       rtt[received - 1] / 1e3);
+	printf("\n");
+	rc = received == count ? 0 : 1;
+	free(rtt);
+	free(seen);
+	close(fa);
+	if (fb >= 0)
+		close(fb);
+out_topo:
+	innet_topology_free(t);
+	return rc;
+}

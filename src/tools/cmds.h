@@ -1,0 +1,15 @@
+/*
+ * cmds.h — the innet command's subcommands. Each lives in its own
+ * src/tools/cmd_<name>.c and returns the process exit status:
+ * 0 success, 1 runtime failure, 2 usage error (message on stderr).
+ */
+#ifndef INNET_TOOLS_CMDS_H
+#define INNET_TOOLS_CMDS_H
+
+int cmd_switch(int argc, char **argv);
+int cmd_fabric(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
+int cmd_programs(int argc, char **argv);
+int cmd_ping(int argc, char **argv);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * innet.c — the one innet command: dispatches to a subcommand.
+ *
+ *   innet switch   run one switch (from a topology file or flags)
+ *   innet fabric   bring a whole topology up or down on this machine
+ *   innet ctl      talk to a running switch's control socket
+ *   innet programs list the data-plane programs compiled in
+ *   innet ping     probe the path between two hosts of a running fabric
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/cmds.h"
+
+struct subcmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcmd subcmds[] = {
+	{ "switch", cmd_switch, "run one programmable switch" },
+	{ "fabric", cmd_fabric, "start, stop and inspect a topology of switches" },
+	{ "ctl", cmd_ctl, "control a running switch: programs, registers, tables, stats" },
+	{ "programs", cmd_programs, "list the data-plane programs compiled into innet" },
+	{ "ping", cmd_ping, "send probes between two hosts of a running fabric" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: innet COMMAND [ARGS...]\n\n"
+		   "In-network computing on commodity machines.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(subcmds) / sizeof(subcmds[0]); i++)
+		fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].summary);
+	fprintf(f, "\n'innet COMMAND --help' describes a command; docs/ has the manual pages.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(subcmds) / sizeof(subcmds[0]); i++)
+		if (!strcmp(argv[1], subcmds[i].name))
+			return subcmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "innet: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,244 @@
+-- innet.lua — a Wireshark/tshark dissector for innet packets: the innet base
+-- header (include/innet/wire.h, docs/protocol.md) and the service headers
+-- that follow it.
+--
+--   tshark -X lua_script:tools/wireshark/innet.lua -r capture.pcap \
+--          -Y innet -T fields -e innet.service -e innet.counter.op
+--   (or copy it into ~/.local/lib/wireshark/plugins/)
+--
+-- Found two ways:
+--   * on UDP ports 9000 and 9100 (the examples' ports; more with
+--     "Decode As…" or the innet.udp_ports preference), and
+--   * heuristically on any UDP port: payload of at least 8 bytes whose first
+--     byte is the magic 0x1E and second byte the version 1.
+--
+-- Services: the base header's service byte selects a sub-dissector in the
+-- "innet.service" dissector table. This file registers the counter service
+-- (1). Each later service (paxos = 2, agg = 3, dnn = 4, lb = 5) adds its own
+-- section below, at the marked place: a Proto named "innet.<svc>", its
+-- fields "innet.<svc>.<field>", and one `services:add(N, proto)` line.
+--
+-- All multi-byte fields are big-endian, as on the wire.
+
+local INNET_MAGIC = 0x1E
+local INNET_VERSION = 1
+local BASE_LEN = 8
+
+-- --------------------------------------------------------------------------
+-- Base header
+
+local innet = Proto("innet", "innet base header")
+
+local service_names = {
+	[0] = "raw",
+	[1] = "counter",
+	[2] = "paxos",
+	[3] = "agg",
+	[4] = "dnn",
+	[5] = "lb",
+}
+
+local f = innet.fields
+f.magic    = ProtoField.uint8("innet.magic", "Magic", base.HEX)
+f.version  = ProtoField.uint8("innet.version", "Version", base.DEC)
+f.service  = ProtoField.uint8("innet.service", "Service", base.DEC, service_names)
+f.flags    = ProtoField.uint8("innet.flags", "Flags (service-defined)", base.HEX)
+f.dst_node = ProtoField.uint16("innet.dst_node", "Destination node", base.DEC)
+f.src_node = ProtoField.uint16("innet.src_node", "Source node", base.DEC)
+f.payload  = ProtoField.bytes("innet.payload", "Payload")
+
+local ex_bad_magic = ProtoExpert.new("innet.bad_magic.expert", "Not the innet magic 0x1E",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_bad_version = ProtoExpert.new("innet.bad_version.expert",
+	"Unknown innet version: switches drop it (counted as bad_version)",
+	expert.group.PROTOCOL, expert.severity.WARN)
+local ex_short = ProtoExpert.new("innet.short.expert", "Shorter than its header",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_unknown_svc = ProtoExpert.new("innet.unknown_service.expert",
+	"No dissector for this innet service", expert.group.UNDECODED, expert.severity.NOTE)
+innet.experts = { ex_bad_magic, ex_bad_version, ex_short, ex_unknown_svc }
+
+innet.prefs.udp_ports = Pref.range("UDP ports", "9000,9100",
+	"UDP ports always decoded as innet (the heuristic finds the others)", 65535)
+
+-- Sub-dissectors by the service byte.
+local services = DissectorTable.new("innet.service", "innet service", ftypes.UINT8, base.DEC, innet)
+
+-- Dissect the base header and hand the rest to the service's dissector.
+-- Returns the number of bytes consumed (0: not innet).
+function innet.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	if len < 1 then
+		return 0
+	end
+	pinfo.cols.protocol = "innet"
+	local t = tree:add(innet, tvb(0, math.min(len, BASE_LEN)))
+	if len < BASE_LEN then
+		t:add_proto_expert_info(ex_short)
+		pinfo.cols.info = "innet (truncated header)"
+		return len
+	end
+	local magic = tvb(0, 1):uint()
+	local version = tvb(1, 1):uint()
+	local service = tvb(2, 1):uint()
+	local dst = tvb(4, 2):uint()
+	local src = tvb(6, 2):uint()
+	local mi = t:add(f.magic, tvb(0, 1))
+	if magic ~= INNET_MAGIC then
+		mi:add_proto_expert_info(ex_bad_magic)
+	end
+	local vi = t:add(f.version, tvb(1, 1))
+	t:add(f.service, tvb(2, 1))
+	t:add(f.flags, tvb(3, 1))
+	t:add(f.dst_node, tvb(4, 2))
+	t:add(f.src_node, tvb(6, 2))
+	local svc_name = service_names[service] or ("service " .. service)
+	t:append_text(string.format(", %s, node %d -> %d", svc_name, src, dst))
+	pinfo.cols.info = string.format("innet %s %d -> %d", svc_name, src, dst)
+	if version ~= INNET_VERSION then
+		vi:add_proto_expert_info(ex_bad_version)
+		pinfo.cols.info:append(string.format(" (unknown version %d)", version))
+		if len > BASE_LEN then
+			t:add(f.payload, tvb(BASE_LEN))
+		end
+		return len
+	end
+	if len == BASE_LEN then
+		return len
+	end
+	local rest = tvb(BASE_LEN):tvb()
+	local used = services:try(service, rest, pinfo, tree)
+	if used == nil or used == 0 then
+		local pi = tree:add(f.payload, tvb(BASE_LEN))
+		if service ~= 0 then
+			pi:add_proto_expert_info(ex_unknown_svc)
+		end
+	end
+	return len
+end
+
+-- Heuristic: magic and version, and room for the base header.
+local function innet_heuristic(tvb, pinfo, tree)
+	if tvb:len() < BASE_LEN then
+		return false
+	end
+	if tvb(0, 1):uint() ~= INNET_MAGIC or tvb(1, 1):uint() ~= INNET_VERSION then
+		return false
+	end
+	innet.dissector(tvb, pinfo, tree)
+	return true
+end
+
+local udp_port = DissectorTable.get("udp.port")
+local registered_ports = nil
+
+local function register_ports()
+	if registered_ports ~= nil then
+		udp_port:remove(registered_ports, innet)
+	end
+	registered_ports = innet.prefs.udp_ports
+	udp_port:add(registered_ports, innet)
+end
+
+function innet.prefs_changed()
+	register_ports()
+end
+
+register_ports()
+innet:register_heuristic("udp", innet_heuristic)
+
+-- --------------------------------------------------------------------------
+-- Service 1: counter (struct innet_counter_hdr, 16 bytes)
+--
+--   0       1       2       3       4               8                      16
+--   | op    | status| reserved      | index (u32)   | value (u64)           |
+--
+-- op: 1 INC (value = delta), 2 READ; replies have 0x80 or'ed in and carry
+-- the counter's value; status is meaningful in replies.
+
+local COUNTER_LEN = 16
+local counter = Proto("innet.counter", "innet counter service")
+
+local counter_ops = {
+	[0x01] = "INC",
+	[0x02] = "READ",
+	[0x81] = "INC reply",
+	[0x82] = "READ reply",
+}
+local counter_status = {
+	[0] = "OK",
+	[1] = "BAD_INDEX",
+	[2] = "BAD_OP",
+}
+
+local cf = counter.fields
+cf.op       = ProtoField.uint8("innet.counter.op", "Operation", base.HEX, counter_ops)
+cf.reply    = ProtoField.bool("innet.counter.reply", "Reply", 8, nil, 0x80)
+cf.opcode   = ProtoField.uint8("innet.counter.opcode", "Opcode", base.DEC,
+	{ [1] = "INC", [2] = "READ" }, 0x7F)
+cf.status   = ProtoField.uint8("innet.counter.status", "Status", base.DEC, counter_status)
+cf.reserved = ProtoField.uint16("innet.counter.reserved", "Reserved", base.HEX)
+cf.index    = ProtoField.uint32("innet.counter.index", "Index", base.DEC)
+cf.value    = ProtoField.uint64("innet.counter.value", "Value (INC: delta)", base.DEC)
+
+local ex_counter_short = ProtoExpert.new("innet.counter.short.expert",
+	"Counter header shorter than 16 bytes (the switch drops it as too_short)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_counter_status = ProtoExpert.new("innet.counter.status.expert",
+	"Counter reply reports an error", expert.group.RESPONSE_CODE, expert.severity.WARN)
+counter.experts = { ex_counter_short, ex_counter_status }
+
+function counter.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	local t = tree:add(counter, tvb(0, math.min(len, COUNTER_LEN)))
+	if len < COUNTER_LEN then
+		t:add_proto_expert_info(ex_counter_short)
+		return len
+	end
+	local op = tvb(0, 1):uint()
+	local status = tvb(1, 1):uint()
+	local index = tvb(4, 4):uint()
+	local value = tvb(8, 8):uint64()
+	local oi = t:add(cf.op, tvb(0, 1))
+	oi:add(cf.reply, tvb(0, 1))
+	oi:add(cf.opcode, tvb(0, 1))
+	local si = t:add(cf.status, tvb(1, 1))
+	t:add(cf.reserved, tvb(2, 2))
+	t:add(cf.index, tvb(4, 4))
+	t:add(cf.value, tvb(8, 8))
+	local op_name = counter_ops[op] or string.format("op 0x%02x", op)
+	local is_reply = op >= 0x80
+	local text
+	if is_reply then
+		text = string.format("%s index %d value %s %s", op_name, index, tostring(value),
+			counter_status[status] or ("status " .. status))
+		if status ~= 0 then
+			si:add_proto_expert_info(ex_counter_status)
+		end
+	elseif op == 0x01 then
+		text = string.format("%s index %d delta %s", op_name, index, tostring(value))
+	else
+		text = string.format("%s index %d", op_name, index)
+	end
+	t:append_text(": " .. text)
+	pinfo.cols.protocol = "innet/counter"
+	pinfo.cols.info:append(": " .. text)
+	return COUNTER_LEN
+end
+
+services:add(1, counter)
+
+-- --------------------------------------------------------------------------
+-- Service 2: consensus (paxos) — added by its issue.
+--   local paxos = Proto("innet.paxos", "innet consensus (Paxos)")
+--   ... fields innet.paxos.* and paxos.dissector(tvb, pinfo, tree) ...
+--   services:add(2, paxos)
+
+-- --------------------------------------------------------------------------
+-- Service 3: aggregation (agg) — added by its issue.
+
+-- --------------------------------------------------------------------------
+-- Service 4: inference (dnn) — added by its issue.
+
+-- --------------------------------------------------------------------------
+-- Service 5: load balancing (lb) — added by its issue.
