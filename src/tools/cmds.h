@@ -11,5 +11,6 @@ int cmd_fabric(int argc, char **argv);
 int cmd_ctl(int argc, char **argv);
 int cmd_programs(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
+int cmd_counter(int argc, char **argv);
 
 #endif

@@ -6,6 +6,7 @@
  *   innet ctl      talk to a running switch's control socket
  *   innet programs list the data-plane programs compiled in
  *   innet ping     probe the path between two hosts of a running fabric
+ *   innet counter  client of the example counter program
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static const struct subcmd subcmds[] = {
 	{ "ctl", cmd_ctl, "control a running switch: programs, registers, tables, stats" },
 	{ "programs", cmd_programs, "list the data-plane programs compiled into innet" },
 	{ "ping", cmd_ping, "send probes between two hosts of a running fabric" },
+	{ "counter", cmd_counter, "client of the example counter program (inc, read, load)" },
 };
 
 static void usage(FILE *f)
