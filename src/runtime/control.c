@@ -21,8 +21,9 @@
  * 0x-hex, range, trailing garbage), hex strings are checked (even length,
  * digits, size), strings echoed into messages are reduced to printable ASCII
  * (JSON must be UTF-8), writes never raise SIGPIPE, and a client that stops
- * reading its responses is not read from until it catches up (the output
- * buffer is bounded by CTL_OUT_HIGH plus one response).
+ * reading its responses is not read from until it catches up: a client's
+ * next request is handled only once the previous response is fully sent, so
+ * its output buffer holds at most one response.
  *
  * Threads: everything here runs on the control thread, except start and stop
  * (the thread that starts and stops the switch). The innet_cp_* calls used
@@ -48,13 +49,14 @@
 #include "runtime/switch_pvt.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
-#define CTL_OUT_HIGH      (1u << 20)  /* stop reading a client with this much unsent */
 #define CTL_MAX_CLIENTS   64u
+#define CTL_PAUSE_MS      100         /* out of fds: retry accepting after this */
 #define CTL_MAX_WORDS     80u         /* group set: 4 words + 64 members, with room */
 #define CTL_ERR_MAX       512u
 #define CTL_REG_READ_MAX  4096u       /* elements per "reg read" */
 #define CTL_LIST_DEFAULT  256u        /* entries per "table list" unless MAX is given */
 #define CTL_LIST_MAX      65536u
+#define CTL_RESP_BYTES    (16u << 20) /* bound on the hex in one reg read / table list */
 #define CTL_BLOB_MAX      (1u << 20)  /* widest blob register element we will copy */
 
 /* One connected client. */
@@ -82,6 +84,7 @@ struct innet_control {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "" = none */
 	struct ctl_client *clients;
 	uint32_t n_clients;
+	bool listen_paused;     /* out of fds: listen_fd is out of epoll for a while */
 	/* epoll tags for the fds that are not clients (their addresses). */
 	char tag_listen, tag_stop, tag_cpu;
 };
@@ -502,6 +505,9 @@ static int cmd_reg_read(struct ctl_req *r, int argc, char **argv)
 	if (blob && reg->width > CTL_BLOB_MAX)
 		return fail(r, "register '%s' has %u-byte elements: too wide to read here", reg->name,
 			    reg->width);
+	if (blob && count * reg->width > CTL_RESP_BYTES / 2)
+		return fail(r, "%llu elements of %u bytes is too much for one response: read fewer",
+			    (unsigned long long)count, reg->width);
 	uint8_t *buf = blob ? malloc(reg->width) : NULL;
 	if (blob && buf == NULL)
 		return fail(r, "out of memory");
@@ -720,18 +726,21 @@ out:
 struct list_ctx {
 	json_t *arr;
 	uint32_t key_size, value_size;
-	uint64_t max;
-	uint64_t n;
+	uint64_t max;            /* entries to list at most */
+	uint64_t n;              /* entries listed */
+	uint64_t bytes;          /* hex characters listed */
 	bool truncated;
 };
 
 static int list_one(const void *key, const void *val, void *arg)
 {
 	struct list_ctx *lc = arg;
-	if (lc->n == lc->max) {
+	uint64_t entry = 2ull * (lc->key_size + lc->value_size);
+	if (lc->n == lc->max || lc->bytes + entry > CTL_RESP_BYTES) {
 		lc->truncated = true;
 		return 1;
 	}
+	lc->bytes += entry;
 	json_t *e = json_object();
 	jset(e, "key", jhex(key, lc->key_size));
 	jset(e, "value", jhex(val, lc->value_size));
@@ -1314,9 +1323,10 @@ static void client_close(struct innet_control *ctl, struct ctl_client *c)
 }
 
 /*
- * Make progress on client c: send pending output, answer buffered lines while
- * the output is below CTL_OUT_HIGH, read more input while there is room.
- * Closes the client when it is done or broken.
+ * Make progress on client c: send pending output; once it is all sent,
+ * answer the next buffered line; read more input when no line is buffered.
+ * Closes the client when it is done or broken. Interest: EPOLLOUT while output
+ * is pending (no reading meanwhile: backpressure), else EPOLLIN.
  */
 static void client_service(struct innet_control *ctl, struct ctl_client *c)
 {
@@ -1335,7 +1345,8 @@ static void client_service(struct innet_control *ctl, struct ctl_client *c)
 			client_close(ctl, c); /* EPIPE, ECONNRESET: the client is gone */
 			return;
 		}
-		if (c->out_len - c->out_off < CTL_OUT_HIGH && take_line(ctl->sw, c))
+		/* here all output has been sent */
+		if (take_line(ctl->sw, c))
 			continue;
 		if (c->eof)
 			break;
@@ -1376,11 +1387,7 @@ static void client_service(struct innet_control *ctl, struct ctl_client *c)
 		client_close(ctl, c);
 		return;
 	}
-	uint32_t ev = 0;
-	if (pending)
-		ev |= EPOLLOUT;
-	if (!c->eof && c->out_len - c->out_off < CTL_OUT_HIGH)
-		ev |= EPOLLIN;
+	uint32_t ev = pending ? EPOLLOUT : EPOLLIN;
 	if (ev != c->events) {
 		struct epoll_event e = { .events = ev, .data.ptr = c };
 		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &e);
@@ -1392,8 +1399,16 @@ static void accept_clients(struct innet_control *ctl)
 {
 	for (;;) {
 		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return; /* EAGAIN, or a transient error (EMFILE, ECONNABORTED) */
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* The pending connection stays pending and the listening
+				 * socket stays readable: stop polling it for a while
+				 * rather than spin (control_main retries). */
+				epoll_ctl(ctl->epfd, EPOLL_CTL_DEL, ctl->listen_fd, NULL);
+				ctl->listen_paused = true;
+			}
+			return; /* EAGAIN, or a transient error (ECONNABORTED) */
+		}
 		if (ctl->n_clients >= CTL_MAX_CLIENTS) {
 			static const char busy[] = "{\"ok\":false,\"error\":\"too many control clients\"}\n";
 			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
@@ -1438,12 +1453,17 @@ static void *control_main(void *arg)
 
 	innet_cpu_drain(sw); /* anything punted before we started */
 	for (;;) {
-		int n = epoll_wait(ctl->epfd, ev, 32, -1);
+		int n = epoll_wait(ctl->epfd, ev, 32, ctl->listen_paused ? CTL_PAUSE_MS : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			perror("innet: control: epoll_wait");
 			return NULL;
+		}
+		if (ctl->listen_paused) {
+			struct epoll_event e = { .events = EPOLLIN, .data.ptr = &ctl->tag_listen };
+			if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->listen_fd, &e) == 0)
+				ctl->listen_paused = false;
 		}
 		for (int i = 0; i < n; i++) {
 			void *p = ev[i].data.ptr;
@@ -1508,7 +1528,7 @@ static int listen_open(struct innet_control *ctl)
 		close(fd);
 		return -e;
 	}
-	if (chmod(ctl->path, 0600) < 0 || listen(fd, 64) < 0) {
+	if (chmod(ctl->path, 0600) < 0 || listen(fd, SOMAXCONN) < 0) {
 		int e = errno;
 		fprintf(stderr, "innet: control socket '%s': %s\n", ctl->path, strerror(e));
 		close(fd);

@@ -397,8 +397,11 @@ int cmd_programs(int argc, char **argv)
 {
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
 	if (argc > 1 && !json) {
-		fprintf(stderr, "usage: innet programs [--json]\n");
-		return strcmp(argv[1], "--help") && strcmp(argv[1], "-h") ? 2 : 0;
+		bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+		fprintf(help ? stdout : stderr,
+			"usage: innet programs [--json]\n\nList the data-plane programs compiled into "
+			"innet: name, model (pisa/trio), summary.\n");
+		return help ? 0 : 2;
 	}
 	json_t *arr = json ? json_array() : NULL;
 	for (const struct innet_program *const *p = innet_program_list(); *p; p++) {
