@@ -171,6 +171,18 @@ static int open_sock(uint32_t ip, uint16_t udp, bool reuseport, char *err, size_
 	return fd;
 }
 
+/* A SO_REUSEPORT group would silently share an address with another switch
+ * (or a second copy of this one) and split its traffic. Bind once without
+ * the option first: that fails with EADDRINUSE if anyone holds the address. */
+static int probe_free(uint32_t ip, uint16_t udp, char *err, size_t errlen)
+{
+	int fd = open_sock(ip, udp, false, err, errlen);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
 {
 	uint32_t max = 0;
@@ -184,7 +196,10 @@ static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
 		bool serial = cp->program->flags & INNET_PROG_SERIAL;
 		uint32_t per = serial ? 1 : sw->n_workers;
 		for (uint32_t u = 0; u < cp->n_udp; u++)
-			for (uint32_t port = 0; port < sw->n_ports; port++)
+			for (uint32_t port = 0; port < sw->n_ports; port++) {
+				int rc = serial ? 0 : probe_free(sw->ports[port].conf.ip, cp->udp[u], err, errlen);
+				if (rc != 0)
+					return rc;
 				for (uint32_t k = 0; k < per; k++) {
 					int fd = open_sock(sw->ports[port].conf.ip, cp->udp[u], !serial,
 							   err, errlen);
@@ -197,6 +212,7 @@ static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
 					s->udp = cp->udp[u];
 					s->worker = (uint16_t)(serial ? cp->serial_worker : k);
 				}
+			}
 	}
 	return 0;
 }

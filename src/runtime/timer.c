@@ -233,12 +233,12 @@ static void fire(struct innet_switch *sw, struct innet_worker *w, const struct h
 	ctx->in_timer = 1;
 	cp->program->on_timer(ctx, e->timer, arg);
 	struct innet_prog_stats *ps = &w->pstats[cp->index];
-	ps->timer_fires++;
-	ps->reg_ops += ctx->use.reg_ops;
-	ps->table_ops += ctx->use.table_ops;
-	ps->alu_ops += ctx->use.alu_ops;
+	INNET_STAT_INC(ps->timer_fires);
+	INNET_STAT_ADD(ps->reg_ops, ctx->use.reg_ops);
+	INNET_STAT_ADD(ps->table_ops, ctx->use.table_ops);
+	INNET_STAT_ADD(ps->alu_ops, ctx->use.alu_ops);
 	if (ctx->fault != 0)
-		ps->drops[ctx->fault]++;
+		INNET_STAT_INC(ps->drops[ctx->fault]);
 }
 
 static void *timer_main(void *arg)

@@ -88,14 +88,14 @@ void innet_worker_flush(struct innet_worker *w)
 			if (r <= 0) {
 				if (r < 0 && errno == EINTR)
 					continue;
-				w->portstats[w->tx[i].port].tx_errors++;
+				INNET_STAT_INC(w->portstats[w->tx[i].port].tx_errors);
 				i++;
 				continue;
 			}
 			for (int k = 0; k < r; k++) {
 				struct innet_port_stats *ps = &w->portstats[w->tx[i + k].port];
-				ps->tx_pkts++;
-				ps->tx_bytes += w->tx_iov[i + k].iov_len;
+				INNET_STAT_INC(ps->tx_pkts);
+				INNET_STAT_ADD(ps->tx_bytes, w->tx_iov[i + k].iov_len);
 			}
 			i += (uint32_t)r;
 		}
@@ -163,25 +163,25 @@ static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t loca
 	enum innet_link_fate fate = innet_link_decide(lc, &w->links[port], w->now_ns, &due, &flags);
 	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
 	if (flags & INNET_LINK_F_REORDER)
-		ps->link_reordered++;
+		INNET_STAT_INC(ps->link_reordered);
 	switch (fate) {
 	case INNET_LINK_LOSE:
-		ps->link_lost++;
+		INNET_STAT_INC(ps->link_lost);
 		return;
 	case INNET_LINK_PASS:
 		tx_push(w, fd, port, data, len, dst);
 		if (copies == 2) {
-			ps->link_duplicated++;
+			INNET_STAT_INC(ps->link_duplicated);
 			tx_push(w, fd, port, data, len, dst);
 		}
 		return;
 	case INNET_LINK_HOLD:
-		ps->link_delayed++;
+		INNET_STAT_INC(ps->link_delayed);
 		if (copies == 2)
-			ps->link_duplicated++;
+			INNET_STAT_INC(ps->link_duplicated);
 		for (uint32_t c = 0; c < copies; c++)
 			if (innet_link_hold(&w->links[port], due, data, len, fd, port, 0, local_udp, dst) != 0)
-				ps->link_queue_full++;
+				INNET_STAT_INC(ps->link_queue_full);
 		return;
 	}
 }
@@ -269,9 +269,9 @@ int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const st
 			      : send_out(w, cp, out->port, out->ip, out->udp, src_udp, cp->udp[0], buf, len);
 	if (!is_group && r == 0)
 		sent = 1;
-	w->pstats[cp->index].tx_pkts += sent;
+	INNET_STAT_ADD(w->pstats[cp->index].tx_pkts, sent);
 	if (r != 0) {
-		w->pstats[cp->index].drops[r]++;
+		INNET_STAT_INC(w->pstats[cp->index].drops[r]);
 		return -EINVAL;
 	}
 	return 0;
@@ -290,7 +290,7 @@ int innet_emit(struct innet_ctx *ctx, const struct innet_out *out, bool is_group
 	}
 	ctx->use.emitted++;
 	struct innet_worker *w = ctx->worker;
-	w->pstats[ctx->prog->index].emitted++;
+	INNET_STAT_INC(w->pstats[ctx->prog->index].emitted);
 	return innet_worker_send_copy(w, ctx->prog, out, is_group, data, len, out->src_udp) == 0 ? 0 : -1;
 }
 
@@ -303,8 +303,8 @@ static void punt(struct innet_worker *w, struct innet_cp *cp, const struct innet
 	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 	if (head - tail >= INNET_CPU_RING || r->slots == NULL) {
-		w->pstats[cp->index].drops[INNET_DROP_CPU_QUEUE_FULL]++;
-		w->pstats[cp->index].actions[INNET_DROP]++;
+		INNET_STAT_INC(w->pstats[cp->index].drops[INNET_DROP_CPU_QUEUE_FULL]);
+		INNET_STAT_INC(w->pstats[cp->index].actions[INNET_DROP]);
 		return;
 	}
 	struct innet_cpu_slot *s = &r->slots[head % INNET_CPU_RING];
@@ -314,26 +314,23 @@ static void punt(struct innet_worker *w, struct innet_cp *cp, const struct innet
 	s->pkt.data = s->buf + INNET_PKT_HEADROOM;
 	memcpy(s->pkt.data, pkt->data, pkt->len);
 	s->prog = (uint16_t)cp->index;
+	INNET_STAT_INC(w->pstats[cp->index].actions[INNET_TO_CPU]); /* before the control thread can see it */
 	atomic_store_explicit(&r->head, head + 1, memory_order_release);
 	uint64_t one = 1;
 	if (write(w->sw->cpu_wake_fd, &one, sizeof(one)) < 0) {
 		/* the eventfd counter is saturated: the control thread is awake anyway */
 	}
-	w->pstats[cp->index].actions[INNET_TO_CPU]++;
 }
 
 static inline void account(struct innet_prog_stats *ps, const struct innet_usage *u)
 {
-	ps->passes++;
-	ps->reg_ops += u->reg_ops;
-	ps->table_ops += u->table_ops;
-	ps->alu_ops += u->alu_ops;
-	if (u->reg_ops > ps->max_reg_ops)
-		ps->max_reg_ops = u->reg_ops;
-	if (u->table_ops > ps->max_table_ops)
-		ps->max_table_ops = u->table_ops;
-	if (u->alu_ops > ps->max_alu_ops)
-		ps->max_alu_ops = u->alu_ops;
+	INNET_STAT_INC(ps->passes);
+	INNET_STAT_ADD(ps->reg_ops, u->reg_ops);
+	INNET_STAT_ADD(ps->table_ops, u->table_ops);
+	INNET_STAT_ADD(ps->alu_ops, u->alu_ops);
+	INNET_STAT_MAX(ps->max_reg_ops, u->reg_ops);
+	INNET_STAT_MAX(ps->max_table_ops, u->table_ops);
+	INNET_STAT_MAX(ps->max_alu_ops, u->alu_ops);
 }
 
 static inline unsigned valid_reason(const struct innet_cp *cp, unsigned reason)
@@ -350,8 +347,8 @@ static inline unsigned valid_reason(const struct innet_cp *cp, unsigned reason)
 static inline void drop(struct innet_worker *w, struct innet_cp *cp, unsigned reason)
 {
 	struct innet_prog_stats *ps = &w->pstats[cp->index];
-	ps->actions[INNET_DROP]++;
-	ps->drops[reason]++;
+	INNET_STAT_INC(ps->actions[INNET_DROP]);
+	INNET_STAT_INC(ps->drops[reason]);
 }
 
 /* Run pkt through program `prog` (and on, if it recirculates) and carry out
@@ -361,8 +358,8 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 	struct innet_switch *sw = w->sw;
 	struct innet_cp *cp = &sw->progs[prog];
 	struct innet_prog_stats *ps = &w->pstats[prog];
-	ps->rx_pkts++;
-	ps->rx_bytes += pkt->len;
+	INNET_STAT_INC(ps->rx_pkts);
+	INNET_STAT_ADD(ps->rx_bytes, pkt->len);
 	uint32_t emitted = 0;
 	enum innet_action act;
 	for (;;) {
@@ -380,7 +377,7 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		}
 		if (INNET_LIKELY(act != INNET_RECIRCULATE))
 			break;
-		w->pstats[cp->index].recirculations++;
+		INNET_STAT_INC(w->pstats[cp->index].recirculations);
 		if (pkt->recirc >= INNET_MAX_RECIRC) {
 			act = INNET_DROP;
 			pkt->out.reason = INNET_DROP_RECIRC_BUDGET;
@@ -396,10 +393,8 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		cp = &sw->progs[next - 1];
 	}
 	ps = &w->pstats[cp->index];
-	if (pkt->recirc > ps->max_recirc)
-		ps->max_recirc = pkt->recirc;
-	if (emitted > ps->max_emitted)
-		ps->max_emitted = emitted;
+	INNET_STAT_MAX(ps->max_recirc, pkt->recirc);
+	INNET_STAT_MAX(ps->max_emitted, emitted);
 
 	unsigned r = 0;
 	uint64_t sent = 0;
@@ -428,7 +423,7 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		punt(w, cp, pkt);
 		return;
 	case INNET_CONSUMED:
-		ps->actions[INNET_CONSUMED]++;
+		INNET_STAT_INC(ps->actions[INNET_CONSUMED]);
 		return;
 	default:
 		r = INNET_DROP_BAD_VERDICT;
@@ -440,8 +435,8 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		drop(w, cp, r);
 		return;
 	}
-	ps->actions[act]++;
-	ps->tx_pkts += sent;
+	INNET_STAT_INC(ps->actions[act]);
+	INNET_STAT_ADD(ps->tx_pkts, sent);
 }
 
 
@@ -482,14 +477,14 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 	enum innet_link_fate fate = innet_link_decide(lc, &w->links[s->port], w->now_ns, &due, &flags);
 	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
 	if (flags & INNET_LINK_F_REORDER)
-		ps->link_reordered++;
+		INNET_STAT_INC(ps->link_reordered);
 	switch (fate) {
 	case INNET_LINK_LOSE:
-		ps->link_lost++;
+		INNET_STAT_INC(ps->link_lost);
 		return;
 	case INNET_LINK_PASS:
 		if (copies == 2) {
-			ps->link_duplicated++;
+			INNET_STAT_INC(ps->link_duplicated);
 			uint8_t *dup = emit_buf(w);
 			memcpy(dup, data, len);
 			deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
@@ -499,13 +494,13 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 		}
 		return;
 	case INNET_LINK_HOLD:
-		ps->link_delayed++;
+		INNET_STAT_INC(ps->link_delayed);
 		if (copies == 2)
-			ps->link_duplicated++;
+			INNET_STAT_INC(ps->link_duplicated);
 		for (uint32_t c = 0; c < copies; c++)
 			if (innet_link_hold(&w->links[s->port], due, data, len, -1, s->port, s->prog, s->udp,
 					    src) != 0)
-				ps->link_queue_full++;
+				INNET_STAT_INC(ps->link_queue_full);
 		return;
 	}
 }
@@ -525,10 +520,10 @@ static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
 	struct innet_port_stats *ps = &w->portstats[s->port];
 	for (int i = 0; i < n; i++) {
 		uint32_t len = w->rx_msgs[i].msg_len;
-		ps->rx_pkts++;
-		ps->rx_bytes += len;
+		INNET_STAT_INC(ps->rx_pkts);
+		INNET_STAT_ADD(ps->rx_bytes, len);
 		if (INNET_UNLIKELY(w->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-			w->pstats[s->prog].rx_pkts++;
+			INNET_STAT_INC(w->pstats[s->prog].rx_pkts);
 			drop(w, &w->sw->progs[s->prog], INNET_DROP_TRUNCATED);
 			continue;
 		}
@@ -714,9 +709,9 @@ void innet_cpu_drain(struct innet_switch *sw)
 		while (tail != head) {
 			struct innet_cpu_slot *s = &r->slots[tail % INNET_CPU_RING];
 			struct innet_cp *cp = &sw->progs[s->prog];
+			INNET_STAT_INC(cw->pstats[cp->index].cpu_pkts); /* counted first: on_cpu may answer at once */
 			if (cp->program->on_cpu != NULL)
 				cp->program->on_cpu(cp, cp->priv, &s->pkt);
-			cw->pstats[cp->index].cpu_pkts++;
 			tail++;
 			atomic_store_explicit(&r->tail, tail, memory_order_release);
 		}
