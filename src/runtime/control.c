@@ -61,32 +61,34 @@
 
 /* One connected client. */
 struct ctl_client {
-	int fd;
-	struct ctl_client *next;
+	int fd;                 /* the connection (non-blocking) */
+	struct ctl_client *next;/* in innet_control.clients */
 	char *in;               /* CTL_LINE_MAX + 1 bytes: received, not yet a full line */
-	size_t in_len;
+	size_t in_len;          /* bytes in in */
 	bool discarding;        /* an oversized line was answered: drop up to its '\n' */
 	bool eof;               /* the peer shut down its writing side */
 	char *out;              /* responses not yet sent */
 	size_t out_len;         /* bytes in out */
 	size_t out_off;         /* bytes of out already sent */
-	size_t out_cap;
+	size_t out_cap;         /* bytes allocated for out */
 	uint32_t events;        /* current epoll interest */
 };
 
 struct innet_control {
-	struct innet_switch *sw;
-	pthread_t thread;
-	bool thread_started;
-	int epfd;
+	struct innet_switch *sw;/* the switch served */
+	pthread_t thread;       /* the control thread */
+	bool thread_started;    /* thread is joinable */
+	int epfd;               /* the control thread's epoll instance */
 	int stop_fd;            /* eventfd: innet_control_stop wakes the thread */
 	int listen_fd;          /* -1 when there is no control socket */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* "" = none */
-	struct ctl_client *clients;
-	uint32_t n_clients;
+	struct ctl_client *clients;  /* connected clients */
+	uint32_t n_clients;     /* length of clients (<= CTL_MAX_CLIENTS) */
 	bool listen_paused;     /* out of fds: listen_fd is out of epoll for a while */
-	/* epoll tags for the fds that are not clients (their addresses). */
-	char tag_listen, tag_stop, tag_cpu;
+	/* epoll tags (their addresses) of the fds that are not clients: */
+	char tag_listen;        /* listen_fd */
+	char tag_stop;          /* stop_fd */
+	char tag_cpu;           /* sw->cpu_wake_fd */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1232,6 +1234,19 @@ err:;
 	jset(e, "ok", json_false());
 	jset(e, "error", json_string(msg));
 	return e;
+}
+
+char *innet_control_request(struct innet_switch *sw, const char *line, size_t len)
+{
+	char *buf = malloc(len + 1);
+	if (buf == NULL)
+		return NULL;
+	memcpy(buf, line, len);
+	json_t *resp = run_request(sw, buf, len);
+	char *text = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+	json_decref(resp);
+	free(buf);
+	return text;
 }
 
 /* ------------------------------------------------------------------------ */

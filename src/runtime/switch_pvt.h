@@ -273,6 +273,10 @@ bool innet_link_active(const struct innet_link_conf *lc);
  * innet_cpu_drain() to run on_cpu for punted packets. */
 int innet_control_start(struct innet_switch *sw);
 void innet_control_stop(struct innet_switch *sw);
+/* Answer one control request line (len bytes, no newline) as the control
+ * socket would; returns malloc'd JSON text, or NULL when out of memory.
+ * For tests and fuzzing. */
+char *innet_control_request(struct innet_switch *sw, const char *line, size_t len);
 /* worker.c: run on_cpu for every queued punted packet (control thread). */
 void innet_cpu_drain(struct innet_switch *sw);
 

@@ -432,7 +432,7 @@ static void render_info(const json_t *r)
 	tbl_free(&t);
 	putchar('\n');
 	tbl_init(&t, 5);
-	tbl_row(&t, "PROGRAM", "RUNS", "MODEL", "UDP", "SERIAL");
+	tbl_row(&t, "INSTANCE", "PROGRAM", "MODEL", "UDP", "SERIAL");
 	json_array_foreach(json_object_get(r, "programs"), i, p) {
 		char udp[128];
 		jfmt(json_object_get(p, "udp"), udp, sizeof(udp));
@@ -764,9 +764,9 @@ static void watch_print(const struct sample *a, const struct sample *b, double e
 	if (dt <= 0)
 		dt = 1e-9;
 	struct tbl t;
-	tbl_init(&t, 6);
-	tbl_row(&t, fmt("t=%.0fs", elapsed), "NAME", "RX pkt/s", "TX pkt/s", "RX B/s",
-		"TX B/s / DROP pkt/s");
+	tbl_init(&t, 7);
+	tbl_row(&t, fmt("t=%.0fs", elapsed), "NAME", "RX pkt/s", "TX pkt/s", "RX B/s", "TX B/s",
+		"DROP pkt/s");
 	size_t i;
 	json_t *p;
 	json_t *pa = json_object_get(a->stats, "ports");
@@ -774,14 +774,15 @@ static void watch_print(const struct sample *a, const struct sample *b, double e
 		json_t *q = json_array_get(pa, i);
 		tbl_row(&t, fmt("port %" PRIu64, ju(p, "index")), js(p, "name", "?"),
 			fmt("%.0f", rate(q, p, "rx_pkts", dt)), fmt("%.0f", rate(q, p, "tx_pkts", dt)),
-			fmt("%.0f", rate(q, p, "rx_bytes", dt)), fmt("%.0f", rate(q, p, "tx_bytes", dt)));
+			fmt("%.0f", rate(q, p, "rx_bytes", dt)), fmt("%.0f", rate(q, p, "tx_bytes", dt)),
+			"-");
 	}
 	json_t *ga = json_object_get(a->stats, "programs");
 	json_array_foreach(json_object_get(b->stats, "programs"), i, p) {
 		json_t *q = json_array_get(ga, i);
 		uint64_t d0 = drops_total(q), d1 = drops_total(p);
 		tbl_row(&t, "prog", js(p, "name", "?"), fmt("%.0f", rate(q, p, "rx_pkts", dt)),
-			fmt("%.0f", rate(q, p, "tx_pkts", dt)), fmt("%.0f", rate(q, p, "rx_bytes", dt)),
+			fmt("%.0f", rate(q, p, "tx_pkts", dt)), fmt("%.0f", rate(q, p, "rx_bytes", dt)), "-",
 			fmt("%.0f", d1 >= d0 ? (double)(d1 - d0) / dt : 0.0));
 	}
 	tbl_print(&t, "");

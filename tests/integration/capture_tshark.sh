@@ -13,7 +13,8 @@
 # The switch's addresses are a random 127.A.B.0/24 block per run (override
 # with INNET_CAP_NET=127.0.0) so that concurrent test runs do not collide.
 #
-# Exit 0 on success (or SKIP when tshark or python3 is missing), 1 on failure.
+# Exit 0 on success, 1 on failure, 77 (skip, as tests/run counts it) when
+# tshark or python3 is missing.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -30,7 +31,7 @@ UDP_HEUR=9177       # not registered: only the heuristic finds it
 for tool in tshark "$PYTHON" timeout; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
 		echo "SKIP: $tool not installed"
-		exit 0
+		exit 77
 	fi
 done
 if [[ ! -x $INNET ]]; then
@@ -68,7 +69,7 @@ ctl() {
 
 # ---------------------------------------------------------------------------
 # The switch
-timeout 120 "$INNET" switch --name cap --workers 1 \
+timeout -k 5 120 "$INNET" switch --name cap --workers 1 \
 	--port "$SW0" --port "$SW1=$NET.3" \
 	--program "counter@$UDP,$UDP_HEUR" --ctl "$SOCK" >"$TMP/switch.log" 2>&1 &
 pid=$!

@@ -14,7 +14,8 @@
 # with INNET_CTL_NET) so that concurrent runs do not collide. A program with
 # multicast groups can be added with INNET_CTL_GROUP_PROGRAM=PROG[/INST]@UDP.
 #
-# Exit 0 on success (SKIP when python3 is missing), 1 on the first failure.
+# Exit 0 on success, 1 on the first failure, 77 (skip, as tests/run counts
+# it) when python3 is missing.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -27,7 +28,7 @@ UDP_FWD=9101
 
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
 	echo "SKIP: $PYTHON not installed"
-	exit 0
+	exit 77
 fi
 if [[ ! -x $INNET ]]; then
 	echo "FAIL: $INNET not built (run make)"
@@ -61,7 +62,7 @@ extra=()
 if [[ -n ${INNET_CTL_GROUP_PROGRAM:-} ]]; then
 	extra=(--program "$INNET_CTL_GROUP_PROGRAM")
 fi
-timeout 120 "$INNET" switch --name errs --workers 2 \
+timeout -k 5 120 "$INNET" switch --name errs --workers 2 \
 	--port "$SW0" --port "$NET.2=$NET.3" \
 	--program "counter@$UDP_CNT" --program "forward/fwd@$UDP_FWD" "${extra[@]}" \
 	--ctl "$SOCK" >"$TMP/switch.log" 2>&1 &
@@ -119,8 +120,8 @@ import json, socket, sys, time
 path = sys.argv[1]
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)   # blocking: a full backlog waits (the outer timeout bounds it)
     s.settimeout(5)
-    s.connect(path)
     return s
 def lines(s, n):
     buf = b""
