@@ -12,7 +12,11 @@
  * Settings:
  *   "map":    [out port for in port 0, for in port 1, ...]  (default: none)
  *   "routes": [{"node": N, "ports": [p, ...]}, ...]          (innet fabric
- *             computes these from the topology with "routes": "auto")
+ *             computes these from the topology with "routes": "auto"), or
+ *             {"node": N, "group": G}: replicate to multicast group G (a
+ *             group node: one address, many receivers)
+ *   "groups": number of multicast groups (default 0); members are set by
+ *             the control plane (innet ctl group set)
  *
  * Per packet: one table lookup or one register read, a hash for ECMP.
  */
@@ -33,9 +37,11 @@ enum { T_ROUTES };
 #define ROUTES_CAPACITY 4096u
 
 struct route {
-	uint16_t n;                       /* ports in use */
-	uint16_t ports[ROUTE_MAX_PORTS];
+	uint16_t n;                       /* ports in use; ROUTE_GROUP: multicast */
+	uint16_t ports[ROUTE_MAX_PORTS];  /* ROUTE_GROUP: ports[0] is the group */
 } __attribute__((packed));
+
+#define ROUTE_GROUP 0xFFFFu
 
 enum fwd_drop {
 	FWD_NO_ROUTE = INNET_DROP_PROGRAM,
@@ -50,6 +56,7 @@ struct fwd_conf {
 	uint16_t route_nodes[ROUTES_CAPACITY];
 	uint32_t n_routes;
 	uint16_t map[INNET_MAX_PORTS];    /* out port + 1; 0 = unset */
+	uint32_t n_groups;
 };
 
 static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
@@ -64,6 +71,8 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			uint16_t key = node;
 			if (innet_table_lookup(ctx, T_ROUTES, &key, &r) != 0)
 				return innet_drop(pkt, FWD_NO_ROUTE);
+			if (r.n == ROUTE_GROUP)
+				return innet_multicast(pkt, r.ports[0]);
 			if (r.n == 0 || r.n > ROUTE_MAX_PORTS)
 				return innet_drop(pkt, FWD_BAD_ROUTE);
 			uint32_t pick = 0;
@@ -95,13 +104,26 @@ static int parse_routes(struct innet_decl *d, json_t *routes, struct fwd_conf *c
 	json_t *r;
 	json_array_foreach(routes, i, r) {
 		json_t *node = json_object_get(r, "node"), *ports = json_object_get(r, "ports");
+		json_t *group = json_object_get(r, "group");
 		if (!json_is_object(r) || !json_is_integer(node) || json_integer_value(node) < 1 ||
-		    json_integer_value(node) > 65535 || !json_is_array(ports) ||
-		    json_array_size(ports) < 1 || json_array_size(ports) > ROUTE_MAX_PORTS ||
-		    json_object_size(r) != 2)
+		    json_integer_value(node) > 65535 || json_object_size(r) != 2 ||
+		    (group == NULL && (!json_is_array(ports) || json_array_size(ports) < 1 ||
+				       json_array_size(ports) > ROUTE_MAX_PORTS)))
 			return innet_decl_error(d, "routes[%zu] must be {\"node\": 1..65535, \"ports\": "
-						   "[1..%u port numbers]}", i, ROUTE_MAX_PORTS);
+						   "[1..%u port numbers]} or {\"node\", \"group\"}",
+						i, ROUTE_MAX_PORTS);
 		struct route *rt = &c->routes_init[c->n_routes];
+		if (group != NULL) {
+			if (!json_is_integer(group) || json_integer_value(group) < 0 ||
+			    json_integer_value(group) >= (json_int_t)c->n_groups)
+				return innet_decl_error(d, "routes[%zu].group must be a declared group "
+							   "(0..%u; see \"groups\")", i,
+							c->n_groups ? c->n_groups - 1 : 0);
+			rt->n = ROUTE_GROUP;
+			rt->ports[0] = (uint16_t)json_integer_value(group);
+			c->route_nodes[c->n_routes++] = (uint16_t)json_integer_value(node);
+			continue;
+		}
 		size_t j;
 		json_t *p;
 		json_array_foreach(ports, j, p) {
@@ -133,10 +155,16 @@ static int fwd_setup(struct innet_decl *d, struct innet_args *a)
 						(unsigned long)map[i]);
 		c->map[i] = (uint16_t)(map[i] + 1);
 	}
+	uint64_t groups;
+	if ((rc = innet_args_u64(a, "groups", 0, 0, INNET_MAX_GROUPS, &groups)) != 0)
+		return rc;
+	c->n_groups = (uint32_t)groups;
 	json_t *routes = innet_args_json(a, "routes");
 	if (routes != NULL && (rc = parse_routes(d, routes, c)) != 0)
 		return rc;
 	if ((rc = innet_decl_reg(d, R_PORT_MAP, "port_map", 2, INNET_MAX_PORTS)) != 0)
+		return rc;
+	if ((rc = innet_decl_groups(d, c->n_groups)) != 0)
 		return rc;
 	return innet_decl_table(d, T_ROUTES, "routes", sizeof(uint16_t), sizeof(struct route),
 				ROUTES_CAPACITY);
@@ -158,7 +186,7 @@ static int fwd_init(struct innet_cp *cp, void *priv)
 		innet_cp_reg_write(cp, R_PORT_MAP, i, c->map[i]);
 	}
 	for (uint32_t i = 0; i < c->n_routes; i++) {
-		for (uint32_t j = 0; j < c->routes_init[i].n; j++)
+		for (uint32_t j = 0; c->routes_init[i].n != ROUTE_GROUP && j < c->routes_init[i].n; j++)
 			if (c->routes_init[i].ports[j] >= n_ports) {
 				fprintf(stderr, "innet: program '%s': route to node %u uses port %u; "
 						"the switch has %u ports\n",
@@ -175,7 +203,7 @@ static int fwd_init(struct innet_cp *cp, void *priv)
 
 const struct innet_program innet_prog_forward = {
 	.name = "forward",
-	.summary = "forward by innet dst_node route (ECMP) or by a static in-port -> out-port map",
+	.summary = "forward by innet dst_node route (ECMP or multicast group) or a static port map",
 	.model = INNET_MODEL_PISA,
 	.parse_bytes = sizeof(struct innet_hdr),
 	.drop_reasons = fwd_drop_names,

@@ -64,7 +64,7 @@ if [[ -n ${INNET_CTL_GROUP_PROGRAM:-} ]]; then
 fi
 timeout -k 5 120 "$INNET" switch --name errs --workers 2 \
 	--port "$SW0" --port "$NET.2=$NET.3" \
-	--program "counter@$UDP_CNT" --program "forward/fwd@$UDP_FWD" "${extra[@]}" \
+	--program "counter@$UDP_CNT" --program "forward/fwd@$UDP_FWD" --args '{"groups":4}' "${extra[@]}" \
 	--ctl "$SOCK" >"$TMP/switch.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
@@ -304,8 +304,7 @@ if [[ -n $gprog ]]; then
 	expect_err "expected PORT@IP:UDP" group set "$gprog" 0 1@10.0.0.1
 	expect_err "bad MEMBER UDP port" group set "$gprog" 0 1@10.0.0.1:70000
 else
-	echo "NOTE: no program declares multicast groups: group set/get happy path skipped" \
-		"(set INNET_CTL_GROUP_PROGRAM)"
+	fail "no program declares multicast groups (forward was started with groups: 4)"
 fi
 
 # stats: send counter traffic, see it counted by port, program, action and
