@@ -18,12 +18,16 @@
 bench_usage() {
 	cat <<'EOF'
 usage: bench/run forwarding [options]
-  --rounds N        measured runs per implementation and size (default 3)
+  --rounds N        measured runs per implementation and size (default 5)
   --duration SEC    measurement window per run (default 3)
   --warmup SEC      traffic before the window opens (default 0.5)
   --sizes LIST      UDP payload sizes, comma-separated (default 64,1024)
   --rate PPS        pace the generator (default 0 = as fast as it can)
   --burst N         generator and raw relay burst (default 32)
+  --gso N           generator datagrams per message, UDP_SEGMENT (default 8;
+                    1 = one syscall per datagram, which cannot outrun the relay)
+  --sink MODE       busy: the sink polls (default); block: it sleeps in recvmmsg
+                    (then the relay pays for waking it on every burst)
   --udp-port P      UDP port for everything (default 9000)
   --pin MODE        split: generator+sink on CPU 0, relay on CPU 1 (default
                     with >= 2 CPUs); none: no pinning
@@ -32,19 +36,26 @@ Environment: BENCH_INNET=raw runs the raw relay in innet's place.
 EOF
 }
 
-fwd_rounds=3
+fwd_rounds=5
 fwd_duration=3
 fwd_warmup=0.5
 fwd_sizes=64,1024
 fwd_rate=0
 fwd_burst=32
+fwd_gso=8
+fwd_sink=busy
 fwd_port=9000
 fwd_pin="split"
 fwd_cpu_load=""
 fwd_cpu_relay=""
 fwd_standin=""
+# The sink is not under test: a deep receive queue lets it ride out being
+# descheduled (CPU 0 is shared with the generator and whatever else runs).
+FWD_SINK_RCVBUF=$((32 << 20))
 fwd_pps=0
 fwd_loss=0
+fwd_ppc=0
+fwd_shares=()
 
 fwd_parse() {
 	while [ $# -gt 0 ]; do
@@ -55,6 +66,8 @@ fwd_parse() {
 		--sizes) fwd_sizes=${2:?}; shift ;;
 		--rate) fwd_rate=${2:?}; shift ;;
 		--burst) fwd_burst=${2:?}; shift ;;
+		--gso) fwd_gso=${2:?}; shift ;;
+		--sink) fwd_sink=${2:?}; shift ;;
 		--udp-port) fwd_port=${2:?}; shift ;;
 		--pin) fwd_pin=${2:?}; shift ;;
 		--quick) fwd_rounds=1; fwd_duration=1; fwd_warmup=0.2 ;;
@@ -74,6 +87,11 @@ fwd_parse() {
 	[[ $fwd_sizes =~ ^[0-9]+(,[0-9]+)*$ ]] || bench_usage_error "--sizes: e.g. 64,1024"
 	[[ $fwd_rate =~ ^[0-9]+$ ]] || bench_usage_error "--rate: packets/s"
 	[[ $fwd_burst =~ ^[0-9]+$ ]] || bench_usage_error "--burst: a number"
+	[[ $fwd_gso =~ ^[0-9]+$ ]] || bench_usage_error "--gso: a number"
+	case $fwd_sink in
+	busy | block) ;;
+	*) bench_usage_error "--sink: busy or block" ;;
+	esac
 	if ! [[ $fwd_port =~ ^[0-9]+$ ]] || [ "$fwd_port" -eq 0 ] || [ "$fwd_port" -gt 65535 ]; then
 		bench_usage_error "--udp-port: 1..65535"
 	fi
@@ -100,6 +118,9 @@ fwd_parse() {
 		if [ "$s" -lt 8 ] || [ "$s" -gt 1472 ]; then
 			bench_usage_error "--sizes: each 8..1472"
 		fi
+		if [ $((s * fwd_gso)) -gt 65000 ]; then
+			bench_usage_error "--gso: size x gso must stay under 65000 bytes"
+		fi
 	done
 }
 
@@ -121,41 +142,55 @@ fwd_relay_cmd() {
 # $(...) subshell: the spawned pids and records must reach the main shell.)
 fwd_run() {
 	local impl=$1 size=$2 round=$3 tag="$1-$2-$3"
-	local gen_secs relay_secs sink_pid relay_pid gen_pid rc relay_drops relay_rc=0
-	local -a relay_cmd
+	local gen_secs relay_secs sink_pid relay_pid relay_proc gen_pid rc relay_drops relay_rc=0 load1
+	local -a relay_cmd sink_opt=()
 	gen_secs=$(bench_calc %.2f "$fwd_warmup + $fwd_duration + 0.5")
 	relay_secs=$(bench_calc %d "$gen_secs + 10")
-
-	bench_spawn sink_pid "$tag-sink" "$fwd_cpu_load" "$((relay_secs + 5))" \
-		"$BENCH_BIN/udpsink" --bind "127.0.0.3:$fwd_port" --duration "$fwd_duration" \
-		--warmup "$fwd_warmup" --wait 5 --expect-size "$size"
-	bench_wait_ready "$sink_pid" "$tag-sink" ready 5
+	load1=$(cut -d' ' -f1 /proc/loadavg)
+	if [ "$fwd_sink" = busy ]; then
+		sink_opt=(--busy)
+	fi
 
 	mapfile -t relay_cmd < <(fwd_relay_cmd "$impl" "$relay_secs")
 	bench_spawn relay_pid "$tag-relay" "$fwd_cpu_relay" "$((relay_secs + 5))" "${relay_cmd[@]}"
 	bench_wait_ready "$relay_pid" "$tag-relay" ready 10
 
+	# The sink also measures the relay's CPU time during its window.
+	relay_proc=$(bench_child_pid "$relay_pid")
+	bench_spawn sink_pid "$tag-sink" "$fwd_cpu_load" "$((relay_secs + 5))" \
+		"$BENCH_BIN/udpsink" --bind "127.0.0.3:$fwd_port" --duration "$fwd_duration" \
+		--warmup "$fwd_warmup" --wait 5 --expect-size "$size" --rcvbuf "$FWD_SINK_RCVBUF" \
+		--cpu-pid "$relay_proc" "${sink_opt[@]}"
+	bench_wait_ready "$sink_pid" "$tag-sink" ready 5
+
 	bench_spawn gen_pid "$tag-gen" "$fwd_cpu_load" "$((relay_secs + 5))" \
 		"$BENCH_BIN/udpgen" --dst "127.0.0.1:$fwd_port" --size "$size" --duration "$gen_secs" \
-		--rate "$fwd_rate" --burst "$fwd_burst" --quiet
+		--rate "$fwd_rate" --burst "$fwd_burst" --gso "$fwd_gso" --quiet
 
 	rc=0
 	bench_wait "$sink_pid" || rc=$?
 	# Read the relay's receive drops while its socket still exists.
 	relay_drops=$(bench_udp_drops 127.0.0.1 "$fwd_port")
+	# The window is over: stop the generator (it would run 0.5 s more), then the relay.
+	bench_stop "$gen_pid" || bench_die "$tag: udpgen failed: $(tail -n 3 "$BENCH_TMP/$tag-gen.err")"
 	bench_stop "$relay_pid" || relay_rc=$?
-	bench_wait "$gen_pid" || bench_die "$tag: udpgen failed: $(tail -n 3 "$BENCH_TMP/$tag-gen.err")"
 	[ "$rc" -eq 0 ] || bench_die "$tag: udpsink failed (status $rc): $(tail -n 3 "$BENCH_TMP/$tag-sink.err")"
 	if [ "$relay_rc" -ne 0 ]; then
 		bench_log "warning: $tag: relay exited with status $relay_rc: $(tail -n 2 "$BENCH_TMP/$tag-relay.err" | tr '\n' ' ')"
 	fi
 
 	local sink="$BENCH_TMP/$tag-sink.out" gen="$BENCH_TMP/$tag-gen.out"
-	local pps loss sink_drops
+	local pps loss sink_drops cpu_s window ppc share
 	pps=$(bench_kv pps "$sink")
+	cpu_s=$(bench_kv cpu_s "$sink")
+	window=$(bench_kv elapsed_s "$sink")
 	loss=$(bench_kv loss_pct "$sink")
 	sink_drops=$(bench_kv sink_drops "$sink")
 	[ -n "$pps" ] || bench_die "$tag: no summary from udpsink"
+	# Packets per CPU-second of the relay: its per-packet cost, whatever
+	# share of the CPU it was given (see docs/benchmarks.md).
+	ppc=$(bench_calc %.0f "$cpu_s > 0 ? $(bench_kv pkts "$sink") / $cpu_s : 0")
+	share=$(bench_calc %.3f "$cpu_s / $window")
 	if [ "${sink_drops:-0}" != 0 ]; then
 		bench_log "warning: $tag: the sink dropped $sink_drops packets (sink-bound, not relay-bound)"
 	fi
@@ -163,14 +198,17 @@ fwd_run() {
 		delivered_pps="$pps" loss_pct="$loss" \
 		lost="$(bench_kv lost "$sink")" late="$(bench_kv late "$sink")" dup="$(bench_kv dup "$sink")" \
 		bad="$(bench_kv bad "$sink")" sink_drops="$sink_drops" \
-		window_s="$(bench_kv elapsed_s "$sink")" \
+		window_s="$window" relay_cpu_s="$cpu_s" relay_cpu_share="$share" pps_per_relay_cpu="$ppc" \
 		offered_pps="$(bench_kv pps "$gen")" send_errors="$(bench_kv send_errors "$gen")" \
-		relay_rx_drops="$relay_drops" relay_exit="$relay_rc"
-	bench_log "$(printf '%-5s %4s B round %d: %.3f Mpps delivered, loss %s%%, offered %.3f Mpps' \
+		relay_rx_drops="$relay_drops" relay_exit="$relay_rc" loadavg1_before="$load1"
+	bench_log "$(printf '%-5s %4s B round %d: %.3f Mpps delivered (loss %.1f%% of %.3f offered); relay on CPU %.0f%% -> %.3f Mpps per CPU' \
 		"$impl" "$size" "$round" "$(bench_calc %.6f "$pps / 1e6")" "$loss" \
-		"$(bench_calc %.6f "$(bench_kv pps "$gen") / 1e6")")"
+		"$(bench_calc %.6f "$(bench_kv pps "$gen") / 1e6")" "$(bench_calc %.1f "$share * 100")" \
+		"$(bench_calc %.6f "$ppc / 1e6")")"
 	fwd_pps=$pps
 	fwd_loss=$loss
+	fwd_ppc=$ppc
+	fwd_shares+=("$share")
 }
 
 bench_main() {
@@ -181,25 +219,34 @@ bench_main() {
 	else
 		bench_build udpgen udpsink rawrelay innet
 	fi
+	local load1
+	load1=$(cut -d' ' -f1 /proc/loadavg)
+	if [ "$(bench_calc %d "$load1 > 0.5")" = 1 ]; then
+		bench_log "warning: load average $load1 before the start: other work shares the CPUs, expect noise"
+	fi
+	bench_param loadavg1_at_start "$load1"
 	bench_param rounds "$fwd_rounds"
 	bench_param duration_s "$fwd_duration"
 	bench_param warmup_s "$fwd_warmup"
 	bench_param sizes "$fwd_sizes"
 	bench_param rate_pps "$fwd_rate"
 	bench_param burst "$fwd_burst"
+	bench_param gen_gso "$fwd_gso"
+	bench_param sink_mode "$fwd_sink"
 	bench_param udp_port "$fwd_port"
 	bench_param pin "$fwd_pin"
 	bench_param cpu_generator_sink "${fwd_cpu_load:-any}"
 	bench_param cpu_relay "${fwd_cpu_relay:-any}"
 	bench_param socket_buffers 4194304
+	bench_param sink_rcvbuf "$FWD_SINK_RCVBUF"
 	bench_param innet_impl "${fwd_standin:-innet}"
 	bench_param innet_cmd "$(fwd_relay_cmd innet 0 | tr '\n' ' ')"
 	bench_param raw_cmd "$(fwd_relay_cmd raw 0 | tr '\n' ' ')"
 
-	local size round impl order ratios=() ratio
-	local -a r_raw l_raw r_inn l_inn
+	local size round impl order ratios=() ratio cpu_ratios=() cpu_ratio
+	local -a r_raw l_raw c_raw r_inn l_inn c_inn
 	for size in ${fwd_sizes//,/ }; do
-		r_raw=() l_raw=() r_inn=() l_inn=()
+		r_raw=() l_raw=() c_raw=() r_inn=() l_inn=() c_inn=()
 		for ((round = 1; round <= fwd_rounds; round++)); do
 			# ABBA: alternate which goes first, so neither always runs
 			# on a warmer (or busier) machine.
@@ -207,24 +254,38 @@ bench_main() {
 			for impl in $order; do
 				fwd_run "$impl" "$size" "$round"
 				if [ "$impl" = raw ]; then
-					r_raw+=("$fwd_pps") l_raw+=("$fwd_loss")
+					r_raw+=("$fwd_pps") l_raw+=("$fwd_loss") c_raw+=("$fwd_ppc")
 				else
-					r_inn+=("$fwd_pps") l_inn+=("$fwd_loss")
+					r_inn+=("$fwd_pps") l_inn+=("$fwd_loss") c_inn+=("$fwd_ppc")
 				fi
 			done
 		done
-		local m_raw m_inn
+		local m_raw m_inn mc_raw mc_inn
 		m_raw=$(bench_median "${r_raw[@]}")
 		m_inn=$(bench_median "${r_inn[@]}")
 		ratio=$(bench_calc %.3f "$m_raw > 0 ? $m_inn / $m_raw : 0")
 		ratios+=("$ratio")
+		mc_raw=$(bench_median "${c_raw[@]}")
+		mc_inn=$(bench_median "${c_inn[@]}")
+		cpu_ratio=$(bench_calc %.3f "$mc_raw > 0 ? $mc_inn / $mc_raw : 0")
+		cpu_ratios+=("$cpu_ratio")
 		bench_result "innet_${size}_mpps=$(bench_calc %.3f "$m_inn / 1e6")" \
 			"raw_${size}_mpps=$(bench_calc %.3f "$m_raw / 1e6")" "ratio_${size}=$ratio" \
 			"innet_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_inn[@]}")")" \
-			"raw_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_raw[@]}")")"
-		bench_log "$size B: innet $(bench_calc %.3f "$m_inn / 1e6") Mpps, raw $(bench_calc %.3f "$m_raw / 1e6") Mpps, ratio $ratio (medians of $fwd_rounds)"
+			"raw_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_raw[@]}")")" \
+			"innet_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_inn / 1e6")" \
+			"raw_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_raw / 1e6")" "cpu_ratio_${size}=$cpu_ratio"
+		bench_log "$size B: innet $(bench_calc %.3f "$m_inn / 1e6") Mpps, raw $(bench_calc %.3f "$m_raw / 1e6") Mpps, ratio $ratio; per relay CPU-second: ratio $cpu_ratio (medians of $fwd_rounds)"
 	done
-	bench_result "ratio=$(printf '%s\n' "${ratios[@]}" | sort -g | head -n 1)"
+	local share
+	share=$(bench_calc %.3f "$(bench_median "${fwd_shares[@]}")")
+	bench_result "ratio=$(printf '%s\n' "${ratios[@]}" | sort -g | head -n 1)" \
+		"cpu_ratio=$(printf '%s\n' "${cpu_ratios[@]}" | sort -g | head -n 1)" \
+		"relay_cpu_share=$share"
+	if [ "$(bench_calc %d "$share < 0.8")" = 1 ]; then
+		bench_log "warning: the relays got a median $(bench_calc %.0f "$share * 100")% of their CPU (other load):" \
+			"delivered rates and 'ratio' reflect that share; 'cpu_ratio' is the figure to trust"
+	fi
 	if [ -n "$fwd_standin" ]; then
 		bench_result "innet_impl=$fwd_standin"
 	fi

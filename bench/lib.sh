@@ -15,6 +15,7 @@
 #   bench_wait_ready PID TAG REGEX S  wait until TAG.err matches REGEX (S seconds at most)
 #   bench_wait PID                    wait for a spawned process; returns its status
 #   bench_stop PID                    SIGTERM, then SIGKILL to its group after 3 s
+#   bench_child_pid PID               the pid of CMD itself (PID is its timeout(1))
 #   bench_kv KEY FILE                 value of KEY=value in the last line of FILE
 #   bench_median V...                 median of numbers
 #   bench_udp_drops IP PORT           kernel drop count of the UDP socket bound there
@@ -102,14 +103,21 @@ bench_cleanup() {
 # ---------------------------------------------------------------------------
 # Building
 
-# Build what the benchmark needs. `make -s` at the root builds everything; if
-# that fails (the engine mid-change, say) and only bench tools are needed, they
-# are compiled directly with the Makefile's own flags (they do not use
-# libinnet). "innet" in the list means build/innet must come from a clean make.
+# Build what the benchmark needs: "innet" (build/innet) or a bench/src tool.
+# `make -s` at the root builds everything. In a tree others are editing, that
+# can fail for a reason unrelated to the benchmark (a test mid-change): then
+# only the needed targets are made, and if that fails too and build/innet is
+# not needed, the bench tools are compiled alone with the Makefile's own flags
+# (they do not use libinnet).
 bench_build() {
-	local need_innet=0 tool cflags log="$BENCH_TMP/build.log"
+	local need_innet=0 tool cflags log="$BENCH_TMP/build.log" targets=()
 	for tool in "$@"; do
-		[ "$tool" = innet ] && need_innet=1
+		if [ "$tool" = innet ]; then
+			need_innet=1
+			targets+=(build/innet)
+		else
+			targets+=("build/bench/$tool")
+		fi
 	done
 	if [ -x "$BENCH_ROOT/scripts/install-deps" ] && [ "${BENCH_NO_DEPS:-0}" != 1 ]; then
 		if ! "$BENCH_ROOT/scripts/install-deps" >"$BENCH_TMP/deps.log" 2>&1; then
@@ -117,23 +125,25 @@ bench_build() {
 		fi
 	fi
 	bench_log "building (make -s)"
-	if timeout 600 make -s -C "$BENCH_ROOT" >"$log" 2>&1; then
-		:
-	elif [ "$need_innet" = 1 ]; then
-		tail -n 20 "$log" >&2
-		bench_die "make failed; build/innet is needed (BENCH_INNET=raw runs the raw relay in its place)"
-	else
-		bench_log "warning: make failed (last lines below); compiling the bench tools alone"
+	if ! timeout 600 make -s -C "$BENCH_ROOT" >"$log" 2>&1; then
+		bench_log "warning: make failed (last lines below); making only ${targets[*]}"
 		tail -n 5 "$log" >&2
-		# shellcheck disable=SC2016 # $(CFLAGS) is for make, not the shell
-		cflags=$(make -s --no-print-directory -C "$BENCH_ROOT" \
-			--eval 'bench-print-flags: ; @echo $(CFLAGS) $(LDFLAGS)' bench-print-flags)
-		mkdir -p "$BENCH_BIN"
-		for tool in "$@"; do
-			# shellcheck disable=SC2086 # cflags is a list of flags
-			"${CC:-cc}" $cflags -o "$BENCH_BIN/$tool" "$BENCH_ROOT/bench/src/$tool.c" -lm ||
-				bench_die "cannot build bench/src/$tool.c"
-		done
+		if ! timeout 600 make -s -C "$BENCH_ROOT" "${targets[@]}" >"$log.2" 2>&1; then
+			tail -n 20 "$log.2" >&2
+			if [ "$need_innet" = 1 ]; then
+				bench_die "cannot build build/innet (BENCH_INNET=raw runs the raw relay in its place)"
+			fi
+			bench_log "warning: that failed too; compiling the bench tools alone"
+			# shellcheck disable=SC2016 # $(CFLAGS) is for make, not the shell
+			cflags=$(make -s --no-print-directory -C "$BENCH_ROOT" \
+				--eval 'bench-print-flags: ; @echo $(CFLAGS) $(LDFLAGS)' bench-print-flags)
+			mkdir -p "$BENCH_BIN"
+			for tool in "$@"; do
+				# shellcheck disable=SC2086 # cflags is a list of flags
+				"${CC:-cc}" $cflags -o "$BENCH_BIN/$tool" "$BENCH_ROOT/bench/src/$tool.c" -lm ||
+					bench_die "cannot build bench/src/$tool.c"
+			done
+		fi
 	fi
 	for tool in "$@"; do
 		if [ "$tool" = innet ]; then
@@ -215,6 +225,16 @@ bench_stop() {
 	wait "$pid" 2>/dev/null || rc=$?
 	bench_forget "$pid"
 	return "$rc"
+}
+
+# bench_child_pid PID: the process timeout(1) runs for a spawned PID (its
+# only child), for reading its /proc entries.
+bench_child_pid() {
+	local kid
+	kid=$({ cat "/proc/$1/task/$1/children" 2>/dev/null || pgrep -P "$1"; } |
+		tr ' ' '\n' | grep -m 1 . || true)
+	[ -n "$kid" ] || bench_die "no child process under pid $1"
+	printf '%s\n' "$kid"
 }
 
 # ---------------------------------------------------------------------------

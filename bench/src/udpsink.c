@@ -16,6 +16,12 @@
  * (SO_RXQ_OVFL) are reported as sink_drops: if they are not zero, the sink,
  * not the system under test, was too slow.
  *
+ * --cpu-pid PID (repeatable) also measures the CPU time the process PID (all
+ * its threads) used during the window, summed from each thread's schedstat:
+ * cpu_s in the summary. A benchmark divides packets by it to get a
+ * per-packet cost that does not depend on how much of a shared CPU the
+ * process was given.
+ *
  * --busy polls the socket instead of sleeping in recvmmsg: the sender then
  * never pays for waking the sink up (an inter-processor interrupt when they
  * run on different CPUs), at the price of a CPU kept busy.
@@ -27,7 +33,7 @@
  *
  * Output, one line on stdout at exit (key=value, for scripts):
  *   udpsink pkts=N bytes=N elapsed_s=F pps=F mbps=F lost=N late=N dup=N
- *           loss_pct=F bad=N sink_drops=N total_pkts=N
+ *           loss_pct=F bad=N sink_drops=N total_pkts=N cpu_s=F
  */
 #include <errno.h>
 #include <getopt.h>
@@ -36,6 +42,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,6 +56,7 @@
 #define SINK_MAX_PAYLOAD 65536u
 #define SINK_MAX_BURST 1024u
 #define SINK_SEEN_BITS (1u << 16)  /* sequence numbers remembered for dup/late */
+#define SINK_MAX_CPU_PIDS 8u
 
 struct sink_opts {
 	struct sockaddr_in addr;  /* bind address */
@@ -63,6 +71,8 @@ struct sink_opts {
 	int rcvbuf;               /* SO_RCVBUF bytes */
 	unsigned alarm_s;         /* hard limit in seconds (0 = derived) */
 	bool busy;                /* poll without sleeping (no wakeups to pay for) */
+	int cpu_pids[SINK_MAX_CPU_PIDS]; /* processes whose CPU time is measured */
+	uint32_t n_cpu_pids;
 	bool quiet;               /* no progress on stderr */
 };
 
@@ -125,12 +135,13 @@ static void usage(FILE *f)
 		"  -B, --burst N            datagrams per recvmmsg, 1..%u (default 64)\n"
 		"      --rcvbuf BYTES       SO_RCVBUF (default 4194304; SO_RCVBUFFORCE tried first)\n"
 		"      --alarm SEC          hard kill after SEC s (default wait+warmup+duration+10)\n"
+		"      --cpu-pid PID        measure PID's CPU time in the window (repeatable, <= %u)\n"
 		"      --busy               busy-poll (MSG_DONTWAIT) instead of sleeping in recvmmsg\n"
 		"  -q, --quiet              no progress messages on stderr\n"
 		"  -h, --help               this text\n"
 		"prints: udpsink pkts=N bytes=N elapsed_s=F pps=F mbps=F lost=N late=N dup=N\n"
-		"        loss_pct=F bad=N sink_drops=N total_pkts=N\n",
-		SINK_MAX_BURST);
+		"        loss_pct=F bad=N sink_drops=N total_pkts=N cpu_s=F\n",
+		SINK_MAX_BURST, SINK_MAX_CPU_PIDS);
 }
 
 static int bad_arg(const char *what, const char *val)
@@ -203,6 +214,7 @@ static int parse_opts(int argc, char **argv, struct sink_opts *o)
 		{ "rcvbuf", required_argument, NULL, 2 },
 		{ "alarm", required_argument, NULL, 3 },
 		{ "busy", no_argument, NULL, 4 },
+		{ "cpu-pid", required_argument, NULL, 5 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -271,6 +283,12 @@ static int parse_opts(int argc, char **argv, struct sink_opts *o)
 		case 4:
 			o->busy = true;
 			break;
+		case 5:
+			if (!parse_u64(optarg, INT_MAX, &u) || u == 0 ||
+			    o->n_cpu_pids == SINK_MAX_CPU_PIDS)
+				return bad_arg("--cpu-pid", optarg);
+			o->cpu_pids[o->n_cpu_pids++] = (int)u;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -294,6 +312,42 @@ static int parse_opts(int argc, char **argv, struct sink_opts *o)
 	return 0;
 }
 
+/* CPU time (ns) used so far by all threads of the given processes; threads
+ * or processes that are gone count as 0. */
+static uint64_t cpu_ns(const struct sink_opts *o)
+{
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < o->n_cpu_pids; i++) {
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", o->cpu_pids[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			char sp[96];
+			unsigned long long ns;
+			FILE *f;
+
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(sp, sizeof(sp), "/proc/%d/task/%.16s/schedstat", o->cpu_pids[i],
+				 de->d_name);
+			f = fopen(sp, "r");
+			if (!f)
+				continue;
+			if (fscanf(f, "%llu", &ns) == 1)
+				total += ns;
+			fclose(f);
+		}
+		closedir(d);
+	}
+	return total;
+}
+
 static uint64_t get_seq(const uint8_t *p, uint32_t bytes)
 {
 	uint64_t v = 0;
@@ -301,6 +355,20 @@ static uint64_t get_seq(const uint8_t *p, uint32_t bytes)
 	for (uint32_t i = 0; i < bytes; i++)
 		v = (v << 8) | p[i];
 	return v;
+}
+
+/* A 4-byte number wraps: take the 64-bit number nearest the expected one
+ * (serial number arithmetic), so that 0xffffffff → 0 is one step forward. */
+static uint64_t seq_widen(const struct sink_seq *s, uint64_t seq, uint32_t bytes)
+{
+	int32_t delta;
+
+	if (bytes == 8 || !s->started)
+		return seq;
+	delta = (int32_t)((uint32_t)seq - (uint32_t)s->expected);
+	if (delta < 0 && (uint64_t)-(int64_t)delta > s->expected)
+		return seq; /* would go below zero: early in the stream */
+	return s->expected + (uint64_t)(int64_t)delta;
 }
 
 static bool seen_test(const struct sink_seq *s, uint64_t seq)
@@ -391,7 +459,7 @@ err_close:
 }
 
 static void print_summary(const struct sink_opts *o, const struct sink_counts *a,
-			  const struct sink_counts *b, double elapsed, uint64_t total)
+			  const struct sink_counts *b, double elapsed, uint64_t total, double cpu_s)
 {
 	uint64_t pkts = b->pkts - a->pkts, bytes = b->bytes - a->bytes;
 	uint64_t gaps = b->gaps - a->gaps, late = b->late - a->late, dup = b->dup - a->dup;
@@ -404,9 +472,9 @@ static void print_summary(const struct sink_opts *o, const struct sink_counts *a
 	(void)o;
 	printf("udpsink pkts=%" PRIu64 " bytes=%" PRIu64 " elapsed_s=%.6f pps=%.0f mbps=%.3f"
 	       " lost=%" PRIu64 " late=%" PRIu64 " dup=%" PRIu64 " loss_pct=%.3f bad=%" PRIu64
-	       " sink_drops=%" PRIu64 " total_pkts=%" PRIu64 "\n",
+	       " sink_drops=%" PRIu64 " total_pkts=%" PRIu64 " cpu_s=%.6f\n",
 	       pkts, bytes, elapsed, (double)pkts / elapsed, (double)bytes * 8 / elapsed / 1e6,
-	       lost, late, dup, loss_pct, b->bad - a->bad, b->drops - a->drops, total);
+	       lost, late, dup, loss_pct, b->bad - a->bad, b->drops - a->drops, total, cpu_s);
 	fflush(stdout);
 }
 
@@ -421,6 +489,7 @@ int main(int argc, char **argv)
 	uint8_t *bufs = NULL, *ctl = NULL;
 	const size_t ctl_len = CMSG_SPACE(sizeof(uint32_t));
 	double t_start, t_win0 = 0, t_win1 = 0, now;
+	uint64_t cpu0 = 0, cpu1 = 0;
 	int rc, fd, ret = 1;
 
 	rc = parse_opts(argc, argv, &o);
@@ -464,27 +533,29 @@ int main(int argc, char **argv)
 			perror("udpsink: recvmmsg");
 			goto out_close;
 		}
+		if (r > 0 && phase == WAITING) {
+			phase = WARMUP;
+			t_win0 = now + o.warmup;
+		}
 		if (phase == WARMUP && now >= t_win0) {
 			at_start = c;
+			cpu0 = cpu_ns(&o);
 			t_win0 = now;
 			t_win1 = now + o.duration;
 			phase = WINDOW;
 		}
 		if (phase == WINDOW && now >= t_win1) {
+			cpu1 = cpu_ns(&o);
 			t_win1 = now;
 			break;
 		}
 		if (r <= 0) {
 			if (phase == WAITING && now - t_start > o.wait) {
 				fprintf(stderr, "udpsink: nothing received in %.1fs\n", o.wait);
-				print_summary(&o, &c, &c, 0, 0);
+				print_summary(&o, &c, &c, 0, 0, 0);
 				goto out_close;
 			}
 			continue;
-		}
-		if (phase == WAITING) {
-			phase = WARMUP;
-			t_win0 = now + o.warmup;
 		}
 		for (int i = 0; i < r; i++) {
 			uint32_t len = msgs[i].msg_len;
@@ -513,7 +584,8 @@ int main(int argc, char **argv)
 				c.bad++;
 				continue;
 			}
-			seq_track(seq, &c, get_seq(p + o.seq_offset, o.seq_bytes));
+			seq_track(seq, &c, seq_widen(seq, get_seq(p + o.seq_offset, o.seq_bytes),
+						     o.seq_bytes));
 		}
 	}
 	if (phase != WINDOW) {
@@ -522,9 +594,11 @@ int main(int argc, char **argv)
 		t_win0 = t_start;
 		t_win1 = now_s();
 	} else if (sink_stop) {
+		cpu1 = cpu_ns(&o);
 		t_win1 = now_s();
 	}
-	print_summary(&o, &at_start, &c, t_win1 - t_win0, c.pkts);
+	print_summary(&o, &at_start, &c, t_win1 - t_win0, c.pkts,
+		      cpu1 > cpu0 ? (double)(cpu1 - cpu0) * 1e-9 : 0);
 	ret = phase == WINDOW ? 0 : 1;
 
 out_close:
