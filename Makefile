@@ -24,11 +24,6 @@ ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
-ifneq ($(findstring thread,$(SANITIZE)),)
-# TSan does not model fences; the seqlock readers that rely on them are
-# listed in tests/tsan.supp (their torn reads are detected and retried).
-CFLAGS   += $(if $(findstring clang,$(CC)),,-Wno-tsan)
-endif
 
 LIB_SRC  := $(sort $(filter-out src/tools/%,$(wildcard src/*/*.c)))
 TOOL_SRC := $(sort $(wildcard src/tools/*.c))

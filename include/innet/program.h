@@ -156,7 +156,7 @@ struct innet_pkt {
 /* A register array. Elements of 1, 2, 4 or 8 bytes support the atomic RMW
  * helpers; any other width is a byte blob (innet_reg_read_bytes/write_bytes). */
 struct innet_reg {
-	uint8_t *mem;        /* count * width bytes, 64-byte aligned, zeroed */
+	uint8_t *mem;        /* count * width bytes, page-aligned, zeroed */
 	uint32_t width;      /* bytes per element */
 	uint32_t count;      /* elements */
 	const char *name;
@@ -403,19 +403,32 @@ static inline bool innet_reg_cas(struct innet_ctx *ctx, unsigned r, uint32_t idx
 	return ok;
 }
 
-/* Atomic unsigned maximum: element = max(element, v); returns the value before. */
+/* Atomic unsigned maximum: element = max(element, v); returns the value before.
+ * One register operation, whether or not it stores. */
 static inline uint64_t innet_reg_fetch_max(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
 {
-	uint64_t cur = innet_reg_read(ctx, r, idx);
-	ctx->use.reg_ops--; /* the read and the CAS loop are one RMW operation */
-	while (cur < v && ctx->fault == 0) {
-		uint64_t want = cur;
-		if (innet_reg_cas(ctx, r, idx, &want, v))
-			return cur;
-		ctx->use.reg_ops--;
-		cur = want;
+	struct innet_reg *reg = innet__reg(ctx, r, idx);
+	if (INNET_UNLIKELY(reg == NULL))
+		return 0;
+	void *p = reg->mem + (size_t)idx * reg->width;
+	switch (reg->width) {
+#define INNET__MAX(T)                                                                   \
+	{                                                                               \
+		T cur_ = __atomic_load_n((T *)p, __ATOMIC_ACQUIRE);                     \
+		while (cur_ < (T)v && !__atomic_compare_exchange_n((T *)p, &cur_, (T)v, true, \
+								   __ATOMIC_SEQ_CST,    \
+								   __ATOMIC_ACQUIRE))   \
+			;                                                               \
+		return cur_;                                                            \
 	}
-	return cur;
+	case 8: INNET__MAX(uint64_t)
+	case 4: INNET__MAX(uint32_t)
+	case 2: INNET__MAX(uint16_t)
+	case 1: INNET__MAX(uint8_t)
+#undef INNET__MAX
+	}
+	innet__fault(ctx, INNET_DROP_REG_OOB);
+	return 0;
 }
 
 /* Copy the n-byte element idx of a blob register to dst (n <= width). */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include "runtime/switch_pvt.h"
@@ -169,11 +170,12 @@ int innet_decl_reg(struct innet_decl *d, unsigned id, const char *name, uint32_t
 	uint64_t bytes = (uint64_t)width * count;
 	if (bytes > (1ull << 34))
 		return innet_decl_error(d, "register '%s': %" PRIu64 " bytes is too large", name, bytes);
-	size_t alloc = (bytes + INNET_CACHELINE - 1) & ~(size_t)(INNET_CACHELINE - 1);
-	uint8_t *mem = aligned_alloc(INNET_CACHELINE, alloc);
-	if (mem == NULL)
+	/* Anonymous memory: page-aligned and zero without touching every page,
+	 * so a large register array costs nothing until it is used. */
+	size_t alloc = (size_t)bytes;
+	uint8_t *mem = mmap(NULL, alloc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
 		return innet_decl_error(d, "register '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
-	memset(mem, 0, alloc);
 	snprintf(cp->reg_names[id], INNET_NAME_MAX, "%s", name);
 	cp->regs[id] = (struct innet_reg){ .mem = mem, .width = width, .count = count,
 					   .name = cp->reg_names[id] };
@@ -306,7 +308,7 @@ int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, cha
 void innet_state_free(struct innet_cp *cp)
 {
 	for (uint32_t i = 0; i < cp->n_regs; i++)
-		free(cp->regs[i].mem);
+		munmap(cp->regs[i].mem, (size_t)cp->regs[i].width * cp->regs[i].count);
 	cp->n_regs = 0;
 	for (uint32_t i = 0; i < cp->n_tables; i++)
 		innet_table_destroy(cp->tables[i]);
@@ -339,10 +341,15 @@ void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void 
 		memset(dst, 0, n);
 		return;
 	}
-	memcpy(dst, reg->mem + (size_t)idx * reg->width, n);
 	/* A blob wider than 8 bytes is one 64-bit word per stateful ALU on a
-	 * PISA target: account the words beyond the first. */
+	 * PISA target: account the words beyond the first, within the budget. */
 	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
+	if (INNET_UNLIKELY(ctx->use.reg_ops > ctx->reg_ops_budget)) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		memset(dst, 0, n);
+		return;
+	}
+	memcpy(dst, reg->mem + (size_t)idx * reg->width, n);
 }
 
 void innet_reg_write_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, const void *src, uint32_t n)
@@ -353,8 +360,12 @@ void innet_reg_write_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, cons
 			innet__fault(ctx, INNET_DROP_REG_OOB);
 		return;
 	}
-	memcpy(reg->mem + (size_t)idx * reg->width, src, n);
 	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
+	if (INNET_UNLIKELY(ctx->use.reg_ops > ctx->reg_ops_budget)) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		return;
+	}
+	memcpy(reg->mem + (size_t)idx * reg->width, src, n);
 }
 
 uint64_t innet_hash(const void *data, size_t len, uint64_t seed)
@@ -567,9 +578,8 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 	struct innet_group *g = &cp->groups[group];
 	pthread_mutex_lock(&cp->cp_lock);
 	atomic_fetch_add_explicit(&g->seq, 1, memory_order_acq_rel); /* odd: writing */
-	atomic_thread_fence(memory_order_release);
-	memcpy(g->m, m, n * sizeof(*m));
-	__atomic_store_n(&g->n, n, __ATOMIC_RELAXED);
+	innet_shared_store(g->m, m, n * (uint32_t)sizeof(*m));
+	__atomic_store_n(&g->n, n, __ATOMIC_RELEASE);
 	atomic_fetch_add_explicit(&g->seq, 1, memory_order_release);  /* even: stable */
 	pthread_mutex_unlock(&cp->cp_lock);
 	return 0;

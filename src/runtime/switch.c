@@ -290,7 +290,13 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 				goto err_destroy;
 			}
 			if (sw->udp_to_prog[pc->udp[u]] != 0) {
-				snprintf(err, errlen, "UDP port %u is bound by two programs", pc->udp[u]);
+				if (sw->udp_to_prog[pc->udp[u]] == i + 1)
+					snprintf(err, errlen, "program '%s' lists UDP port %u twice", pc->name,
+						 pc->udp[u]);
+				else
+					snprintf(err, errlen, "UDP port %u is bound by two programs ('%s' and '%s')",
+						 pc->udp[u], sw->progs[sw->udp_to_prog[pc->udp[u]] - 1].name,
+						 pc->name);
 				rc = -EADDRINUSE;
 				goto err_destroy;
 			}

@@ -289,4 +289,41 @@ void innet_capture_close_all(struct innet_switch *sw);
 
 uint64_t innet_now_ns(void);
 
+#include <string.h>
+/* Seqlock data copies (tables, groups): bytes that readers may race with, as atomics (release on
+ * store, acquire on load; plain moves on x86), 8 bytes at a time where
+ * aligned: a reader that sees any byte of a new write also sees the odd seq
+ * the writer set before it, and neither the C11 memory model nor
+ * ThreadSanitizer sees a data race. */
+static inline void innet_shared_load(void *dst_, const void *src_, uint32_t n)
+{
+	uint8_t *dst = dst_;
+	const uint8_t *src = src_;
+	uint32_t i = 0;
+	for (; i < n && ((uintptr_t)(src + i) & 7); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w = __atomic_load_n((const uint64_t *)(const void *)(src + i), __ATOMIC_ACQUIRE);
+		memcpy(dst + i, &w, 8);
+	}
+	for (; i < n; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+}
+
+static inline void innet_shared_store(void *dst_, const void *src_, uint32_t n)
+{
+	uint8_t *dst = dst_;
+	const uint8_t *src = src_;
+	uint32_t i = 0;
+	for (; i < n && ((uintptr_t)(dst + i) & 7); i++)
+		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, src + i, 8);
+		__atomic_store_n((uint64_t *)(void *)(dst + i), w, __ATOMIC_RELEASE);
+	}
+	for (; i < n; i++)
+		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELEASE);
+}
+
 #endif /* INNET_SWITCH_PVT_H */

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -32,7 +33,6 @@
 
 #define PROBE      32u
 #define SPIN       100000u
-#define READ_TRIES 64u
 
 enum { SLOT_EMPTY = 0, SLOT_USED = 1, SLOT_DEAD = 2 };
 
@@ -68,6 +68,13 @@ static inline uint8_t *slot_key(struct slot_hdr *s)
 static inline uint8_t *slot_val(const struct innet_table *t, struct slot_hdr *s)
 {
 	return (uint8_t *)(s + 1) + t->key_size;
+}
+
+static inline bool shared_equal(const uint8_t *shared, const uint8_t *key, uint32_t n)
+{
+	uint8_t copy[256];
+	innet_shared_load(copy, shared, n);
+	return memcmp(copy, key, n) == 0;
 }
 
 static inline uint32_t home_of(const struct innet_table *t, const void *key)
@@ -113,21 +120,23 @@ void innet_table_destroy(struct innet_table *t)
 	free(t);
 }
 
-/* Copy a consistent (state, key, value) of slot s. Returns the state, or -1
- * when it kept changing under us. */
+/* Copy a consistent (state, key, value) of slot s. Waits (boundedly) for a
+ * writer in the slot to finish. Returns the state, or -1 when it kept
+ * changing for SPIN rounds (a writer preempted inside the slot). */
 static int slot_read(const struct innet_table *t, struct slot_hdr *s, uint8_t *key, uint8_t *val)
 {
-	for (uint32_t tries = 0; tries < READ_TRIES; tries++) {
+	for (uint32_t tries = 0; tries < SPIN; tries++) {
 		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-		if (seq & 1)
+		if (seq & 1) {
+			__builtin_ia32_pause();
 			continue;
-		uint32_t state = atomic_load_explicit(&s->state, memory_order_relaxed);
-		if (state == SLOT_USED) {
-			memcpy(key, slot_key(s), t->key_size);
-			if (val != NULL)
-				memcpy(val, slot_val(t, s), t->value_size);
 		}
-		atomic_thread_fence(memory_order_acquire);
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (state == SLOT_USED) {
+			innet_shared_load(key, slot_key(s), t->key_size);
+			if (val != NULL)
+				innet_shared_load(val, slot_val(t, s), t->value_size);
+		}
 		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == seq)
 			return (int)state;
 	}
@@ -197,7 +206,7 @@ static struct slot_hdr *find_locked(struct innet_table *t, uint32_t home, const 
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 		if (state == SLOT_EMPTY)
 			return NULL;
-		if (state == SLOT_USED && !memcmp(slot_key(s), key, t->key_size))
+		if (state == SLOT_USED && shared_equal(slot_key(s), key, t->key_size))
 			return s;
 	}
 	return NULL;
@@ -217,7 +226,7 @@ int innet_table_put(struct innet_table *t, const void *key, const void *val)
 			rc = -EBUSY;
 			goto out_unlock;
 		}
-		memcpy(slot_val(t, s), val, t->value_size);
+		innet_shared_store(slot_val(t, s), val, t->value_size);
 		slot_release(s);
 		goto out_unlock;
 	}
@@ -238,9 +247,9 @@ int innet_table_put(struct innet_table *t, const void *key, const void *val)
 			slot_release(s);
 			continue;
 		}
-		memcpy(slot_key(s), key, t->key_size);
-		memcpy(slot_val(t, s), val, t->value_size);
-		atomic_store_explicit(&s->state, SLOT_USED, memory_order_relaxed);
+		innet_shared_store(slot_key(s), key, t->key_size);
+		innet_shared_store(slot_val(t, s), val, t->value_size);
+		atomic_store_explicit(&s->state, SLOT_USED, memory_order_release);
 		slot_release(s);
 		goto out_unlock;
 	}
@@ -260,8 +269,10 @@ int innet_table_del(struct innet_table *t, const void *key)
 		return -EBUSY;
 	int rc = -ENOENT;
 	struct slot_hdr *s = find_locked(t, home, key);
-	if (s != NULL && slot_claim(s)) {
-		atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_relaxed);
+	if (s != NULL && !slot_claim(s))
+		rc = -EBUSY;
+	else if (s != NULL) {
+		atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_release);
 		slot_release(s);
 		atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
 		rc = 0;

@@ -221,15 +221,16 @@ static unsigned send_out(struct innet_worker *w, struct innet_cp *cp, uint16_t p
 static uint32_t group_snapshot(struct innet_cp *cp, uint16_t group, struct innet_member *m)
 {
 	struct innet_group *g = &cp->groups[group];
-	for (int tries = 0; tries < 64; tries++) {
+	for (uint32_t tries = 0; tries < 100000; tries++) {
 		uint32_t seq = atomic_load_explicit(&g->seq, memory_order_acquire);
-		if (seq & 1)
+		if (seq & 1) {
+			__builtin_ia32_pause();
 			continue;
-		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_RELAXED);
+		}
+		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_ACQUIRE);
 		if (n > INNET_MAX_GROUP_MEMBERS)
 			n = INNET_MAX_GROUP_MEMBERS;
-		memcpy(m, g->m, n * sizeof(*m));
-		atomic_thread_fence(memory_order_acquire);
+		innet_shared_load(m, g->m, n * (uint32_t)sizeof(*m));
 		if (atomic_load_explicit(&g->seq, memory_order_relaxed) == seq)
 			return n;
 	}
@@ -377,12 +378,12 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		}
 		if (INNET_LIKELY(act != INNET_RECIRCULATE))
 			break;
-		INNET_STAT_INC(w->pstats[cp->index].recirculations);
 		if (pkt->recirc >= INNET_MAX_RECIRC) {
 			act = INNET_DROP;
 			pkt->out.reason = INNET_DROP_RECIRC_BUDGET;
 			break;
 		}
+		INNET_STAT_INC(w->pstats[cp->index].recirculations);
 		pkt->recirc++;
 		uint8_t next = sw->udp_to_prog[pkt->dst_udp];
 		if (next == 0) {
