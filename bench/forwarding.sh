@@ -134,6 +134,8 @@ fwd_relay_cmd() {
 		printf '%s\n' "$BENCH_INNET_BIN" switch --name bench --workers 1 \
 			--port 127.0.0.1 --port 127.0.0.2=127.0.0.3 \
 			--program "forward@$fwd_port" --args '{"map":[1,0]}' --duration "$secs"
+		# "plain": the same switch without UDP GSO coalescing of its sends
+		if [ "$impl" = plain ]; then echo --no-gso; fi
 	fi
 }
 
@@ -244,20 +246,21 @@ bench_main() {
 	bench_param raw_cmd "$(fwd_relay_cmd raw 0 | tr '\n' ' ')"
 
 	local size round impl order ratios=() ratio cpu_ratios=() cpu_ratio
-	local -a r_raw l_raw c_raw r_inn l_inn c_inn
+	local -a r_raw l_raw c_raw r_inn l_inn c_inn r_pl l_pl c_pl
 	for size in ${fwd_sizes//,/ }; do
-		r_raw=() l_raw=() c_raw=() r_inn=() l_inn=() c_inn=()
+		r_raw=() l_raw=() c_raw=() r_inn=() l_inn=() c_inn=() r_pl=() l_pl=() c_pl=()
 		for ((round = 1; round <= fwd_rounds; round++)); do
 			# ABBA: alternate which goes first, so neither always runs
 			# on a warmer (or busier) machine.
-			if ((round % 2)); then order="raw innet"; else order="innet raw"; fi
+			if ((round % 2)); then order="raw innet plain"; else order="plain innet raw"; fi
+			[ -n "$fwd_standin" ] && order=${order//plain/}
 			for impl in $order; do
 				fwd_run "$impl" "$size" "$round"
-				if [ "$impl" = raw ]; then
-					r_raw+=("$fwd_pps") l_raw+=("$fwd_loss") c_raw+=("$fwd_ppc")
-				else
-					r_inn+=("$fwd_pps") l_inn+=("$fwd_loss") c_inn+=("$fwd_ppc")
-				fi
+				case $impl in
+				raw) r_raw+=("$fwd_pps") l_raw+=("$fwd_loss") c_raw+=("$fwd_ppc") ;;
+				innet) r_inn+=("$fwd_pps") l_inn+=("$fwd_loss") c_inn+=("$fwd_ppc") ;;
+				plain) r_pl+=("$fwd_pps") l_pl+=("$fwd_loss") c_pl+=("$fwd_ppc") ;;
+				esac
 			done
 		done
 		local m_raw m_inn mc_raw mc_inn
@@ -276,6 +279,16 @@ bench_main() {
 			"innet_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_inn / 1e6")" \
 			"raw_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_raw / 1e6")" "cpu_ratio_${size}=$cpu_ratio"
 		bench_log "$size B: innet $(bench_calc %.3f "$m_inn / 1e6") Mpps, raw $(bench_calc %.3f "$m_raw / 1e6") Mpps, ratio $ratio; per relay CPU-second: ratio $cpu_ratio (medians of $fwd_rounds)"
+		if [ ${#r_pl[@]} -gt 0 ]; then
+			local m_pl mc_pl
+			m_pl=$(bench_median "${r_pl[@]}")
+			mc_pl=$(bench_median "${c_pl[@]}")
+			bench_result "innet_nogso_${size}_mpps=$(bench_calc %.3f "$m_pl / 1e6")" \
+				"ratio_nogso_${size}=$(bench_calc %.3f "$m_raw > 0 ? $m_pl / $m_raw : 0")" \
+				"innet_nogso_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_pl[@]}")")" \
+				"cpu_ratio_nogso_${size}=$(bench_calc %.3f "$mc_raw > 0 ? $mc_pl / $mc_raw : 0")"
+			bench_log "$size B: innet without GSO $(bench_calc %.3f "$m_pl / 1e6") Mpps, ratio $(bench_calc %.3f "$m_raw > 0 ? $m_pl / $m_raw : 0")"
+		fi
 	done
 	local share
 	share=$(bench_calc %.3f "$(bench_median "${fwd_shares[@]}")")

@@ -70,6 +70,7 @@ struct innet_switch_conf {
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */
 	uint64_t seed;                         /* seed for link emulation and PRNGs */
+	bool no_gso;                           /* never coalesce sends with UDP GSO */
 	struct innet_port_conf ports[INNET_MAX_PORTS];
 	uint32_t n_ports;
 	struct innet_prog_conf progs[16];
@@ -196,6 +197,7 @@ struct innet_port_stats {
 	uint64_t tx_pkts;
 	uint64_t tx_bytes;
 	uint64_t tx_errors;
+	uint64_t tx_gso;           /* of tx_pkts, sent coalesced in UDP GSO messages */
 	uint64_t link_lost;        /* dropped by link emulation */
 	uint64_t link_duplicated;
 	uint64_t link_reordered;

@@ -902,6 +902,7 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	jset(o, "tx_pkts", ju64(s.tx_pkts));
 	jset(o, "tx_bytes", ju64(s.tx_bytes));
 	jset(o, "tx_errors", ju64(s.tx_errors));
+	jset(o, "tx_gso", ju64(s.tx_gso));
 	jset(o, "link_lost", ju64(s.link_lost));
 	jset(o, "link_duplicated", ju64(s.link_duplicated));
 	jset(o, "link_reordered", ju64(s.link_reordered));

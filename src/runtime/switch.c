@@ -500,6 +500,7 @@ int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet
 		out->tx_pkts += LOAD64(s->tx_pkts);
 		out->tx_bytes += LOAD64(s->tx_bytes);
 		out->tx_errors += LOAD64(s->tx_errors);
+		out->tx_gso += LOAD64(s->tx_gso);
 		out->link_lost += LOAD64(s->link_lost);
 		out->link_duplicated += LOAD64(s->link_duplicated);
 		out->link_reordered += LOAD64(s->link_reordered);

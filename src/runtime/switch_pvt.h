@@ -52,6 +52,8 @@
 #define INNET_BUF_SIZE    (INNET_PKT_HEADROOM + INNET_PKT_MAX)
 #define INNET_N_REASONS   (INNET_DROP_PROGRAM + INNET_MAX_DROP_REASONS)
 #define INNET_CACHELINE   64
+#define INNET_GSO_SEGS    64u     /* datagrams coalesced into one UDP GSO send */
+#define INNET_GSO_BYTES   65000u  /* and at most this many payload bytes */
 
 /* A multicast group: written by the control plane under seq (odd = writing). */
 struct innet_group {
@@ -91,6 +93,7 @@ struct innet_cp {
 
 struct innet_port {
 	struct innet_port_conf conf;
+	_Atomic bool gso_off;                 /* the kernel refused a GSO send here */
 	struct sockaddr_in peer;              /* peer address, udp filled per packet */
 	_Atomic(struct innet_capture *) capture;
 };
@@ -165,6 +168,15 @@ struct innet_worker {
 	struct mmsghdr tx_msgs[INNET_TX_MAX];
 	struct iovec tx_iov[INNET_TX_MAX];
 	struct sockaddr_in tx_addr[INNET_TX_MAX];
+	/* the same sends coalesced for the kernel: one message per run of
+	 * equal-size datagrams to one destination (UDP GSO), or per datagram */
+	struct mmsghdr gso_msgs[INNET_TX_MAX];
+	uint32_t gso_first[INNET_TX_MAX];      /* first tx entry of each message */
+	uint32_t gso_count[INNET_TX_MAX];      /* tx entries in it */
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} gso_cmsg[INNET_TX_MAX];
 	/* emitted packets and packets released by link emulation */
 	uint8_t *emit_bufs;      /* INNET_EMIT_MAX * INNET_BUF_SIZE */
 	uint32_t n_emit;

@@ -567,7 +567,8 @@ static void parse_node_common(struct parser *p, json_t *o, const char *path,
 
 static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 {
-	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", NULL };
+	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", "gso",
+					    NULL };
 	struct innet_topo_node *n = &p->t->nodes[idx];
 	char path[PATH_LEN], kp[PATH_LEN];
 	uint64_t w = p->def_workers;
@@ -591,6 +592,9 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 	snprintf(c->name, sizeof(c->name), "%s", n->name);
 	c->node_id = n->node_id;
 	c->n_workers = (uint32_t)w;
+	bool gso = true;
+	get_bool(p, o, path, "gso", &gso);
+	c->no_gso = !gso;
 	if (get_value(p, o, path, "programs", false, &progs) > 0) {
 		path_key(kp, path, "programs");
 		if (parse_programs(p, progs, kp, c->progs, &c->n_progs) == -ENOMEM)

@@ -15,6 +15,7 @@
  * through its own struct innet_worker (INNET_TIMER_WORKER/CONTROL_WORKER).
  */
 #include <errno.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,34 +72,108 @@ static void flush_record(struct innet_worker *w)
 	w->n_emit = 0;
 }
 
+static inline bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+static void count_sent(struct innet_worker *w, uint32_t first, uint32_t n)
+{
+	for (uint32_t k = first; k < first + n; k++) {
+		struct innet_port_stats *ps = &w->portstats[w->tx[k].port];
+		INNET_STAT_INC(ps->tx_pkts);
+		INNET_STAT_ADD(ps->tx_bytes, w->tx_iov[k].iov_len);
+	}
+}
+
+/* Build the kernel messages for tx entries [i, j), which share a socket:
+ * runs of equal-size datagrams to one destination become one UDP GSO
+ * message (the kernel splits it back into the same datagrams, in order, at
+ * a fraction of the per-datagram cost); the rest go one per message.
+ * Returns the number of messages. */
+static uint32_t build_msgs(struct innet_worker *w, uint32_t i, uint32_t j, bool gso)
+{
+	uint32_t m = 0;
+	for (uint32_t k = i; k < j; m++) {
+		uint32_t e = k + 1;
+		size_t len = w->tx_iov[k].iov_len;
+		if (gso && len > 0)
+			while (e < j && e - k < INNET_GSO_SEGS && w->tx_iov[e].iov_len == len &&
+			       (e - k + 1) * len <= INNET_GSO_BYTES && same_dst(&w->tx_addr[e], &w->tx_addr[k]))
+				e++;
+		struct msghdr *mh = &w->gso_msgs[m].msg_hdr;
+		*mh = w->tx_msgs[k].msg_hdr;
+		mh->msg_iovlen = e - k;
+		if (e - k > 1) {
+			mh->msg_control = w->gso_cmsg[m].buf;
+			mh->msg_controllen = sizeof(w->gso_cmsg[m].buf);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			uint16_t seg = (uint16_t)len;
+			memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+		}
+		w->gso_first[m] = k;
+		w->gso_count[m] = e - k;
+		k = e;
+	}
+	return m;
+}
+
+/* A GSO message the kernel refused (a device without segmentation offload
+ * says EIO): send its datagrams one by one and stop using GSO on the port. */
+static void send_singly(struct innet_worker *w, uint32_t msg)
+{
+	uint32_t first = w->gso_first[msg], n = w->gso_count[msg];
+	atomic_store_explicit(&w->sw->ports[w->tx[first].port].gso_off, true, memory_order_relaxed);
+	for (uint32_t k = first; k < first + n; k++) {
+		if (sendmsg(w->tx[k].fd, &w->tx_msgs[k].msg_hdr, 0) < 0)
+			INNET_STAT_INC(w->portstats[w->tx[k].port].tx_errors);
+		else
+			count_sent(w, k, 1);
+	}
+}
+
 void innet_worker_flush(struct innet_worker *w)
 {
 	if (INNET_UNLIKELY(w->inject != NULL)) {
 		flush_record(w);
 		return;
 	}
+	struct innet_switch *sw = w->sw;
 	uint32_t i = 0;
 	while (i < w->n_tx) {
 		uint32_t j = i + 1;
 		while (j < w->n_tx && w->tx[j].fd == w->tx[i].fd)
 			j++;
 		/* entries [i, j) share a socket: one sendmmsg (or a few) */
-		while (i < j) {
-			int r = sendmmsg(w->tx[i].fd, &w->tx_msgs[i], j - i, 0);
+		bool gso = !sw->conf.no_gso &&
+			   !atomic_load_explicit(&sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
+		uint32_t m = build_msgs(w, i, j, gso);
+		uint32_t s = 0;
+		while (s < m) {
+			int r = sendmmsg(w->tx[i].fd, &w->gso_msgs[s], m - s, 0);
 			if (r <= 0) {
 				if (r < 0 && errno == EINTR)
 					continue;
-				INNET_STAT_INC(w->portstats[w->tx[i].port].tx_errors);
-				i++;
+				if (w->gso_count[s] > 1) {
+					send_singly(w, s);
+				} else {
+					INNET_STAT_INC(w->portstats[w->tx[w->gso_first[s]].port].tx_errors);
+				}
+				s++;
 				continue;
 			}
 			for (int k = 0; k < r; k++) {
-				struct innet_port_stats *ps = &w->portstats[w->tx[i + k].port];
-				INNET_STAT_INC(ps->tx_pkts);
-				INNET_STAT_ADD(ps->tx_bytes, w->tx_iov[i + k].iov_len);
+				count_sent(w, w->gso_first[s + k], w->gso_count[s + k]);
+				if (w->gso_count[s + k] > 1)
+					INNET_STAT_ADD(w->portstats[w->tx[w->gso_first[s + k]].port].tx_gso,
+						       w->gso_count[s + k]);
 			}
-			i += (uint32_t)r;
+			s += (uint32_t)r;
 		}
+		i = j;
 	}
 	w->n_tx = 0;
 	w->n_emit = 0;

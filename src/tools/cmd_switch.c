@@ -40,6 +40,7 @@ static void switch_usage(FILE *f)
 		"      --seed N          seed for link emulation and PRNGs (default 1)\n"
 		"  -d, --duration SEC    exit after SEC seconds\n"
 		"      --pidfile FILE    write the process id to FILE\n"
+		"      --no-gso          send every datagram on its own (no UDP GSO coalescing)\n"
 		"      --check           build the switch, print each program's resource report\n"
 		"                        (fits Tofino1/Tofino2/Trio or not, and why) and exit\n"
 		"  -h, --help            this text\n\n"
@@ -184,14 +185,15 @@ int cmd_switch(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'w' },  { "ctl", required_argument, NULL, 'c' },
 		{ "node", required_argument, NULL, 'N' },     { "seed", required_argument, NULL, 'S' },
 		{ "duration", required_argument, NULL, 'd' }, { "pidfile", required_argument, NULL, 'F' },
-		{ "check", no_argument, NULL, 'C' },          { "help", no_argument, NULL, 'h' },
+		{ "check", no_argument, NULL, 'C' },          { "no-gso", no_argument, NULL, 'G' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct innet_switch_conf conf;
 	memset(&conf, 0, sizeof(conf));
 	const char *topo = NULL, *name = NULL, *ctl = NULL, *pidfile = NULL;
 	uint64_t workers = 0, duration = 0, node = 1, seed = 1;
-	bool have_seed = false, have_node = false, check = false;
+	bool have_seed = false, have_node = false, check = false, no_gso = false;
 	int c, rc = 2;
 	char *args_text[16] = { 0 };
 
@@ -276,6 +278,7 @@ int cmd_switch(int argc, char **argv)
 			break;
 		case 'F': pidfile = optarg; break;
 		case 'C': check = true; break;
+		case 'G': no_gso = true; break;
 		case 'h': switch_usage(stdout); rc = 0; goto out;
 		default: switch_usage(stderr); goto out;
 		}
@@ -324,6 +327,8 @@ int cmd_switch(int argc, char **argv)
 		conf.seed = seed;
 	if (have_node)
 		conf.node_id = (uint16_t)node;
+	if (no_gso)
+		conf.no_gso = true;
 	if (ctl != NULL) {
 		if (strlen(ctl) >= sizeof(conf.ctl_path)) {
 			fprintf(stderr, "innet switch: --ctl path is too long\n");
