@@ -220,6 +220,35 @@ static void capture(struct innet_worker *w, uint16_t port, bool egress, const st
 		innet_capture_packet(w->sw, port, false, peer, &local, data, len);
 }
 
+/* Link emulation for one packet on `port`: draws its fate, counts it, holds
+ * delayed copies back (fd < 0: an ingress packet for program `prog`), and
+ * returns how many copies to pass on now: 0, 1, or 2 when duplicated. */
+static uint32_t link_apply(struct innet_worker *w, uint16_t port, const void *data, uint32_t len, int fd,
+			   uint16_t prog, uint16_t udp, const struct sockaddr_in *addr)
+{
+	struct innet_port_stats *ps = &w->portstats[port];
+	uint64_t due = 0;
+	uint32_t flags = 0;
+	enum innet_link_fate fate = innet_link_decide(&w->sw->ports[port].conf.link, &w->links[port],
+						      w->now_ns, &due, &flags);
+	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
+	if (flags & INNET_LINK_F_REORDER)
+		INNET_STAT_INC(ps->link_reordered);
+	if (fate == INNET_LINK_LOSE) {
+		INNET_STAT_INC(ps->link_lost);
+		return 0;
+	}
+	if (copies == 2)
+		INNET_STAT_INC(ps->link_duplicated);
+	if (fate == INNET_LINK_PASS)
+		return copies;
+	INNET_STAT_INC(ps->link_delayed);
+	for (uint32_t c = 0; c < copies; c++)
+		if (innet_link_hold(&w->links[port], due, data, len, fd, port, prog, udp, addr) != 0)
+			INNET_STAT_INC(ps->link_queue_full);
+	return 0;
+}
+
 /* Queue a send through the port's egress link emulation. */
 static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t local_udp, const void *data,
 		    uint32_t len, const struct sockaddr_in *dst)
@@ -232,33 +261,8 @@ static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t loca
 		tx_push(w, fd, port, data, len, dst);
 		return;
 	}
-	uint64_t due = 0;
-	uint32_t flags = 0;
-	struct innet_port_stats *ps = &w->portstats[port];
-	enum innet_link_fate fate = innet_link_decide(lc, &w->links[port], w->now_ns, &due, &flags);
-	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
-	if (flags & INNET_LINK_F_REORDER)
-		INNET_STAT_INC(ps->link_reordered);
-	switch (fate) {
-	case INNET_LINK_LOSE:
-		INNET_STAT_INC(ps->link_lost);
-		return;
-	case INNET_LINK_PASS:
+	for (uint32_t c = link_apply(w, port, data, len, fd, 0, local_udp, dst); c > 0; c--)
 		tx_push(w, fd, port, data, len, dst);
-		if (copies == 2) {
-			INNET_STAT_INC(ps->link_duplicated);
-			tx_push(w, fd, port, data, len, dst);
-		}
-		return;
-	case INNET_LINK_HOLD:
-		INNET_STAT_INC(ps->link_delayed);
-		if (copies == 2)
-			INNET_STAT_INC(ps->link_duplicated);
-		for (uint32_t c = 0; c < copies; c++)
-			if (innet_link_hold(&w->links[port], due, data, len, fd, port, 0, local_udp, dst) != 0)
-				INNET_STAT_INC(ps->link_queue_full);
-		return;
-	}
 }
 
 static inline uint32_t src_slot(const struct innet_cp *cp, uint16_t udp)
@@ -547,38 +551,14 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
 		return;
 	}
-	uint64_t due = 0;
-	uint32_t flags = 0;
-	struct innet_port_stats *ps = &w->portstats[s->port];
-	enum innet_link_fate fate = innet_link_decide(lc, &w->links[s->port], w->now_ns, &due, &flags);
-	uint32_t copies = (flags & INNET_LINK_F_DUP) ? 2 : 1;
-	if (flags & INNET_LINK_F_REORDER)
-		INNET_STAT_INC(ps->link_reordered);
-	switch (fate) {
-	case INNET_LINK_LOSE:
-		INNET_STAT_INC(ps->link_lost);
-		return;
-	case INNET_LINK_PASS:
-		if (copies == 2) {
-			INNET_STAT_INC(ps->link_duplicated);
-			uint8_t *dup = emit_buf(w);
-			memcpy(dup, data, len);
-			deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
-			deliver(w, s->prog, s->port, s->udp, dup, len, src, INNET_PKT_F_EMULATED);
-		} else {
-			deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
-		}
-		return;
-	case INNET_LINK_HOLD:
-		INNET_STAT_INC(ps->link_delayed);
-		if (copies == 2)
-			INNET_STAT_INC(ps->link_duplicated);
-		for (uint32_t c = 0; c < copies; c++)
-			if (innet_link_hold(&w->links[s->port], due, data, len, -1, s->port, s->prog, s->udp,
-					    src) != 0)
-				INNET_STAT_INC(ps->link_queue_full);
-		return;
+	uint32_t copies = link_apply(w, s->port, data, len, -1, s->prog, s->udp, src);
+	if (copies == 2) {
+		uint8_t *dup = emit_buf(w);
+		memcpy(dup, data, len);
+		deliver(w, s->prog, s->port, s->udp, dup, len, src, INNET_PKT_F_EMULATED);
 	}
+	if (copies >= 1)
+		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
 }
 
 /* Receive and process one burst from s; returns the number of datagrams. */
