@@ -44,8 +44,8 @@
 
 static const char usage_text[] =
 	"usage: innet fabric up FILE [--workers N] [--foreground] [--timeout SEC] [--machine TAG]\n"
-	"       innet fabric down (FILE | --state DIR)\n"
-	"       innet fabric status (FILE | --state DIR)\n"
+	"       innet fabric down (FILE | --state DIR) [--machine TAG]\n"
+	"       innet fabric status (FILE | --state DIR) [--machine TAG]\n"
 	"       innet fabric show FILE [--json]\n\n"
 	"Run a topology of switches (one 'innet switch' process each) on this machine.\n\n"
 	"  up       check FILE, start every switch, wait until each control socket answers\n"
@@ -55,7 +55,8 @@ static const char usage_text[] =
 	"  -w, --workers N     worker threads per switch (overrides the file)\n"
 	"  -f, --foreground    stay; stop the fabric on SIGINT/SIGTERM\n"
 	"  -t, --timeout SEC   how long 'up' waits for the switches (default 10)\n"
-	"  -m, --machine TAG   start only the switches with \"machine\": TAG\n"
+	"  -m, --machine TAG   start only the switches with \"machine\": TAG (up); keep\n"
+	"                      this machine's state in fabric.TAG.json (up, down, status)\n"
 	"  -s, --state DIR     use the state directory DIR instead of FILE's\n"
 	"  -j, --json          'show' prints JSON\n"
 	"  -h, --help          this text\n\n"
@@ -144,6 +145,10 @@ static struct innet_topology *load(const char *file, int *rc)
 
 /* out = dir/file (state_dir paths are short: topology.c checks the ctl
  * socket path, which is the longest). */
+/* The state file: fabric.json, or fabric.<TAG>.json with --machine TAG, so
+ * machines that share a file system (namespaces on one host) keep apart. */
+static char state_file[INNET_NAME_MAX + 16] = "fabric.json";
+
 static void state_path(const char *dir, const char *file, char *out, size_t len)
 {
 	if (snprintf(out, len, "%s/%s", dir, file) >= (int)len)
@@ -558,7 +563,7 @@ static void clean_state(const char *dir, const struct proc *procs, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (procs[i].ctl[0] && lstat(procs[i].ctl, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(procs[i].ctl);
-	state_path(dir, "fabric.json", path, sizeof(path));
+	state_path(dir, state_file, path, sizeof(path));
 	unlink(path);
 }
 
@@ -622,7 +627,7 @@ static int read_state(const char *dir, struct proc **out)
 	size_t i;
 
 	*out = NULL;
-	state_path(dir, "fabric.json", path, sizeof(path));
+	state_path(dir, state_file, path, sizeof(path));
 	if (access(path, F_OK) != 0)
 		return 0;
 	json_t *root = json_load_file(path, 0, &je);
@@ -662,8 +667,10 @@ static int write_state(const struct innet_topology *t, const char *file, const s
 	json_t *j = topology_json(t, file, procs);
 	int r = 0;
 
-	state_path(t->state_dir, "fabric.json", path, sizeof(path));
-	state_path(t->state_dir, ".fabric.json.tmp", tmp, sizeof(tmp));
+	state_path(t->state_dir, state_file, path, sizeof(path));
+	char tmpname[sizeof(state_file) + 8];
+	snprintf(tmpname, sizeof(tmpname), ".%s.tmp", state_file);
+	state_path(t->state_dir, tmpname, tmp, sizeof(tmp));
 	errno = 0;
 	if (j == NULL)
 		r = -ENOMEM;
@@ -971,7 +978,7 @@ static int fabric_down(const struct opts *o)
 	if (n < 0)
 		return 1;
 	if (n == 0) {
-		printf("nothing to stop: no %s/fabric.json\n", dir);
+		printf("nothing to stop: no %s/%s\n", dir, state_file);
 		return 0;
 	}
 	int running = 0;
@@ -990,7 +997,7 @@ static int fabric_status(const struct opts *o)
 {
 	char dir[PATH_MAX];
 	struct proc *procs;
-	int rc = state_dir_of(o, dir, sizeof(dir)), running = 0;
+	int rc = state_dir_of(o, dir, sizeof(dir)), running = 0, started = 0;
 
 	if (rc != 0)
 		return rc;
@@ -998,7 +1005,7 @@ static int fabric_status(const struct opts *o)
 	if (n < 0)
 		return 1;
 	if (n == 0) {
-		printf("fabric down: no %s/fabric.json\n", dir);
+		printf("fabric down: no %s/%s\n", dir, state_file);
 		return 1;
 	}
 	printf("%-16s %-8s %-8s %s\n", "SWITCH", "PID", "STATE", "CTL");
@@ -1009,12 +1016,15 @@ static int fabric_status(const struct opts *o)
 		if (p->pid > 0)
 			snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 		running += alive;
+		started += p->pid > 0;
 		printf("%-16s %-8s %-8s %s\n", p->name, pid,
 		       alive ? "running" : p->pid > 0 ? "stopped" : "not started", p->ctl);
 	}
-	printf("%d of %d switches running (state in %s)\n", running, n, dir);
+	/* Switches of other machines (up --machine) are "not started" here. */
+	printf("%d of %d switches running%s (state in %s)\n", running, started,
+	       started < n ? " on this machine" : "", dir);
 	free(procs);
-	return running == n ? 0 : 1;
+	return running == started && started > 0 ? 0 : 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1049,8 +1059,8 @@ int cmd_fabric(int argc, char **argv)
 		const char *allowed;  /* options it takes */
 	} subs[] = {
 		{ "up", fabric_up, "wftm" },
-		{ "down", fabric_down, "s" },
-		{ "status", fabric_status, "s" },
+		{ "down", fabric_down, "sm" },
+		{ "status", fabric_status, "sm" },
 		{ "show", fabric_show, "j" },
 	};
 	struct opts o = { .timeout_s = 10 };
@@ -1106,6 +1116,14 @@ int cmd_fabric(int argc, char **argv)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o.file != NULL && o.state != NULL)
 		return usage_error("give either FILE or --state DIR, not both");
+	if (o.machine != NULL) {
+		size_t n = strlen(o.machine);
+		if (n == 0 || n > INNET_TOPO_NAME_MAX || strspn(o.machine, "abcdefghijklmnopqrstuvwxyz"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
+			return usage_error("--machine wants a name (letters, digits, _ . -), not '%s'",
+					   o.machine);
+		snprintf(state_file, sizeof(state_file), "fabric.%s.json", o.machine);
+	}
 	if (o.file == NULL && o.state == NULL)
 		return usage_error("missing FILE%s", strchr(subs[sub].allowed, 's') ? " (or --state DIR)" : "");
 	return subs[sub].fn(&o);

@@ -7,7 +7,9 @@
  *   A:U ──► its switch port :U ─► ... switches route by dst_node ... ─► B:U
  *   A:U ◄── ... dst_node = NA ... ◄── its switch port :U ◄── echo at B:U
  *
- * Both ends run in this process (one thread echoes at B). Each probe is an
+ * Both ends run in this process (one thread echoes at B), or, when the two
+ * hosts are on different machines, one process per end: --role send on A's
+ * machine and --role echo on B's. Each probe is an
  * innet base header (service RAW, dst_node, src_node) followed by a 4-byte
  * sequence number, an 8-byte send time and padding up to --size.
  */
@@ -100,6 +102,33 @@ static int host_uplink(const struct innet_topology *t, uint32_t h, uint32_t *ip)
 	return -ENOENT;
 }
 
+/* --role echo: answer probes at host b for duration_s seconds. */
+static int echo_only(const struct innet_topo_node *b, uint32_t sw_ip, uint16_t udp, long duration_s, bool quiet)
+{
+	int fd = bind_udp(b->addr, udp);
+	if (fd < 0) {
+		fprintf(stderr, "innet ping: cannot bind %s's address on UDP %u: %s\n", b->name, udp,
+			strerror(-fd));
+		return 1;
+	}
+	struct echo_arg echo = { .fd = fd, .sw = { .sin_family = AF_INET, .sin_port = htons(udp),
+						    .sin_addr.s_addr = htonl(sw_ip) } };
+	pthread_t th;
+	if (pthread_create(&th, NULL, echo_main, &echo) != 0) {
+		close(fd);
+		return 1;
+	}
+	if (!quiet)
+		fprintf(stderr, "innet ping: echoing at %s for %ld s\n", b->name, duration_s);
+	struct timespec ts = { .tv_sec = duration_s };
+	nanosleep(&ts, NULL);
+	atomic_store(&echo.stop, true);
+	pthread_join(th, NULL);
+	close(fd);
+	printf("%s echoed %lu probes\n", b->name, (unsigned long)echo.echoed);
+	return 0;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -109,8 +138,11 @@ static int cmp_u64(const void *a, const void *b)
 static void ping_usage(FILE *f)
 {
 	fprintf(f, "usage: innet ping --topology FILE --from HOST --to HOST [-c COUNT] [--udp PORT]\n"
-		   "                  [--interval MS] [--timeout MS] [--size BYTES] [--quiet]\n\n"
+		   "                  [--interval MS] [--timeout MS] [--size BYTES] [--quiet]\n"
+		   "                  [--role both|send|echo] [--duration SEC]\n\n"
 		   "Send innet probes from one host of a running fabric to another and back.\n"
+		   "--role send / echo run one end each, for hosts on different machines\n"
+		   "(the echo end runs for --duration seconds, default 30).\n"
 		   "Exit status: 0 if every probe came back, 1 if some were lost, 2 usage.\n");
 }
 
@@ -122,14 +154,17 @@ int cmd_ping(int argc, char **argv)
 		{ "udp", required_argument, NULL, 'u' },      { "interval", required_argument, NULL, 'i' },
 		{ "timeout", required_argument, NULL, 'W' },  { "size", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },          { "help", no_argument, NULL, 'h' },
+		{ "role", required_argument, NULL, 'r' },     { "duration", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *topo = NULL, *from = NULL, *to = NULL;
 	long count = 10, udp = 9000, interval_ms = 10, timeout_ms = 1000, size = sizeof(struct probe);
 	bool quiet = false;
+	const char *role = "both";
+	long duration_s = 30;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:f:T:c:u:i:W:s:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:c:u:i:W:s:qhr:D:", opts, NULL)) != -1) {
 		char *end = NULL;
 		long *dst = NULL, lo = 0, hi = 0;
 		switch (c) {
@@ -137,6 +172,14 @@ int cmd_ping(int argc, char **argv)
 		case 'f': from = optarg; continue;
 		case 'T': to = optarg; continue;
 		case 'q': quiet = true; continue;
+		case 'r':
+			role = optarg;
+			if (strcmp(role, "both") && strcmp(role, "send") && strcmp(role, "echo")) {
+				fprintf(stderr, "innet ping: --role wants both, send or echo\n");
+				return 2;
+			}
+			continue;
+		case 'D': dst = &duration_s; lo = 1; hi = 3600; break;
 		case 'h': ping_usage(stdout); return 0;
 		case 'c': dst = &count; lo = 1; hi = 1000000; break;
 		case 'u': dst = &udp; lo = 1; hi = 65535; break;
@@ -174,8 +217,14 @@ int cmd_ping(int argc, char **argv)
 		goto out_topo;
 	}
 	const struct innet_topo_node *na = &t->nodes[ia], *nb = &t->nodes[ib];
-	int fa = bind_udp(na->addr, (uint16_t)udp), fb = ia == ib ? -1 : bind_udp(nb->addr, (uint16_t)udp);
-	if (fa < 0 || (ia != ib && fb < 0)) {
+	if (!strcmp(role, "echo")) {
+		rc = echo_only(nb, swb, (uint16_t)udp, duration_s, quiet);
+		goto out_topo;
+	}
+	bool send_only = !strcmp(role, "send");
+	int fa = bind_udp(na->addr, (uint16_t)udp);
+	int fb = ia == ib || send_only ? -1 : bind_udp(nb->addr, (uint16_t)udp);
+	if (fa < 0 || (ia != ib && !send_only && fb < 0)) {
 		fprintf(stderr, "innet ping: cannot bind the hosts' addresses on UDP %ld: %s\n", udp,
 			strerror(-(fa < 0 ? fa : fb)));
 		if (fa >= 0)
