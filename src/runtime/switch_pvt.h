@@ -180,6 +180,8 @@ struct innet_worker {
 	/* emitted packets and packets released by link emulation */
 	uint8_t *emit_bufs;      /* INNET_EMIT_MAX * INNET_BUF_SIZE */
 	uint32_t n_emit;
+	int32_t pinned_emit;     /* emit buffer holding the packet in hand, or -1:
+	                          * a pool recycled mid-packet skips it */
 	struct innet_cpu_ring cpu;
 	uint64_t now_ns;
 	/* injection (INNET_INJECT_WORKER only) */

@@ -201,12 +201,27 @@ static void tx_push(struct innet_worker *w, int fd, uint16_t port, const void *d
 	mh->msg_flags = 0;
 }
 
-/* A buffer for a copied packet, valid until the next flush. */
+/* A buffer for a copied packet, valid until the next flush. When the pool
+ * runs out, the queued sends go out and the pool is reused — except the
+ * buffer of the packet being processed, if it lives in the pool. */
 static uint8_t *emit_buf(struct innet_worker *w)
 {
-	if (w->n_emit == INNET_EMIT_MAX)
-		innet_worker_flush(w); /* queued sends go out; the pool is free again */
+	for (;;) {
+		if (w->n_emit == INNET_EMIT_MAX)
+			innet_worker_flush(w); /* n_emit = 0 */
+		if ((int32_t)w->n_emit != w->pinned_emit)
+			break;
+		w->n_emit++;
+	}
 	return w->emit_bufs + (size_t)(w->n_emit++) * INNET_BUF_SIZE + INNET_PKT_HEADROOM;
+}
+
+/* Take an emit buffer for a packet about to be processed, and pin it. */
+static uint8_t *emit_buf_pinned(struct innet_worker *w)
+{
+	uint8_t *b = emit_buf(w);
+	w->pinned_emit = (int32_t)(w->n_emit - 1);
+	return b;
 }
 
 static void capture(struct innet_worker *w, uint16_t port, bool egress, const struct sockaddr_in *peer,
@@ -553,9 +568,10 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 	}
 	uint32_t copies = link_apply(w, s->port, data, len, -1, s->prog, s->udp, src);
 	if (copies == 2) {
-		uint8_t *dup = emit_buf(w);
+		uint8_t *dup = emit_buf_pinned(w);
 		memcpy(dup, data, len);
 		deliver(w, s->prog, s->port, s->udp, dup, len, src, INNET_PKT_F_EMULATED);
+		w->pinned_emit = -1;
 	}
 	if (copies >= 1)
 		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
@@ -600,13 +616,17 @@ static uint64_t release_held(struct innet_worker *w)
 			continue;
 		struct innet_held *h;
 		while ((h = innet_link_pop_due(ls, w->now_ns)) != NULL) {
-			uint8_t *buf = emit_buf(w);
-			memcpy(buf, h->data, h->len);
-			if (h->fd < 0)
+			if (h->fd < 0) {
+				uint8_t *buf = emit_buf_pinned(w);
+				memcpy(buf, h->data, h->len);
 				deliver(w, h->prog, h->port, h->dst_udp, buf, h->len, &h->addr,
 					INNET_PKT_F_EMULATED);
-			else
+				w->pinned_emit = -1;
+			} else {
+				uint8_t *buf = emit_buf(w);
+				memcpy(buf, h->data, h->len);
 				tx_push(w, h->fd, h->port, buf, h->len, &h->addr);
+			}
 			free(h);
 		}
 		uint64_t d = innet_link_next_due(ls);
@@ -672,6 +692,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 	w->id = id;
 	w->epfd = -1;
 	w->wake_fd = -1;
+	w->pinned_emit = -1;
 	w->ctx = calloc(sw->n_progs ? sw->n_progs : 1, sizeof(*w->ctx));
 	w->pstats = aligned_alloc(INNET_CACHELINE,
 				  ((sizeof(*w->pstats) * (sw->n_progs ? sw->n_progs : 1)) + 63) & ~(size_t)63);
@@ -789,13 +810,14 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	res->n_out_lost = 0;
 	w->inject = res;
 	innet_worker_set_now(w);
-	uint8_t *buf = emit_buf(w);
+	uint8_t *buf = emit_buf_pinned(w);
 	memcpy(buf, data, len);
 	struct sockaddr_in sin;
 	sin_set(&sin, src->ip, src->udp);
 	w->last_action = INNET_DROP;
 	w->last_reason = 0;
 	deliver(w, sw->udp_to_prog[dst_udp] - 1u, port, dst_udp, buf, len, &sin, 0);
+	w->pinned_emit = -1;
 	innet_worker_flush(w);
 	res->action = (enum innet_action)w->last_action;
 	res->drop_reason = w->last_reason;

@@ -86,6 +86,21 @@ static const struct innet_program prog_emit = {
 	.name = "emit", .model = INNET_MODEL_TRIO, .setup = mc_setup, .handle = emit_handle,
 };
 
+/* Trio: emit 300 small packets back to the sender (more than a worker's pool
+ * of emit buffers), then reflect the original. */
+static enum innet_action many_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
+{
+	uint8_t small[8] = "emitted";
+	struct innet_out back = { .port = pkt->in_port, .ip = pkt->src.ip, .udp = pkt->src.udp };
+	for (int i = 0; i < 300; i++)
+		innet_emit(ctx, &back, false, small, sizeof(small));
+	return innet_reflect(pkt);
+}
+
+static const struct innet_program prog_many = {
+	.name = "many", .model = INNET_MODEL_TRIO, .handle = many_handle,
+};
+
 /* ---- helpers ----------------------------------------------------------- */
 
 static struct innet_switch *cur_sw; /* destroyed by the teardown, even after a failure */
@@ -369,6 +384,38 @@ static void test_no_gso_same_datagrams(void **state)
 	gso_roundtrip(true);
 }
 
+/* The packet in hand may itself live in an emit buffer (an ingress duplicate
+ * made by link emulation); emitting more packets than the pool holds must
+ * not recycle that buffer under it. */
+static void test_emit_pool_keeps_packet_in_hand(void **state)
+{
+	make_switch(&prog_many, 1);
+	struct innet_switch_conf c = *innet_switch_conf(cur_sw);
+	innet_switch_destroy(cur_sw);
+	c.ports[0].link = (struct innet_link_conf){ .dup = 1.0, .on_ingress = true, .seed = 7 };
+	char err[256];
+	cur_sw = innet_switch_create(&c, err, sizeof(err));
+	assert_non_null(cur_sw);
+	assert_int_equal(innet_switch_start(cur_sw), 0);
+	int fd = udp_bind(IP(127, 0, 60, 10), 0);
+	const char orig[] = "ORIGINAL-PAYLOAD-0123";
+	send_to_switch(fd, orig, sizeof(orig));
+	uint32_t small = 0, originals = 0;
+	char buf[64];
+	ssize_t n;
+	while (small + originals < 2 * 301 && (n = recv_wait(fd, buf, sizeof(buf), 2000)) > 0) {
+		if (n == 8) {
+			small++;
+		} else {
+			assert_int_equal(n, sizeof(orig));
+			assert_memory_equal(buf, orig, sizeof(orig));
+			originals++;
+		}
+	}
+	assert_int_equal(originals, 2); /* the packet and its duplicate, intact */
+	assert_int_equal(small, 600);
+}
+
 /* A second switch on the same addresses is refused, not silently joined. */
 static void test_address_in_use(void **state)
 {
@@ -393,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_address_in_use),
 		cmocka_unit_test_teardown(test_gso_preserves_datagrams, teardown),
 		cmocka_unit_test_teardown(test_no_gso_same_datagrams, teardown),
+		cmocka_unit_test_teardown(test_emit_pool_keeps_packet_in_hand, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
