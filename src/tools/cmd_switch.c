@@ -287,7 +287,8 @@ int cmd_switch(int argc, char **argv)
 		fprintf(stderr, "innet switch: unexpected argument '%s'\n", argv[optind]);
 		goto out;
 	}
-	char err[512] = "";
+	static char err[16384];
+	err[0] = '\0';
 	if (topo != NULL) {
 		if (conf.n_ports || conf.n_progs) {
 			fprintf(stderr, "innet switch: --topology cannot be combined with --port/--program\n");
