@@ -9,10 +9,16 @@
 
 extern const struct innet_program innet_prog_forward;
 extern const struct innet_program innet_prog_counter;
+extern const struct innet_program innet_prog_dnn_layer;
+extern const struct innet_program innet_prog_paxos_coordinator;
+extern const struct innet_program innet_prog_paxos_acceptor;
 
 static const struct innet_program *const programs[] = {
 	&innet_prog_forward,
 	&innet_prog_counter,
+	&innet_prog_dnn_layer,
+	&innet_prog_paxos_coordinator,
+	&innet_prog_paxos_acceptor,
 	NULL,
 };
 

@@ -12,5 +12,7 @@ int cmd_ctl(int argc, char **argv);
 int cmd_programs(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
 int cmd_counter(int argc, char **argv);
+int cmd_kv(int argc, char **argv);
+int cmd_dnn(int argc, char **argv);
 
 #endif

@@ -7,6 +7,8 @@
  *   innet programs list the data-plane programs compiled in
  *   innet ping     probe the path between two hosts of a running fabric
  *   innet counter  client of the example counter program
+ *   innet kv       replicated key-value store on in-network Paxos (RESP)
+ *   innet dnn      DNN inference in the fabric (compile, infer, eval, ref)
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +28,8 @@ static const struct subcmd subcmds[] = {
 	{ "programs", cmd_programs, "list the data-plane programs compiled into innet" },
 	{ "ping", cmd_ping, "send probes between two hosts of a running fabric" },
 	{ "counter", cmd_counter, "client of the example counter program (inc, read, load)" },
+	{ "kv", cmd_kv, "replicated key-value store on in-network Paxos, speaking RESP" },
+	{ "dnn", cmd_dnn, "DNN inference in the fabric: compile a model, infer, eval" },
 };
 
 static void usage(FILE *f)

@@ -229,10 +229,72 @@ end
 services:add(1, counter)
 
 -- --------------------------------------------------------------------------
--- Service 2: consensus (paxos) — added by its issue.
---   local paxos = Proto("innet.paxos", "innet consensus (Paxos)")
---   ... fields innet.paxos.* and paxos.dissector(tvb, pinfo, tree) ...
---   services:add(2, paxos)
+-- Service 2: consensus (paxos): src/consensus/wire.h, docs/protocol.md 2.2.
+
+local paxos = Proto("innet.paxos", "innet consensus (Paxos)")
+local PAXOS_LEN = 48
+local paxos_types = { [1] = "REQUEST", [2] = "1A", [3] = "1B", [4] = "2A", [5] = "2B",
+	[6] = "NACK", [7] = "TRIM", [8] = "RECOVER" }
+local paxos_status = { [0] = "ok", [1] = "ballot", [2] = "ring_full", [3] = "trimmed",
+	[4] = "too_big", [5] = "empty" }
+local pf = paxos.fields
+pf.type     = ProtoField.uint8("innet.paxos.type", "Type", base.DEC, paxos_types)
+pf.status   = ProtoField.uint8("innet.paxos.status", "Status", base.DEC, paxos_status)
+pf.node     = ProtoField.uint16("innet.paxos.node", "Acceptor/learner id", base.DEC)
+pf.ballot   = ProtoField.uint32("innet.paxos.ballot", "Ballot", base.HEX)
+pf.vballot  = ProtoField.uint32("innet.paxos.vballot", "Voted ballot", base.HEX)
+pf.vlen     = ProtoField.uint16("innet.paxos.vlen", "Value length", base.DEC)
+pf.reserved = ProtoField.uint16("innet.paxos.reserved", "Reserved", base.HEX)
+pf.instance = ProtoField.uint64("innet.paxos.instance", "Instance", base.DEC)
+pf.req_id   = ProtoField.uint64("innet.paxos.req_id", "Request id", base.HEX)
+pf.trim     = ProtoField.uint64("innet.paxos.trim", "Trim", base.DEC)
+pf.hi       = ProtoField.uint64("innet.paxos.hi", "Hi", base.DEC)
+pf.value    = ProtoField.bytes("innet.paxos.value", "Value")
+local ex_paxos_short = ProtoExpert.new("innet.paxos.short.expert",
+	"Paxos header shorter than 48 bytes (switches drop it as too_short)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_paxos_len = ProtoExpert.new("innet.paxos.len.expert",
+	"vlen does not match the datagram (switches drop it as bad_length)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+paxos.experts = { ex_paxos_short, ex_paxos_len }
+
+function paxos.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	local t = tree:add(paxos, tvb(0, math.min(len, PAXOS_LEN)))
+	if len < PAXOS_LEN then
+		t:add_proto_expert_info(ex_paxos_short)
+		return len
+	end
+	local ty = tvb(0, 1):uint()
+	local st = tvb(1, 1):uint()
+	local vlen = tvb(12, 2):uint()
+	t:add(pf.type, tvb(0, 1))
+	t:add(pf.status, tvb(1, 1))
+	t:add(pf.node, tvb(2, 2))
+	t:add(pf.ballot, tvb(4, 4))
+	t:add(pf.vballot, tvb(8, 4))
+	local vi = t:add(pf.vlen, tvb(12, 2))
+	t:add(pf.reserved, tvb(14, 2))
+	t:add(pf.instance, tvb(16, 8))
+	t:add(pf.req_id, tvb(24, 8))
+	t:add(pf.trim, tvb(32, 8))
+	t:add(pf.hi, tvb(40, 8))
+	if len ~= PAXOS_LEN + vlen then
+		vi:add_proto_expert_info(ex_paxos_len)
+	end
+	if vlen > 0 and len > PAXOS_LEN then
+		tree:add(pf.value, tvb(PAXOS_LEN, math.min(vlen, len - PAXOS_LEN)))
+	end
+	local text = string.format("%s inst %s ballot 0x%x%s", paxos_types[ty] or ("type " .. ty),
+		tostring(tvb(16, 8):uint64()), tvb(4, 4):uint(),
+		st ~= 0 and (" " .. (paxos_status[st] or ("status " .. st))) or "")
+	t:append_text(": " .. text)
+	pinfo.cols.protocol = "innet/paxos"
+	pinfo.cols.info:append(": " .. text)
+	return len
+end
+
+services:add(2, paxos)
 
 -- --------------------------------------------------------------------------
 -- Service 3: aggregation (agg) — added by its issue.

@@ -1,0 +1,130 @@
+/*
+ * innet/consensus.h — the host side of in-network Paxos: one endpoint that is
+ * a learner and, optionally, a proposer (docs/consensus.md).
+ *
+ *   proposer ──REQUEST──► coordinator (switch) ──2A──► acceptors (switches)
+ *                                                         │ 2B (multicast)
+ *   learner  ◄────────────────────────────────────────────┘
+ *            ──RECOVER / 1A / 2A / TRIM──► acceptors (gap recovery, trim)
+ *
+ * Learner: counts 2B votes per instance for the highest ballot seen; an
+ * instance is chosen when a majority of the N acceptors voted for it in one
+ * ballot (any N up to 64). Chosen values are delivered in instance order,
+ * each exactly once; a value whose request id was already delivered (a retry
+ * chosen twice) is skipped (at most 64 requests in flight per client id).
+ * A gap (instance not chosen while later ones are, or acceptors report a
+ * higher `hi`) is recovered: first by asking the acceptors what they voted
+ * (RECOVER), then, if no value is chosen, by phase 1 at a higher ballot and
+ * a 2A of the highest-ballot vote found, or of a no-op. A learner that starts
+ * late (or restarts) catches up the same way. innet_paxos_trim() reports the
+ * delivered watermark so acceptors can reuse slots below it.
+ *
+ * Proposer: innet_paxos_propose() sends a value to the coordinator with a
+ * request id (client << 32 | seq) and resends it with the same id until it is
+ * chosen or the deadline passes; the `done` callback says at which instance.
+ *
+ * Threading: an endpoint is used by one thread. Errors: 0 or -errno;
+ * innet_paxos_create returns NULL with errno and a message.
+ */
+#ifndef INNET_CONSENSUS_H
+#define INNET_CONSENSUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "innet/program.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INNET_PAXOS_VALUE_MAX  1400u    /* = PAXOS_VALUE_MAX (src/consensus/wire.h) */
+#define INNET_PAXOS_MAX_ACCEPTORS 64u
+#define INNET_PAXOS_NO_TRIM    0xFFFFu  /* learner_id of an endpoint that never reports */
+
+struct innet_paxos_conf {
+	uint32_t bind_ip;                     /* this endpoint's address (host order) */
+	uint16_t bind_udp;                    /* where 2Bs arrive (the acceptors' learner_udp) */
+	struct innet_addr coordinator;        /* where REQUESTs go */
+	struct innet_addr acceptors[INNET_PAXOS_MAX_ACCEPTORS]; /* for RECOVER/1A/2A/TRIM */
+	uint32_t n_acceptors;                 /* N; a majority is N/2 + 1 */
+	uint16_t learner_id;                  /* id in TRIM, or INNET_PAXOS_NO_TRIM */
+	uint8_t proposer_id;                  /* low 8 bits of this endpoint's ballots (1..255;
+	                                       * the coordinator's is in its "ballot") */
+	uint32_t window;                      /* instances buffered ahead of delivery (default 1024) */
+	uint32_t retry_ms;                    /* proposer: resend after (default 100) */
+	uint32_t deadline_ms;                 /* proposer: give up after (default 5000) */
+	uint32_t recover_ms;                  /* learner: recover a gap this old (default 30) */
+	uint64_t start;                       /* first instance to deliver (default 0) */
+	/* A chosen value, in instance order, once per request id. req_id 0 is
+	 * never delivered (no-ops). May be NULL. */
+	void (*deliver)(void *arg, uint64_t instance, uint64_t req_id, const uint8_t *value,
+			uint32_t len);
+	/* A proposal ended: status 0 (chosen at instance), -ETIMEDOUT, -EMSGSIZE. */
+	void (*done)(void *arg, uint64_t req_id, int status, uint64_t instance);
+	void *arg;
+};
+
+struct innet_paxos_stats {
+	uint64_t delivered;        /* values delivered (excluding no-ops and duplicates) */
+	uint64_t noops;            /* no-op instances skipped */
+	uint64_t duplicates;       /* values skipped: request id already delivered */
+	uint64_t votes;            /* 2B messages counted */
+	uint64_t recover_sent;     /* RECOVER messages sent */
+	uint64_t phase1_started;   /* instances taken through phase 1 by this learner */
+	uint64_t proposed;         /* REQUESTs sent, including resends */
+	uint64_t resent;
+	uint64_t nacks;            /* NACKs received */
+	uint64_t bad_packets;      /* received packets that were not valid Paxos replies */
+};
+
+struct innet_paxos;
+
+/* Create an endpoint: binds bind_ip:bind_udp. NULL + errno on failure, with a
+ * message in err. */
+struct innet_paxos *innet_paxos_create(const struct innet_paxos_conf *conf, char *err,
+				       size_t errlen);
+void innet_paxos_destroy(struct innet_paxos *p);
+
+/* The socket to wait on (readable: call innet_paxos_process). */
+int innet_paxos_fd(const struct innet_paxos *p);
+/* Handle every waiting packet and every due timer, without blocking;
+ * callbacks run from here. 0, or -ESTALE when the acceptors trimmed the log
+ * below this learner's next instance (it needs a snapshot: see
+ * innet_paxos_restart_at). */
+int innet_paxos_process(struct innet_paxos *p);
+/* Milliseconds until the next timer (for poll/epoll), or -1 if none. */
+int innet_paxos_timeout_ms(const struct innet_paxos *p);
+/* Wait up to timeout_ms for packets, then process. As innet_paxos_process. */
+int innet_paxos_step(struct innet_paxos *p, int timeout_ms);
+
+/* A fresh client id (random, so a restarted process never reuses one). */
+uint32_t innet_paxos_client_new(struct innet_paxos *p);
+/* Propose value with request id (client << 32 | seq); seq must grow per
+ * client, at most 64 in flight. 0, -EMSGSIZE (len > INNET_PAXOS_VALUE_MAX),
+ * -EINVAL (req_id 0), -EEXIST (already in flight), -errno from send. */
+int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *value, uint32_t len);
+/* Propose and wait: 0 with *instance where it was chosen, -ETIMEDOUT,
+ * -EMSGSIZE. Uses this endpoint's own client id. */
+int innet_paxos_submit(struct innet_paxos *p, const void *value, uint32_t len, uint64_t *instance);
+
+/* Next instance to deliver: everything below was delivered. */
+uint64_t innet_paxos_delivered(const struct innet_paxos *p);
+/* Report the delivered watermark to every acceptor (TRIM). 0 or -errno. */
+int innet_paxos_trim(struct innet_paxos *p);
+/* Continue from instance `next` (after installing a snapshot that covers
+ * everything below it); forgets buffered votes. */
+void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);
+void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out);
+
+/* Request id helpers. */
+static inline uint64_t innet_paxos_req_id(uint32_t client, uint32_t seq)
+{
+	return ((uint64_t)client << 32) | seq;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* INNET_CONSENSUS_H */

@@ -1,0 +1,51 @@
+/*
+ * consensus/kv.h — the replicated key-value store behind `innet kv`: a RESP
+ * (Redis protocol) server whose writes and reads go through the Paxos log
+ * (innet/consensus.h), applied in log order by every replica.
+ */
+#ifndef INNET_CONSENSUS_KV_H
+#define INNET_CONSENSUS_KV_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "innet/consensus.h"
+
+struct kv_conf {
+	uint32_t listen_ip;                 /* RESP clients connect here (host order) */
+	uint16_t listen_port;
+	struct innet_paxos_conf paxos;      /* the replica's learner/proposer */
+	uint32_t trim_ms;                   /* report the watermark this often (default 50) */
+	volatile sig_atomic_t *stop;        /* serve until *stop != 0 */
+};
+
+/* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */
+int kv_serve(const struct kv_conf *c);
+
+/* ---- exposed for tests ---------------------------------------------------- */
+
+struct kv_store;
+struct kv_buf {
+	char *p;
+	size_t len, cap;
+};
+
+struct kv_store *kv_store_create(void);
+void kv_store_destroy(struct kv_store *s);
+/* Apply one command (argv/lens, argc >= 1) and append its RESP reply to out.
+ * Deterministic: the same commands in the same order give the same state. */
+void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_t *lens,
+		    struct kv_buf *out);
+uint64_t kv_store_digest(const struct kv_store *s);
+
+/* Parse one command from buf[0..len): returns bytes consumed (> 0) with
+ * argc/argv/lens filled (pointers into scratch), 0 if incomplete, or -1 with
+ * a RESP error message in err (protocol error: the connection closes). */
+ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_t *lens,
+		      int max_args, char *scratch, size_t scratch_len, char *err, size_t errlen);
+
+void kv_buf_append(struct kv_buf *b, const void *p, size_t n);
+void kv_buf_free(struct kv_buf *b);
+
+#endif

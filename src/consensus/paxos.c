@@ -1,0 +1,733 @@
+/*
+ * paxos.c — the host endpoint of in-network Paxos: learner (vote counting,
+ * in-order delivery, deduplication, gap recovery, catch-up, trim) and
+ * proposer (requests with ids, resends, completion). innet/consensus.h has
+ * the contract; docs/consensus.md the protocol.
+ *
+ * Layout: a ring of `window` entries, one per instance in
+ * [next, next + window); entry i % window holds instance i's votes.
+ *
+ *   entry: inst+1 | ballot (highest 2B seen) | votes (acceptor mask at that
+ *          ballot) | empty (acceptors that reported no vote) | value
+ *          | recovery: phase, ballot, promises, best 1B vote
+ *
+ * Recovery of instance i (the oldest undelivered one and up to 63 after it,
+ * once it has waited recover_ms while later instances exist):
+ *   1. RECOVER to every acceptor; their votes count like 2Bs;
+ *   2. still not chosen after another period: phase 1 with a ballot above any
+ *      seen (round << 8 | proposer_id); a majority of 1Bs -> 2A of the
+ *      highest-vballot value, or of a no-op; NACK(ballot) -> higher round.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "innet/consensus.h"
+#include "consensus/wire.h"
+
+_Static_assert(INNET_PAXOS_VALUE_MAX == PAXOS_VALUE_MAX, "one value limit");
+
+#define RECOVER_BATCH 64u
+#define MAX_PENDING   256u
+
+enum rec_phase { REC_NONE = 0, REC_ASKED, REC_PHASE1, REC_PHASE2 };
+
+struct entry {
+	uint64_t inst1;           /* instance + 1; 0 = unused */
+	uint32_t ballot;          /* highest ballot of a 2B seen */
+	uint64_t votes;           /* acceptors that voted at `ballot` */
+	uint64_t empty;           /* acceptors that reported no vote (RECOVER/1B) */
+	bool chosen;
+	uint64_t req;
+	uint16_t vlen;
+	uint8_t value[PAXOS_VALUE_MAX];
+	/* recovery */
+	uint8_t phase;            /* enum rec_phase */
+	uint64_t phase_ns;        /* when the phase started (or was last retried) */
+	uint32_t p1_ballot;
+	uint64_t p1_promises;
+	uint32_t p1_vballot;
+	uint64_t p1_req;
+	uint16_t p1_vlen;
+	uint8_t p1_value[PAXOS_VALUE_MAX];
+};
+
+struct pending {
+	uint64_t req;             /* 0 = free */
+	uint64_t first_ns, sent_ns;
+	uint32_t len;
+	uint8_t value[PAXOS_VALUE_MAX];
+};
+
+struct dedup {
+	uint32_t client;          /* 0 = free */
+	uint32_t last;            /* highest seq delivered */
+	uint64_t below;           /* bit k: seq last-1-k delivered */
+};
+
+struct innet_paxos {
+	struct innet_paxos_conf c;
+	int fd;
+	uint32_t majority;
+	struct entry *ring;
+	uint64_t next;            /* next instance to deliver */
+	uint64_t hi;              /* 1 + highest instance known to exist */
+	uint64_t stall_ns;        /* when `next` started waiting (0 = not waiting) */
+	uint64_t probe_ns;        /* last catch-up probe */
+	uint64_t stale_trim;      /* acceptors trimmed past next (0 = fine) */
+	uint32_t round;           /* highest ballot round seen */
+	uint32_t client;          /* own client id for submit */
+	uint32_t seq;
+	struct pending *pend;     /* MAX_PENDING */
+	uint32_t n_pend;
+	struct dedup *dd;         /* open addressing, dd_cap a power of two */
+	uint32_t dd_cap, dd_n;
+	/* submit() waits for this one */
+	uint64_t wait_req;
+	int wait_status;
+	uint64_t wait_inst;
+	bool wait_done;
+	struct innet_paxos_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int send_to(struct innet_paxos *p, const struct innet_addr *a, const void *buf, uint32_t len)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(a->ip),
+				  .sin_port = htons(a->udp) };
+	if (sendto(p->fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
+static void msg_init(struct paxos_msg *m, uint8_t type, uint64_t inst)
+{
+	memset(m, 0, PAXOS_HDR_LEN);
+	m->h.magic = INNET_MAGIC;
+	m->h.version = INNET_VERSION;
+	m->h.service = INNET_SVC_PAXOS;
+	m->p.type = type;
+	m->p.instance = htobe64(inst);
+}
+
+static void send_acceptors(struct innet_paxos *p, const struct paxos_msg *m, uint32_t len)
+{
+	for (uint32_t i = 0; i < p->c.n_acceptors; i++)
+		send_to(p, &p->c.acceptors[i], m, len);
+}
+
+static struct entry *entry_get(struct innet_paxos *p, uint64_t inst)
+{
+	if (inst < p->next || inst - p->next >= p->c.window)
+		return NULL;
+	struct entry *e = &p->ring[inst % p->c.window];
+	if (e->inst1 != inst + 1) {
+		memset(e, 0, offsetof(struct entry, value));
+		e->phase = REC_NONE;
+		e->p1_ballot = 0;
+		e->p1_promises = 0;
+		e->p1_vballot = 0;
+		e->inst1 = inst + 1;
+	}
+	return e;
+}
+
+/* ---- deduplication (deterministic: depends only on the log) ------------- */
+
+static struct dedup *dd_find(struct innet_paxos *p, uint32_t client, bool create)
+{
+	if (create && (p->dd_n + 1) * 2 > p->dd_cap) {
+		uint32_t cap = p->dd_cap ? p->dd_cap * 2 : 1024;
+		struct dedup *n = calloc(cap, sizeof(*n));
+		if (n == NULL)
+			return NULL;
+		for (uint32_t i = 0; i < p->dd_cap; i++) {
+			if (p->dd[i].client == 0)
+				continue;
+			uint32_t h = (p->dd[i].client * 2654435761u) & (cap - 1);
+			while (n[h].client != 0)
+				h = (h + 1) & (cap - 1);
+			n[h] = p->dd[i];
+		}
+		free(p->dd);
+		p->dd = n;
+		p->dd_cap = cap;
+	}
+	if (p->dd_cap == 0)
+		return NULL;
+	uint32_t h = (client * 2654435761u) & (p->dd_cap - 1);
+	while (p->dd[h].client != 0) {
+		if (p->dd[h].client == client)
+			return &p->dd[h];
+		h = (h + 1) & (p->dd_cap - 1);
+	}
+	if (!create)
+		return NULL;
+	p->dd[h] = (struct dedup){ .client = client };
+	p->dd_n++;
+	return &p->dd[h];
+}
+
+/* True if req was delivered before; else records it. */
+static bool dd_seen(struct innet_paxos *p, uint64_t req)
+{
+	uint32_t client = (uint32_t)(req >> 32), seq = (uint32_t)req;
+	if (client == 0)
+		return false; /* client 0: no deduplication */
+	struct dedup *d = dd_find(p, client, true);
+	if (d == NULL)
+		return false;
+	if (seq > d->last) {
+		uint32_t shift = seq - d->last;
+		d->below = shift >= 64 ? 0 : (d->below << shift) | (1ull << (shift - 1));
+		d->last = seq;
+		return false;
+	}
+	if (seq == d->last)
+		return true;
+	uint32_t k = d->last - 1 - seq;
+	if (k >= 64)
+		return true; /* too old to tell: treated as delivered */
+	if (d->below & (1ull << k))
+		return true;
+	d->below |= 1ull << k;
+	return false;
+}
+
+/* ---- proposer ----------------------------------------------------------- */
+
+static struct pending *pend_find(struct innet_paxos *p, uint64_t req)
+{
+	for (uint32_t i = 0; i < MAX_PENDING && p->n_pend > 0; i++)
+		if (p->pend[i].req == req)
+			return &p->pend[i];
+	return NULL;
+}
+
+static void pend_done(struct innet_paxos *p, struct pending *pe, int status, uint64_t inst)
+{
+	uint64_t req = pe->req;
+	pe->req = 0;
+	p->n_pend--;
+	if (req == p->wait_req) {
+		p->wait_done = true;
+		p->wait_status = status;
+		p->wait_inst = inst;
+	}
+	if (p->c.done)
+		p->c.done(p->c.arg, req, status, inst);
+}
+
+static int pend_send(struct innet_paxos *p, struct pending *pe)
+{
+	struct paxos_msg m;
+	msg_init(&m, PAXOS_REQUEST, 0);
+	m.p.req_id = htobe64(pe->req);
+	m.p.vlen = htons((uint16_t)pe->len);
+	memcpy(m.value, pe->value, pe->len);
+	pe->sent_ns = now_ns();
+	p->st.proposed++;
+	return send_to(p, &p->c.coordinator, &m, PAXOS_HDR_LEN + pe->len);
+}
+
+int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *value, uint32_t len)
+{
+	if (len > PAXOS_VALUE_MAX)
+		return -EMSGSIZE;
+	if (req_id == 0)
+		return -EINVAL;
+	if (pend_find(p, req_id) != NULL)
+		return -EEXIST;
+	if (p->n_pend >= MAX_PENDING)
+		return -EAGAIN;
+	struct pending *pe = NULL;
+	for (uint32_t i = 0; i < MAX_PENDING; i++)
+		if (p->pend[i].req == 0) {
+			pe = &p->pend[i];
+			break;
+		}
+	pe->req = req_id;
+	pe->len = len;
+	if (len)
+		memcpy(pe->value, value, len);
+	pe->first_ns = now_ns();
+	p->n_pend++;
+	int rc = pend_send(p, pe);
+	if (rc != 0) {
+		pe->req = 0;
+		p->n_pend--;
+	}
+	return rc;
+}
+
+uint32_t innet_paxos_client_new(struct innet_paxos *p)
+{
+	uint32_t c = 0;
+	while (c == 0)
+		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
+			c = (uint32_t)(now_ns() ^ ((uint64_t)getpid() << 16));
+	return c;
+}
+
+/* ---- learner ------------------------------------------------------------ */
+
+static void chosen(struct innet_paxos *p, struct entry *e)
+{
+	e->chosen = true;
+	if (e->req != 0 && p->n_pend > 0) {
+		struct pending *pe = pend_find(p, e->req);
+		if (pe != NULL)
+			pend_done(p, pe, 0, e->inst1 - 1);
+	}
+}
+
+static void deliver_ready(struct innet_paxos *p)
+{
+	for (;;) {
+		struct entry *e = &p->ring[p->next % p->c.window];
+		if (e->inst1 != p->next + 1 || !e->chosen)
+			break;
+		uint64_t inst = p->next;
+		e->inst1 = 0;
+		p->next++;
+		p->stall_ns = 0;
+		if (e->req == 0) {
+			p->st.noops++;
+		} else if (dd_seen(p, e->req)) {
+			p->st.duplicates++;
+		} else {
+			p->st.delivered++;
+			if (p->c.deliver)
+				p->c.deliver(p->c.arg, inst, e->req, e->value, e->vlen);
+		}
+	}
+	if (p->next > p->hi)
+		p->hi = p->next;
+}
+
+static void see_round(struct innet_paxos *p, uint32_t ballot)
+{
+	if ((ballot >> 8) > p->round)
+		p->round = ballot >> 8;
+}
+
+static void on_vote(struct innet_paxos *p, const struct paxos_msg *m, uint32_t vlen)
+{
+	uint64_t inst = be64toh(m->p.instance);
+	uint32_t ballot = ntohl(m->p.ballot);
+	uint16_t a = ntohs(m->p.node);
+	if (inst + 1 > p->hi)
+		p->hi = inst + 1;
+	if (a >= 64)
+		return;
+	struct entry *e = entry_get(p, inst);
+	if (e == NULL || e->chosen)
+		return;
+	see_round(p, ballot);
+	if (m->p.status == PAXOS_ST_EMPTY) {
+		e->empty |= 1ull << a;
+		return;
+	}
+	p->st.votes++;
+	if (ballot > e->ballot) {
+		e->ballot = ballot;
+		e->votes = 0;
+		e->req = be64toh(m->p.req_id);
+		e->vlen = (uint16_t)vlen;
+		memcpy(e->value, m->value, vlen);
+	}
+	if (ballot == e->ballot) {
+		e->votes |= 1ull << a;
+		if ((uint32_t)__builtin_popcountll(e->votes) >= p->majority)
+			chosen(p, e);
+	}
+}
+
+static uint32_t next_ballot(struct innet_paxos *p)
+{
+	p->round++;
+	return (p->round << 8) | p->c.proposer_id;
+}
+
+static void start_phase1(struct innet_paxos *p, struct entry *e, uint64_t t)
+{
+	e->phase = REC_PHASE1;
+	e->phase_ns = t;
+	e->p1_ballot = next_ballot(p);
+	e->p1_promises = 0;
+	e->p1_vballot = 0;
+	e->p1_req = 0;
+	e->p1_vlen = 0;
+	p->st.phase1_started++;
+	struct paxos_msg m;
+	msg_init(&m, PAXOS_1A, e->inst1 - 1);
+	m.p.ballot = htonl(e->p1_ballot);
+	send_acceptors(p, &m, PAXOS_HDR_LEN);
+}
+
+static void send_phase2(struct innet_paxos *p, struct entry *e)
+{
+	struct paxos_msg m;
+	msg_init(&m, PAXOS_2A, e->inst1 - 1);
+	m.p.ballot = htonl(e->p1_ballot);
+	m.p.req_id = htobe64(e->p1_vballot ? e->p1_req : 0);
+	uint16_t vlen = e->p1_vballot ? e->p1_vlen : 0;
+	m.p.vlen = htons(vlen);
+	memcpy(m.value, e->p1_value, vlen);
+	send_acceptors(p, &m, PAXOS_HDR_LEN + vlen);
+}
+
+static void on_1b(struct innet_paxos *p, const struct paxos_msg *m, uint32_t vlen)
+{
+	uint64_t inst = be64toh(m->p.instance);
+	uint16_t a = ntohs(m->p.node);
+	struct entry *e = entry_get(p, inst);
+	if (e == NULL || e->chosen || e->phase != REC_PHASE1 || a >= 64 ||
+	    ntohl(m->p.ballot) != e->p1_ballot)
+		return;
+	uint32_t vb = ntohl(m->p.vballot);
+	if (m->p.status == PAXOS_OK && vb > e->p1_vballot) {
+		e->p1_vballot = vb;
+		e->p1_req = be64toh(m->p.req_id);
+		e->p1_vlen = (uint16_t)vlen;
+		memcpy(e->p1_value, m->value, vlen);
+	}
+	e->p1_promises |= 1ull << a;
+	if ((uint32_t)__builtin_popcountll(e->p1_promises) >= p->majority) {
+		e->phase = REC_PHASE2;
+		e->phase_ns = now_ns();
+		send_phase2(p, e);
+	}
+}
+
+static void on_nack(struct innet_paxos *p, const struct paxos_msg *m)
+{
+	p->st.nacks++;
+	uint64_t trim = be64toh(m->p.trim);
+	uint64_t hi = be64toh(m->p.hi);
+	if (hi > p->hi)
+		p->hi = hi;
+	switch (m->p.status) {
+	case PAXOS_ST_BALLOT: {
+		see_round(p, ntohl(m->p.ballot));
+		struct entry *e = entry_get(p, be64toh(m->p.instance));
+		if (e != NULL && (e->phase == REC_PHASE1 || e->phase == REC_PHASE2))
+			e->phase_ns = 0; /* retry at once with a higher ballot */
+		break;
+	}
+	case PAXOS_ST_TRIMMED:
+		if (trim > p->next) {
+			if (p->c.deliver == NULL)
+				innet_paxos_restart_at(p, trim); /* proposer only: skip ahead */
+			else
+				p->stale_trim = trim;
+		}
+		break;
+	case PAXOS_ST_TOO_BIG: {
+		struct pending *pe = pend_find(p, be64toh(m->p.req_id));
+		if (pe != NULL)
+			pend_done(p, pe, -EMSGSIZE, 0);
+		break;
+	}
+	}
+}
+
+static void on_packet(struct innet_paxos *p, const struct paxos_msg *m, ssize_t n)
+{
+	if (n < (ssize_t)PAXOS_HDR_LEN || m->h.magic != INNET_MAGIC || m->h.version != INNET_VERSION ||
+	    m->h.service != INNET_SVC_PAXOS) {
+		p->st.bad_packets++;
+		return;
+	}
+	uint32_t vlen = ntohs(m->p.vlen);
+	if (vlen > PAXOS_VALUE_MAX || (uint32_t)n != PAXOS_HDR_LEN + vlen) {
+		p->st.bad_packets++;
+		return;
+	}
+	uint64_t hi = be64toh(m->p.hi);
+	switch (m->p.type) {
+	case PAXOS_2B:
+		if (hi > p->hi)
+			p->hi = hi;
+		on_vote(p, m, vlen);
+		break;
+	case PAXOS_1B:
+		if (hi > p->hi)
+			p->hi = hi;
+		on_1b(p, m, vlen);
+		break;
+	case PAXOS_NACK:
+		on_nack(p, m);
+		break;
+	case PAXOS_TRIM:
+		if (hi > p->hi)
+			p->hi = hi;
+		break;
+	default:
+		p->st.bad_packets++;
+	}
+}
+
+static void recover(struct innet_paxos *p, uint64_t t)
+{
+	uint64_t period = (uint64_t)p->c.recover_ms * 1000000ull;
+	if (p->hi <= p->next) {
+		/* Nothing known beyond: probe now and then (catch-up after a
+		 * restart, or a tail lost everywhere). */
+		if (t - p->probe_ns >= 10 * period) {
+			p->probe_ns = t;
+			struct paxos_msg m;
+			msg_init(&m, PAXOS_RECOVER, p->next);
+			send_acceptors(p, &m, PAXOS_HDR_LEN);
+		}
+		return;
+	}
+	if (p->stall_ns == 0) {
+		p->stall_ns = t;
+		return;
+	}
+	if (t - p->stall_ns < period)
+		return;
+	uint64_t end = p->hi;
+	if (end - p->next > RECOVER_BATCH)
+		end = p->next + RECOVER_BATCH;
+	if (end - p->next > p->c.window)
+		end = p->next + p->c.window;
+	for (uint64_t i = p->next; i < end; i++) {
+		struct entry *e = entry_get(p, i);
+		if (e == NULL || e->chosen)
+			continue;
+		if (e->phase != REC_NONE && t - e->phase_ns < period)
+			continue;
+		struct paxos_msg m;
+		switch (e->phase) {
+		case REC_NONE:
+			e->phase = REC_ASKED;
+			e->phase_ns = t;
+			msg_init(&m, PAXOS_RECOVER, i);
+			send_acceptors(p, &m, PAXOS_HDR_LEN);
+			p->st.recover_sent += p->c.n_acceptors;
+			break;
+		case REC_ASKED:
+			/* Asked once and still not chosen: take it through phase 1. */
+			start_phase1(p, e, t);
+			break;
+		case REC_PHASE1:
+			start_phase1(p, e, t); /* no majority in time: a higher ballot */
+			break;
+		case REC_PHASE2:
+			e->phase_ns = t;
+			send_phase2(p, e);   /* resend the 2A: the 2Bs may be lost */
+			break;
+		}
+	}
+}
+
+static void proposer_timers(struct innet_paxos *p, uint64_t t)
+{
+	if (p->n_pend == 0)
+		return;
+	for (uint32_t i = 0; i < MAX_PENDING; i++) {
+		struct pending *pe = &p->pend[i];
+		if (pe->req == 0)
+			continue;
+		if (t - pe->first_ns >= (uint64_t)p->c.deadline_ms * 1000000ull) {
+			pend_done(p, pe, -ETIMEDOUT, 0);
+			continue;
+		}
+		/* Back off (up to 8x): every resend costs the coordinator an
+		 * instance, which learners must fill if it is not chosen. */
+		uint64_t age = pe->sent_ns - pe->first_ns, every = p->c.retry_ms * 1000000ull;
+		if (age > every)
+			every = age < 8 * every ? age : 8 * every;
+		if (t - pe->sent_ns >= every) {
+			p->st.resent++;
+			pend_send(p, pe);
+		}
+	}
+}
+
+int innet_paxos_process(struct innet_paxos *p)
+{
+	static __thread struct paxos_msg m;
+	for (int k = 0; k < 4096; k++) {
+		ssize_t n = recv(p->fd, &m, sizeof(m), MSG_DONTWAIT);
+		if (n < 0)
+			break;
+		on_packet(p, &m, n);
+	}
+	deliver_ready(p);
+	uint64_t t = now_ns();
+	recover(p, t);
+	proposer_timers(p, t);
+	if (p->stale_trim > p->next)
+		return -ESTALE;
+	return 0;
+}
+
+int innet_paxos_timeout_ms(const struct innet_paxos *p)
+{
+	int t = -1;
+	if (p->n_pend > 0)
+		t = (int)p->c.retry_ms;
+	int r = (int)p->c.recover_ms;
+	if (p->hi <= p->next)
+		r *= 10;
+	return t < 0 || r < t ? r : t;
+}
+
+int innet_paxos_step(struct innet_paxos *p, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+	poll(&pfd, 1, timeout_ms);
+	return innet_paxos_process(p);
+}
+
+int innet_paxos_submit(struct innet_paxos *p, const void *value, uint32_t len, uint64_t *instance)
+{
+	uint64_t req = innet_paxos_req_id(p->client, ++p->seq);
+	int rc = innet_paxos_propose(p, req, value, len);
+	if (rc != 0)
+		return rc;
+	p->wait_req = req;
+	p->wait_done = false;
+	while (!p->wait_done) {
+		int to = innet_paxos_timeout_ms(p);
+		rc = innet_paxos_step(p, to < 0 || to > 10 ? 10 : to);
+		if (rc == -ESTALE && !p->wait_done)
+			break;
+	}
+	p->wait_req = 0;
+	if (!p->wait_done)
+		return rc;
+	if (instance)
+		*instance = p->wait_inst;
+	return p->wait_status;
+}
+
+uint64_t innet_paxos_delivered(const struct innet_paxos *p)
+{
+	return p->next;
+}
+
+int innet_paxos_trim(struct innet_paxos *p)
+{
+	if (p->c.learner_id == INNET_PAXOS_NO_TRIM)
+		return -EINVAL;
+	struct paxos_msg m;
+	msg_init(&m, PAXOS_TRIM, 0);
+	m.p.node = htons(p->c.learner_id);
+	m.p.trim = htobe64(p->next);
+	send_acceptors(p, &m, PAXOS_HDR_LEN);
+	return 0;
+}
+
+void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next)
+{
+	for (uint32_t i = 0; i < p->c.window; i++)
+		p->ring[i].inst1 = 0;
+	p->next = next;
+	if (p->hi < next)
+		p->hi = next;
+	p->stall_ns = 0;
+	p->stale_trim = 0;
+}
+
+void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out)
+{
+	*out = p->st;
+}
+
+int innet_paxos_fd(const struct innet_paxos *p)
+{
+	return p->fd;
+}
+
+struct innet_paxos *innet_paxos_create(const struct innet_paxos_conf *conf, char *err,
+				       size_t errlen)
+{
+	int e = EINVAL;
+	if (conf->n_acceptors == 0 || conf->n_acceptors > INNET_PAXOS_MAX_ACCEPTORS) {
+		snprintf(err, errlen, "need 1..%u acceptors, got %u", INNET_PAXOS_MAX_ACCEPTORS,
+			 conf->n_acceptors);
+		goto err;
+	}
+	struct innet_paxos *p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		e = ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto err;
+	}
+	p->c = *conf;
+	if (p->c.window == 0)
+		p->c.window = 1024;
+	if (p->c.retry_ms == 0)
+		p->c.retry_ms = 100;
+	if (p->c.deadline_ms == 0)
+		p->c.deadline_ms = 5000;
+	if (p->c.recover_ms == 0)
+		p->c.recover_ms = 30;
+	if (p->c.proposer_id == 0)
+		p->c.proposer_id = 0xff;
+	p->majority = conf->n_acceptors / 2 + 1;
+	p->next = p->hi = conf->start;
+	p->ring = calloc(p->c.window, sizeof(*p->ring));
+	p->pend = calloc(MAX_PENDING, sizeof(*p->pend));
+	if (p->ring == NULL || p->pend == NULL) {
+		e = ENOMEM;
+		snprintf(err, errlen, "out of memory (window %u)", p->c.window);
+		goto err_free;
+	}
+	p->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (p->fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		goto err_free;
+	}
+	int buf = 8 << 20;
+	setsockopt(p->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(conf->bind_ip),
+				  .sin_port = htons(conf->bind_udp) };
+	if (bind(p->fd, (struct sockaddr *)&me, sizeof(me)) < 0) {
+		e = errno;
+		snprintf(err, errlen, "bind %s:%u: %s", inet_ntoa(me.sin_addr), conf->bind_udp,
+			 strerror(e));
+		goto err_close;
+	}
+	p->client = innet_paxos_client_new(p);
+	return p;
+err_close:
+	close(p->fd);
+err_free:
+	free(p->ring);
+	free(p->pend);
+	free(p);
+err:
+	errno = e;
+	return NULL;
+}
+
+void innet_paxos_destroy(struct innet_paxos *p)
+{
+	if (p == NULL)
+		return;
+	close(p->fd);
+	free(p->ring);
+	free(p->pend);
+	free(p->dd);
+	free(p);
+}

@@ -1,0 +1,593 @@
+/*
+ * layer.c — the DNN layer program (Trio): one pipeline of one stage of a
+ * quantized model (innet/dnn.h), on a leaf switch of a spine/leaf fabric.
+ *
+ *   client ─ACT(stage 0)─▶ leaf A pipes ─ACT(stage 1)─▶ spines ─▶ leaf B pipes ─ ... ─RESULT─▶ client
+ *
+ * Per packet (an ACT carrying a chunk of this stage's input):
+ *   1. not for this switch (dst_node): forward by route, ECMP (transit);
+ *   2. find the inference's slot (infer_id % slots); claim it if free (zero
+ *      its accumulators and arrival bitmap, arm its reclaim timer); another
+ *      inference holding it: drop slot_busy (the client retries);
+ *   3. mark the chunk in the arrival bitmap (fetch_or; seen before: drop
+ *      duplicate);
+ *   4. each of this pipeline's neurons adds the chunk's contribution to its
+ *      partial sum (computed locally, one fetch_add per touched neuron), the
+ *      products as in the paper: one shift-and-add per set bit of |w|
+ *      ("multiply": "shift", default) or a plain multiply ("mul");
+ *   5. the chunk that completes the bitmap finishes the inference here: bias,
+ *      requantization, ReLU and 2x2 max-pool in layer order, then emits the
+ *      outputs as ACT packets to every pipeline of the next stage's leaf (one
+ *      copy per pipeline: the paper's multicast), or, in the last stage, a
+ *      RESULT with its logits to the client; and frees the slot.
+ * A slot whose inference never completes (a packet was lost) is freed by its
+ * timer after "timeout_ms": the fabric never stalls on a lost packet.
+ *
+ * State (registers, per instance):
+ *   owner[slots]               infer_id holding the slot, 0 = free
+ *   arrived[slots]             bitmap of input chunks seen (<= 64 chunks)
+ *   acc[slots * neurons]       int32 partial sums (two's complement in u32)
+ *   events[2]                  inferences completed, slots reclaimed by timer
+ * Weights, biases and the plan are constants in the program's configuration
+ * (in a switch: action data / match tables written by the control plane).
+ *
+ * THREAD SAFETY: the program is INNET_PROG_SERIAL: one worker handles all its
+ * packets, so claim-zero-accumulate-complete never interleaves between
+ * packets. The timer thread only frees a slot with a compare-and-swap of
+ * owner (id -> 0); the next claim (on the worker) zeroes the state, so a
+ * packet that raced with the reclaim cannot leak sums into another inference.
+ * Parallelism comes from pipelines (instances) and switches, as in the paper.
+ *
+ * Settings: "model" (path), "stage" (absent: transit only), "pipe", "pipes",
+ * "max_vals", "nodes" (leaf node id per stage), "udp_base", "slots",
+ * "timeout_ms", "multiply", "routes" (docs/dnn.md, "Layer program").
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnn/wire.h"
+#include "innet/dnn.h"
+#include "innet/program.h"
+#include "innet/switch.h"
+
+enum { R_OWNER, R_ARRIVED, R_ACC, R_EVENTS };
+enum { T_ROUTES };
+enum { EV_COMPLETED, EV_RECLAIMED };
+
+#define LAYER_MAX_CHUNKS   64u      /* one 64-bit arrival bitmap per slot */
+#define LAYER_MAX_NEURONS  4096u    /* accumulators per pipeline (local array) */
+#define LAYER_MAX_POST     8u
+#define LAYER_NO_STAGE     255u
+#define ROUTE_MAX_PORTS    8u
+#define ROUTES_CAPACITY    4096u
+
+enum layer_drop {
+	DNN_TOO_SHORT = INNET_DROP_PROGRAM,
+	DNN_BAD_MAGIC,
+	DNN_BAD_VERSION,
+	DNN_WRONG_SERVICE,
+	DNN_NO_ROUTE,
+	DNN_NO_STAGE,
+	DNN_BAD_OP,
+	DNN_WRONG_STAGE,
+	DNN_WRONG_MODEL,
+	DNN_BAD_CHUNK,
+	DNN_BAD_ID,
+	DNN_SLOT_BUSY,
+	DNN_DUPLICATE,
+};
+
+static const char *const layer_drop_names[] = {
+	"too_short", "bad_magic", "bad_version", "wrong_service", "no_route", "no_stage", "bad_op",
+	"wrong_stage", "wrong_model", "bad_chunk", "bad_id", "slot_busy", "duplicate",
+};
+
+struct route {
+	uint16_t n;
+	uint16_t ports[ROUTE_MAX_PORTS];
+} __attribute__((packed));
+
+/* Everything the handler needs, in one allocation (freed with free()): the
+ * weights and biases of this pipeline's units follow the struct. */
+struct layer_conf {
+	uint16_t node;                    /* this switch (from init) */
+	uint16_t udp_base;
+	uint32_t slots;
+	uint64_t timeout_ns;
+	bool shift_mult;
+	bool transit_only;
+	uint32_t stage;
+	uint32_t n_stages;
+	uint16_t next_node;               /* leaf of stage + 1 */
+	uint32_t next_pipes;
+	uint32_t model_crc;
+	/* The stage's compute layer. */
+	enum innet_dnn_layer_type type;
+	struct innet_dnn_shape in, conv_out;
+	uint32_t kh, kw, stride, pad, shift;
+	uint32_t per_unit_w;              /* weights per unit */
+	bool last;
+	/* Its post layers, in order. */
+	enum innet_dnn_layer_type post[LAYER_MAX_POST];
+	uint32_t n_post;
+	/* This pipeline. */
+	struct innet_dnn_pipe pipe;
+	uint32_t units;
+	/* Input chunks of this stage. */
+	struct innet_dnn_chunk chunks[LAYER_MAX_CHUNKS];
+	uint32_t n_chunks;
+	uint64_t full_mask;
+	/* Output chunks (next stage's chunks [seq_lo, seq_hi)). */
+	struct innet_dnn_chunk out_chunks[LAYER_MAX_CHUNKS];
+	/* Routes (installed by init). */
+	struct route routes[ROUTES_CAPACITY];
+	uint16_t route_nodes[ROUTES_CAPACITY];
+	uint32_t n_routes;
+	/* Then: int8 weights[units * per_unit_w], pad to 4, int32 biases[units]. */
+	const int8_t *weights;
+	const int32_t *biases;
+	uint8_t data[];
+};
+
+static int route_port(struct innet_ctx *ctx, uint16_t node, uint32_t hash, uint16_t *port)
+{
+	struct route r;
+	if (innet_table_lookup(ctx, T_ROUTES, &node, &r) != 0 || r.n == 0 || r.n > ROUTE_MAX_PORTS)
+		return -1;
+	*port = r.ports[hash % r.n];
+	innet_alu(ctx, 1);
+	return 0;
+}
+
+/* a * w, as the paper does it: one shift and one add per set bit of |w|. */
+static inline int32_t mult_shift(struct innet_ctx *ctx, int32_t a, int32_t w)
+{
+	uint32_t m = (uint32_t)(w < 0 ? -w : w), r = 0, ua = (uint32_t)a;
+	uint32_t ops = 0;
+	for (uint32_t bit = 0; bit < 8; bit++)
+		if (m & (1u << bit)) {
+			r += ua << bit; /* wraps like the hardware's adder; exact in range */
+			ops += 2;
+		}
+	innet_alu(ctx, ops + (w < 0));
+	return w < 0 ? -(int32_t)r : (int32_t)r;
+}
+
+static inline int32_t mult(struct innet_ctx *ctx, const struct layer_conf *c, int32_t a, int32_t w)
+{
+	if (c->shift_mult)
+		return mult_shift(ctx, a, w);
+	innet_alu(ctx, 1);
+	return a * w;
+}
+
+/* Add this chunk's contributions into part[] (one per pipeline neuron). */
+static void accumulate(struct innet_ctx *ctx, const struct layer_conf *c, const int8_t *vals,
+		       uint32_t offset, uint32_t n, int32_t *part)
+{
+	if (c->type == INNET_DNN_DENSE) {
+		for (uint32_t u = 0; u < c->units; u++) {
+			const int8_t *w = c->weights + (size_t)u * c->per_unit_w + offset;
+			int32_t s = 0;
+			for (uint32_t i = 0; i < n; i++)
+				if (vals[i] != 0 && w[i] != 0)
+					s += mult(ctx, c, vals[i], w[i]);
+			part[u] += s;
+		}
+		return;
+	}
+	/* conv2d: each input value (ch, iy, ix) meets output (oy, ox) through kernel
+	 * position (ky, kx) when oy * stride + ky - pad == iy (same for x). */
+	const uint32_t ih = c->in.h, iw = c->in.w, oh = c->conv_out.h, ow = c->conv_out.w;
+	for (uint32_t i = 0; i < n; i++) {
+		if (vals[i] == 0)
+			continue;
+		uint32_t idx = offset + i, ch = idx / (ih * iw), iy = (idx / iw) % ih, ix = idx % iw;
+		for (uint32_t ky = 0; ky < c->kh; ky++) {
+			int32_t ty = (int32_t)iy + (int32_t)c->pad - (int32_t)ky;
+			if (ty < 0 || ty % (int32_t)c->stride != 0 || (uint32_t)ty / c->stride >= oh)
+				continue;
+			uint32_t oy = (uint32_t)ty / c->stride;
+			for (uint32_t kx = 0; kx < c->kw; kx++) {
+				int32_t tx = (int32_t)ix + (int32_t)c->pad - (int32_t)kx;
+				if (tx < 0 || tx % (int32_t)c->stride != 0 || (uint32_t)tx / c->stride >= ow)
+					continue;
+				uint32_t ox = (uint32_t)tx / c->stride;
+				for (uint32_t u = 0; u < c->units; u++) {
+					int32_t w = c->weights[(size_t)u * c->per_unit_w +
+							       (ch * c->kh + ky) * c->kw + kx];
+					if (w != 0)
+						part[(u * oh + oy) * ow + ox] += mult(ctx, c, vals[i], w);
+				}
+			}
+		}
+	}
+}
+
+/* Finish the inference in slot: values[] gets this pipeline's outputs
+ * (int8 in int32, or the logits in the last stage); returns their count. */
+static uint32_t finish(struct innet_ctx *ctx, const struct layer_conf *c, uint32_t slot, int32_t *v)
+{
+	uint32_t per = c->pipe.neurons / c->units; /* accumulators per unit */
+	for (uint32_t k = 0; k < c->pipe.neurons; k++) {
+		int32_t acc = (int32_t)(uint32_t)innet_reg_read(ctx, R_ACC, slot * c->pipe.neurons + k);
+		acc += c->biases[k / per];
+		v[k] = c->last ? acc : innet_dnn_requant(acc, c->shift);
+	}
+	innet_alu(ctx, 2 * c->pipe.neurons);
+	struct innet_dnn_shape s = { c->units, c->conv_out.h, c->conv_out.w };
+	for (uint32_t p = 0; p < c->n_post; p++) {
+		uint32_t n = s.c * s.h * s.w;
+		if (c->post[p] == INNET_DNN_RELU) {
+			for (uint32_t k = 0; k < n; k++)
+				v[k] = v[k] < 0 ? 0 : v[k]; /* the sign bit */
+			innet_alu(ctx, n);
+		} else if (c->post[p] == INNET_DNN_MAXPOOL2) {
+			uint32_t h2 = s.h / 2, w2 = s.w / 2;
+			for (uint32_t ch = 0; ch < s.c; ch++)
+				for (uint32_t y = 0; y < h2; y++)
+					for (uint32_t x = 0; x < w2; x++) {
+						const int32_t *q = v + (ch * s.h + 2 * y) * s.w + 2 * x;
+						int32_t m = q[0];
+						m = q[1] > m ? q[1] : m;
+						m = q[s.w] > m ? q[s.w] : m;
+						m = q[s.w + 1] > m ? q[s.w + 1] : m;
+						/* in place: the write index never passes the read window */
+						v[(ch * h2 + y) * w2 + x] = m;
+					}
+			innet_alu(ctx, 3 * s.c * h2 * w2);
+			s.h = h2;
+			s.w = w2;
+		} else { /* flatten: CHW order is already the flat order */
+			s = (struct innet_dnn_shape){ n, 1, 1 };
+		}
+	}
+	return s.c * s.h * s.w;
+}
+
+static void emit_outputs(struct innet_ctx *ctx, const struct layer_conf *c, const struct innet_hdr *ih,
+			 const struct innet_dnn_hdr *dh, const int32_t *v, uint32_t nv)
+{
+	uint8_t buf[INNET_DNN_HDRS_LEN + 1024 * 4];
+	struct innet_hdr *h = (struct innet_hdr *)buf;
+	struct innet_dnn_hdr *d = (struct innet_dnn_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
+				 .service = INNET_SVC_DNN, .src_node = htons(c->node) };
+	*d = *dh;
+	uint32_t id = ntohl(dh->infer_id);
+	if (c->last) {
+		h->dst_node = dh->client_node;
+		d->op = INNET_DNN_OP_RESULT;
+		d->stage = (uint8_t)c->stage;
+		d->seq = htons((uint16_t)c->pipe.seq_lo);
+		d->n = htons((uint16_t)nv);
+		d->offset = htonl(c->pipe.unit_lo);
+		uint8_t *p = buf + INNET_DNN_HDRS_LEN;
+		for (uint32_t k = 0; k < nv; k++) {
+			uint32_t be = htonl((uint32_t)v[k]);
+			memcpy(p + 4 * k, &be, 4);
+		}
+		struct innet_out out = { .udp = c->udp_base };
+		if (route_port(ctx, ntohs(dh->client_node), id, &out.port) != 0)
+			return; /* no route to the client: it times out and retries */
+		innet_emit(ctx, &out, false, buf, INNET_DNN_HDRS_LEN + 4 * nv);
+		return;
+	}
+	h->dst_node = htons(c->next_node);
+	d->op = INNET_DNN_OP_ACT;
+	d->stage = (uint8_t)(c->stage + 1);
+	for (uint32_t s = c->pipe.seq_lo; s < c->pipe.seq_hi; s++) {
+		const struct innet_dnn_chunk *ch = &c->out_chunks[s - c->pipe.seq_lo];
+		d->seq = htons((uint16_t)s);
+		d->n = htons((uint16_t)ch->n);
+		d->offset = htonl(ch->offset);
+		for (uint32_t k = 0; k < ch->n; k++)
+			buf[INNET_DNN_HDRS_LEN + k] = (uint8_t)(int8_t)v[ch->offset - c->pipe.out_lo + k];
+		for (uint32_t q = 0; q < c->next_pipes; q++) {
+			struct innet_out out = { .udp = (uint16_t)(c->udp_base + q) };
+			if (route_port(ctx, c->next_node, id + q + s, &out.port) != 0)
+				return;
+			innet_emit(ctx, &out, false, buf, INNET_DNN_HDRS_LEN + ch->n);
+		}
+	}
+}
+
+static enum innet_action layer_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
+{
+	const struct layer_conf *c = ctx->priv;
+	if (pkt->len < INNET_DNN_HDRS_LEN)
+		return innet_drop(pkt, DNN_TOO_SHORT);
+	const struct innet_hdr *h = (const struct innet_hdr *)pkt->data;
+	const struct innet_dnn_hdr *d = (const struct innet_dnn_hdr *)(h + 1);
+	if (h->magic != INNET_MAGIC)
+		return innet_drop(pkt, DNN_BAD_MAGIC);
+	if (h->version != INNET_VERSION)
+		return innet_drop(pkt, DNN_BAD_VERSION);
+	if (h->service != INNET_SVC_DNN)
+		return innet_drop(pkt, DNN_WRONG_SERVICE);
+	uint16_t dst = ntohs(h->dst_node);
+	if (dst != c->node) {
+		uint16_t port;
+		if (route_port(ctx, dst, ntohl(d->infer_id) + pkt->dst_udp, &port) != 0)
+			return innet_drop(pkt, DNN_NO_ROUTE);
+		return innet_forward(pkt, port);
+	}
+	if (c->transit_only)
+		return innet_drop(pkt, DNN_NO_STAGE);
+	if (d->op != INNET_DNN_OP_ACT)
+		return innet_drop(pkt, DNN_BAD_OP);
+	if (d->stage != c->stage)
+		return innet_drop(pkt, DNN_WRONG_STAGE);
+	if (ntohl(d->model) != c->model_crc)
+		return innet_drop(pkt, DNN_WRONG_MODEL);
+	uint32_t seq = ntohs(d->seq), n = ntohs(d->n), offset = ntohl(d->offset);
+	if (seq >= c->n_chunks || c->chunks[seq].offset != offset || c->chunks[seq].n != n ||
+	    pkt->len != INNET_DNN_HDRS_LEN + n)
+		return innet_drop(pkt, DNN_BAD_CHUNK);
+	uint32_t id = ntohl(d->infer_id);
+	if (id == 0)
+		return innet_drop(pkt, DNN_BAD_ID);
+
+	uint32_t slot = id % c->slots;
+	uint64_t owner = innet_reg_read(ctx, R_OWNER, slot);
+	if (owner != id) {
+		uint64_t expect = 0;
+		if (owner != 0 || !innet_reg_cas(ctx, R_OWNER, slot, &expect, id))
+			return innet_drop(pkt, DNN_SLOT_BUSY);
+		for (uint32_t k = 0; k < c->pipe.neurons; k++)
+			innet_reg_write(ctx, R_ACC, slot * c->pipe.neurons + k, 0);
+		innet_reg_write(ctx, R_ARRIVED, slot, 0);
+		innet_timer_arm(ctx, slot, c->timeout_ns, id);
+	}
+	uint64_t bit = 1ull << seq;
+	uint64_t before = innet_reg_fetch_or(ctx, R_ARRIVED, slot, bit);
+	if (before & bit)
+		return innet_drop(pkt, DNN_DUPLICATE);
+
+	int32_t v[LAYER_MAX_NEURONS];
+	memset(v, 0, sizeof(int32_t) * c->pipe.neurons);
+	accumulate(ctx, c, (const int8_t *)(pkt->data + INNET_DNN_HDRS_LEN), offset, n, v);
+	for (uint32_t k = 0; k < c->pipe.neurons; k++)
+		if (v[k] != 0)
+			innet_reg_fetch_add(ctx, R_ACC, slot * c->pipe.neurons + k, (uint32_t)v[k]);
+	if ((before | bit) != c->full_mask)
+		return INNET_CONSUMED;
+
+	uint32_t nv = finish(ctx, c, slot, v);
+	emit_outputs(ctx, c, h, d, v, nv);
+	innet_timer_cancel(ctx, slot);
+	innet_reg_write(ctx, R_OWNER, slot, 0);
+	innet_reg_fetch_add(ctx, R_EVENTS, EV_COMPLETED, 1);
+	return INNET_CONSUMED;
+}
+
+static void layer_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
+{
+	uint64_t expect = arg;
+	if (innet_reg_cas(ctx, R_OWNER, timer, &expect, 0))
+		innet_reg_fetch_add(ctx, R_EVENTS, EV_RECLAIMED, 1);
+}
+
+static int parse_routes(struct innet_decl *d, json_t *routes, struct layer_conf *c)
+{
+	if (!json_is_array(routes) || json_array_size(routes) > ROUTES_CAPACITY)
+		return innet_decl_error(d, "setting 'routes' must be an array of {\"node\", \"ports\"} "
+					   "(\"auto\" in a topology file)");
+	size_t i;
+	json_t *r;
+	json_array_foreach(routes, i, r) {
+		json_t *node = json_object_get(r, "node"), *ports = json_object_get(r, "ports");
+		if (!json_is_object(r) || !json_is_integer(node) || json_integer_value(node) < 1 ||
+		    json_integer_value(node) > 65535 || !json_is_array(ports) ||
+		    json_array_size(ports) < 1 || json_array_size(ports) > ROUTE_MAX_PORTS)
+			return innet_decl_error(d, "routes[%zu] must be {\"node\": 1..65535, \"ports\": "
+						   "[1..%u ports]}", i, ROUTE_MAX_PORTS);
+		struct route *rt = &c->routes[c->n_routes];
+		size_t j;
+		json_t *p;
+		json_array_foreach(ports, j, p) {
+			if (!json_is_integer(p) || json_integer_value(p) < 0 ||
+			    json_integer_value(p) >= INNET_MAX_PORTS)
+				return innet_decl_error(d, "routes[%zu].ports[%zu] is not a port number", i, j);
+			rt->ports[j] = (uint16_t)json_integer_value(p);
+		}
+		rt->n = (uint16_t)json_array_size(ports);
+		c->route_nodes[c->n_routes++] = (uint16_t)json_integer_value(node);
+	}
+	return 0;
+}
+
+/* Fill the stage-specific part of c from the model and plan (setup only). */
+static int layer_from_plan(struct innet_decl *d, struct layer_conf **cp, const char *path,
+			   uint32_t stage, uint32_t pipe, uint32_t pipes, uint32_t max_vals,
+			   const uint64_t *nodes, uint32_t n_nodes)
+{
+	struct innet_dnn_model m;
+	struct innet_dnn_plan p;
+	char err[512];
+	if (innet_dnn_model_load(path, &m, err, sizeof(err)) != 0)
+		return innet_decl_error(d, "model: %s", err);
+	int rc = innet_dnn_plan_build(&m, pipes, max_vals, &p, err, sizeof(err));
+	if (rc != 0) {
+		innet_dnn_model_free(&m);
+		return innet_decl_error(d, "model %s: %s", path, err);
+	}
+	rc = -EINVAL;
+	if (stage >= p.n_stages) {
+		innet_decl_error(d, "stage %u: the model has %u stages (0..%u)", stage, p.n_stages,
+				 p.n_stages - 1);
+		goto out;
+	}
+	if (n_nodes != p.n_stages) {
+		innet_decl_error(d, "'nodes' lists %u leaves; the model has %u stages", n_nodes, p.n_stages);
+		goto out;
+	}
+	const struct innet_dnn_stage *s = &p.stages[stage];
+	const struct innet_dnn_layer *l = &m.layers[s->layer];
+	if (pipe >= s->n_pipes) {
+		innet_decl_error(d, "pipe %u: stage %u has %u pipelines", pipe, stage, s->n_pipes);
+		goto out;
+	}
+	if (s->n_chunks > LAYER_MAX_CHUNKS || (!s->last && p.stages[stage + 1].n_chunks > LAYER_MAX_CHUNKS)) {
+		innet_decl_error(d, "stage %u: more than %u input packets per inference; raise "
+				    "'max_vals'", stage, LAYER_MAX_CHUNKS);
+		goto out;
+	}
+	if (s->pipes[pipe].neurons > LAYER_MAX_NEURONS) {
+		innet_decl_error(d, "stage %u pipe %u: %u accumulators exceed %u; use more pipelines",
+				 stage, pipe, s->pipes[pipe].neurons, LAYER_MAX_NEURONS);
+		goto out;
+	}
+	if (s->post_hi - s->post_lo > LAYER_MAX_POST) {
+		innet_decl_error(d, "stage %u: more than %u relu/pool/flatten layers", stage, LAYER_MAX_POST);
+		goto out;
+	}
+	uint32_t units = s->pipes[pipe].unit_hi - s->pipes[pipe].unit_lo;
+	uint32_t per_w = l->n_weights / l->units;
+	size_t wbytes = ((size_t)units * per_w + 3) & ~(size_t)3;
+	/* Grow the configuration to hold the weights: a new block replaces the old
+	 * one as the program's priv (innet_decl_priv frees the old one). */
+	struct layer_conf *c = malloc(sizeof(*c) + wbytes + 4 * (size_t)units);
+	if (c == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(c, *cp, sizeof(*c));
+	innet_decl_priv(d, c);
+	*cp = c;
+	c->stage = stage;
+	c->n_stages = p.n_stages;
+	c->model_crc = m.crc;
+	c->type = l->type;
+	c->in = l->in;
+	c->conv_out = l->out;
+	c->kh = l->kh;
+	c->kw = l->kw;
+	c->stride = l->stride;
+	c->pad = l->pad;
+	c->shift = l->shift;
+	c->per_unit_w = per_w;
+	c->last = s->last;
+	c->n_post = s->post_hi - s->post_lo;
+	for (uint32_t i = 0; i < c->n_post; i++)
+		c->post[i] = m.layers[s->post_lo + i].type;
+	c->pipe = s->pipes[pipe];
+	c->units = units;
+	c->n_chunks = s->n_chunks;
+	memcpy(c->chunks, s->chunks, sizeof(s->chunks[0]) * s->n_chunks);
+	c->full_mask = s->n_chunks == 64 ? ~0ull : (1ull << s->n_chunks) - 1;
+	if (!s->last) {
+		const struct innet_dnn_stage *nx = &p.stages[stage + 1];
+		c->next_node = (uint16_t)nodes[stage + 1];
+		c->next_pipes = nx->n_pipes;
+		memcpy(c->out_chunks, nx->chunks + c->pipe.seq_lo,
+		       sizeof(nx->chunks[0]) * (c->pipe.seq_hi - c->pipe.seq_lo));
+	}
+	memcpy(c->data, l->weights + (size_t)c->pipe.unit_lo * per_w, (size_t)units * per_w);
+	memcpy(c->data + wbytes, l->biases + c->pipe.unit_lo, 4 * (size_t)units);
+	c->weights = (const int8_t *)c->data;
+	c->biases = (const int32_t *)(void *)(c->data + wbytes);
+	rc = 0;
+out:
+	innet_dnn_plan_free(&p);
+	innet_dnn_model_free(&m);
+	return rc;
+}
+
+static int layer_setup(struct innet_decl *d, struct innet_args *a)
+{
+	struct layer_conf *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	innet_decl_priv(d, c);
+	const char *model, *multiply;
+	uint64_t stage, pipe, pipes, max_vals, udp_base, slots, timeout_ms, nodes[INNET_DNN_MAX_STAGES];
+	uint32_t n_nodes = 0;
+	int rc;
+	if ((rc = innet_args_str(a, "model", NULL, &model)) != 0 ||
+	    (rc = innet_args_u64(a, "stage", LAYER_NO_STAGE, 0, LAYER_NO_STAGE, &stage)) != 0 ||
+	    (rc = innet_args_u64(a, "pipe", 0, 0, INNET_DNN_MAX_PIPES - 1, &pipe)) != 0 ||
+	    (rc = innet_args_u64(a, "pipes", 1, 1, INNET_DNN_MAX_PIPES, &pipes)) != 0 ||
+	    (rc = innet_args_u64(a, "max_vals", 256, 1, 1024, &max_vals)) != 0 ||
+	    (rc = innet_args_u64(a, "udp_base", INNET_DNN_UDP_DEFAULT, 1, 65535 - INNET_DNN_MAX_PIPES,
+				 &udp_base)) != 0 ||
+	    (rc = innet_args_u64(a, "slots", 256, 1, 65536, &slots)) != 0 ||
+	    (rc = innet_args_u64(a, "timeout_ms", 100, 1, 60000, &timeout_ms)) != 0 ||
+	    (rc = innet_args_str(a, "multiply", "shift", &multiply)) != 0 ||
+	    (rc = innet_args_u64_array(a, "nodes", nodes, INNET_DNN_MAX_STAGES, &n_nodes)) != 0)
+		return rc;
+	if (strcmp(multiply, "shift") != 0 && strcmp(multiply, "mul") != 0)
+		return innet_decl_error(d, "setting 'multiply' must be \"shift\" or \"mul\", not \"%s\"",
+					multiply);
+	for (uint32_t i = 0; i < n_nodes; i++)
+		if (nodes[i] < 1 || nodes[i] > 65535)
+			return innet_decl_error(d, "nodes[%u] = %llu is not a node id", i,
+						(unsigned long long)nodes[i]);
+	c->shift_mult = multiply[0] == 's';
+	c->udp_base = (uint16_t)udp_base;
+	c->slots = (uint32_t)slots;
+	c->timeout_ns = timeout_ms * 1000000ull;
+	c->transit_only = stage == LAYER_NO_STAGE;
+	json_t *routes = innet_args_json(a, "routes");
+	if (routes != NULL && (rc = parse_routes(d, routes, c)) != 0)
+		return rc;
+	if (!c->transit_only) {
+		if (model == NULL)
+			return innet_decl_error(d, "setting 'model' (a model file) is required with 'stage'");
+		if ((rc = layer_from_plan(d, &c, model, (uint32_t)stage, (uint32_t)pipe, (uint32_t)pipes,
+					  (uint32_t)max_vals, nodes, n_nodes)) != 0)
+			return rc;
+	}
+	uint32_t neurons = c->transit_only ? 1 : c->pipe.neurons;
+	if ((rc = innet_decl_reg(d, R_OWNER, "owner", 4, c->slots)) != 0 ||
+	    (rc = innet_decl_reg(d, R_ARRIVED, "arrived", 8, c->slots)) != 0 ||
+	    (rc = innet_decl_reg(d, R_ACC, "acc", 4, c->slots * neurons)) != 0 ||
+	    (rc = innet_decl_reg(d, R_EVENTS, "events", 8, 2)) != 0 ||
+	    (rc = innet_decl_timers(d, c->slots)) != 0)
+		return rc;
+	return innet_decl_table(d, T_ROUTES, "routes", sizeof(uint16_t), sizeof(struct route),
+				ROUTES_CAPACITY);
+}
+
+static int layer_init(struct innet_cp *cp, void *priv)
+{
+	struct layer_conf *c = priv;
+	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
+	c->node = sc->node_id;
+	if (!c->transit_only && !c->last && c->next_node == c->node) {
+		fprintf(stderr, "innet: program '%s': stages %u and %u are both on node %u; each stage "
+				"needs its own leaf\n", innet_cp_name(cp), c->stage, c->stage + 1, c->node);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < c->n_routes; i++) {
+		for (uint32_t j = 0; j < c->routes[i].n; j++)
+			if (c->routes[i].ports[j] >= sc->n_ports) {
+				fprintf(stderr, "innet: program '%s': route to node %u uses port %u; the "
+						"switch has %u ports\n", innet_cp_name(cp),
+					c->route_nodes[i], c->routes[i].ports[j], sc->n_ports);
+				return -EINVAL;
+			}
+		int rc = innet_cp_table_add(cp, T_ROUTES, &c->route_nodes[i], &c->routes[i]);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+const struct innet_program innet_prog_dnn_layer = {
+	.name = "dnn_layer",
+	.summary = "one pipeline of one layer of a quantized DNN (innet dnn); transit by dst_node",
+	.model = INNET_MODEL_TRIO,
+	.flags = INNET_PROG_SERIAL,
+	.parse_bytes = INNET_DNN_HDRS_LEN,
+	.drop_reasons = layer_drop_names,
+	.n_drop_reasons = sizeof(layer_drop_names) / sizeof(layer_drop_names[0]),
+	.setup = layer_setup,
+	.init = layer_init,
+	.handle = layer_handle,
+	.on_timer = layer_on_timer,
+};

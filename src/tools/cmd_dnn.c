@@ -1,0 +1,754 @@
+/*
+ * cmd_dnn.c — `innet dnn`: quantized DNN inference in the fabric
+ * (docs/dnn.md; the layer program is src/dnn/layer.c).
+ *
+ *   innet dnn ref MODEL TESTSET            the C integer reference on a test set
+ *   innet dnn compile MODEL TOPOLOGY       map stages to leaves and units to
+ *                                          pipelines; print the per-switch,
+ *                                          per-pipeline report; write the derived
+ *                                          topology (--out) that runs it
+ *   innet dnn infer --topology T --from H --testset F --index I
+ *                                          one input through the fabric
+ *   innet dnn eval --topology T --from H --testset F
+ *                                          a test set through the fabric, compared
+ *                                          with the C reference logit for logit
+ *
+ * The client (infer, eval) learns the deployment from the derived topology:
+ * the dnn_layer instances' settings name the model, the leaves and the
+ * pipelines. It sends stage 0's input packets from HOST's address (UDP
+ * udp_base) to each stage-0 pipeline through HOST's leaf and collects the
+ * RESULT packets; an inference not answered within --timeout is retried with
+ * a new id (its slots in the fabric are reclaimed by their timers).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dnn/wire.h"
+#include "innet/dnn.h"
+#include "innet/topology.h"
+#include "tools/cmds.h"
+
+#define TOFINO2_PPS_PER_PIPE 1.5e9   /* the paper's figure: packets/s per pipeline */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void dnn_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: innet dnn ref MODEL TESTSET [--quiet]\n"
+		"       innet dnn compile MODEL TOPOLOGY [--out FILE] [--pipes N] [--max-vals N]\n"
+		"                 [--leaves L1,L2,...] [--udp PORT] [--slots N] [--timeout-ms MS]\n"
+		"                 [--multiply shift|mul] [--ops-per-pass N]\n"
+		"       innet dnn infer --topology FILE --from HOST --testset FILE [--index I] [--timeout MS]\n"
+		"       innet dnn eval --topology FILE --from HOST --testset FILE [--count N] [--window W]\n"
+		"                 [--timeout MS] [--retries R]\n\n"
+		"Quantized DNN inference split layer by layer across the leaves of a fabric.\n"
+		"compile writes a topology (--out) to run with 'innet fabric up'; infer and eval use it.\n"
+		"Exit status: 0 ok, 1 failure (eval: any logit differs from the C reference), 2 usage.\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* ref                                                                        */
+
+static int load_pair(const char *model, const char *testset, struct innet_dnn_model *m,
+		     struct innet_dnn_testset *ts)
+{
+	char err[1024];
+	if (innet_dnn_model_load(model, m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		return -1;
+	}
+	if (testset == NULL)
+		return 0;
+	if (innet_dnn_testset_load(testset, ts, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		innet_dnn_model_free(m);
+		return -1;
+	}
+	if (memcmp(&ts->in, &m->in, sizeof(m->in)) != 0) {
+		fprintf(stderr, "innet dnn: test set inputs are %ux%ux%u, the model wants %ux%ux%u\n",
+			ts->in.c, ts->in.h, ts->in.w, m->in.c, m->in.h, m->in.w);
+		innet_dnn_testset_free(ts);
+		innet_dnn_model_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+static int dnn_ref(int argc, char **argv)
+{
+	bool quiet = argc == 4 && !strcmp(argv[3], "--quiet");
+	if (argc != 3 && !quiet) {
+		dnn_usage(stderr);
+		return 2;
+	}
+	struct innet_dnn_model m;
+	struct innet_dnn_testset ts;
+	if (load_pair(argv[1], argv[2], &m, &ts) != 0)
+		return 1;
+	uint32_t n = innet_dnn_shape_n(m.in), correct = 0;
+	int32_t *logits = calloc(m.n_classes, sizeof(*logits));
+	for (uint32_t i = 0; logits != NULL && i < ts.count; i++) {
+		int cls = innet_dnn_ref_infer(&m, ts.inputs + (size_t)i * n, logits);
+		if (cls < 0)
+			break;
+		correct += (uint32_t)cls == ts.labels[i];
+		if (!quiet) {
+			printf("%u %u %d", i, ts.labels[i], cls);
+			for (uint32_t k = 0; k < m.n_classes; k++)
+				printf(" %d", logits[k]);
+			printf("\n");
+		}
+	}
+	fprintf(quiet ? stdout : stderr, "accuracy %.2f%% (%u/%u), model crc %08x\n",
+		100.0 * correct / ts.count, correct, ts.count, m.crc);
+	free(logits);
+	innet_dnn_testset_free(&ts);
+	innet_dnn_model_free(&m);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* compile                                                                    */
+
+struct compile_opts {
+	const char *out;
+	uint32_t pipes, max_vals, udp, slots, timeout_ms, ops_per_pass;
+	const char *multiply;
+	const char *leaves;
+};
+
+/* Print the resource report for plan p placed on the given leaves. */
+static void report(const struct innet_dnn_model *m, const struct innet_dnn_plan *p,
+		   const struct innet_topology *t, const uint32_t *leaf_of, const struct compile_opts *o)
+{
+	printf("model: %u layers, input %ux%ux%u, %u classes, crc %08x; %u stages, up to %u pipelines "
+	       "per leaf, %u values per packet\n", m->n_layers, m->in.c, m->in.h, m->in.w, m->n_classes,
+	       m->crc, p->n_stages, o->pipes, p->max_vals);
+	printf("PISA budget: %u operations per pass (accumulator updates + shift-and-adds); Tofino2: "
+	       "%.1f G packets/s per pipeline\n\n", o->ops_per_pass, TOFINO2_PPS_PER_PIPE / 1e9);
+	printf("%-8s %-5s %-4s %-10s %9s %10s %11s %11s %7s %8s %8s %10s %9s\n", "switch", "stage",
+	       "pipe", "layer", "params", "wbytes", "MACs", "shift-adds", "neurons", "pkts-in",
+	       "pkts-out", "recirc", "t2-us");
+	double total_us = 0, worst_us = 0;
+	uint64_t tot_params = 0, tot_macs = 0, tot_sa = 0, tot_wb = 0;
+	for (uint32_t si = 0; si < p->n_stages; si++) {
+		const struct innet_dnn_stage *s = &p->stages[si];
+		const struct innet_dnn_layer *l = &m->layers[s->layer];
+		char lname[32];
+		if (l->type == INNET_DNN_CONV2D)
+			snprintf(lname, sizeof(lname), "conv%ux%u", l->kh, l->kw);
+		else
+			snprintf(lname, sizeof(lname), "dense");
+		double stage_us = 0;
+		for (uint32_t k = 0; k < s->n_pipes; k++) {
+			const struct innet_dnn_pipe *pp = &s->pipes[k];
+			uint64_t ops = pp->shift_adds + (uint64_t)pp->neurons * s->n_chunks;
+			uint64_t per_pkt = (ops + s->n_chunks - 1) / s->n_chunks;
+			uint64_t passes = (per_pkt + o->ops_per_pass - 1) / o->ops_per_pass;
+			if (passes == 0)
+				passes = 1;
+			uint64_t recirc = (passes - 1) * s->n_chunks;
+			uint64_t out_pkts = s->last ? 1 : (uint64_t)(pp->seq_hi - pp->seq_lo) * p->stages[si + 1].n_pipes;
+			double us = (double)(s->n_chunks * passes + out_pkts) / TOFINO2_PPS_PER_PIPE * 1e6;
+			stage_us = us > stage_us ? us : stage_us;
+			printf("%-8s %-5u %-4u %-10s %9llu %10llu %11llu %11llu %7u %8u %8llu %10llu %9.3f\n",
+			       t->nodes[leaf_of[si]].name, si, k, lname, (unsigned long long)pp->params,
+			       (unsigned long long)pp->weight_bytes, (unsigned long long)pp->macs,
+			       (unsigned long long)pp->shift_adds, pp->neurons, s->n_chunks,
+			       (unsigned long long)out_pkts, (unsigned long long)recirc, us);
+			tot_params += pp->params;
+			tot_macs += pp->macs;
+			tot_sa += pp->shift_adds;
+			tot_wb += pp->weight_bytes;
+		}
+		total_us += stage_us;
+		worst_us = stage_us > worst_us ? stage_us : worst_us;
+	}
+	printf("\ntotal: %llu parameters, %llu weight bytes, %llu MACs, %llu shift-and-adds per inference\n",
+	       (unsigned long long)tot_params, (unsigned long long)tot_wb, (unsigned long long)tot_macs,
+	       (unsigned long long)tot_sa);
+	printf("Tofino2 projection: %.3f us of pipeline time per inference (stages in series), "
+	       "%.0f inferences/s with stages pipelined (slowest stage %.3f us); link and hop "
+	       "latency not included\n", total_us, worst_us > 0 ? 1e6 / worst_us : 0.0, worst_us);
+}
+
+/* The programs a switch runs in the topology JSON (its own, or a copy of the defaults). */
+static json_t *switch_programs(json_t *root, json_t *sw)
+{
+	json_t *progs = json_object_get(sw, "programs");
+	if (progs == NULL) {
+		json_t *defs = json_object_get(json_object_get(root, "defaults"), "programs");
+		progs = defs ? json_deep_copy(defs) : json_array();
+		json_object_set_new(sw, "programs", progs);
+	}
+	return progs;
+}
+
+static int dnn_compile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },        { "pipes", required_argument, NULL, 'p' },
+		{ "max-vals", required_argument, NULL, 'v' },   { "udp", required_argument, NULL, 'u' },
+		{ "slots", required_argument, NULL, 's' },      { "timeout-ms", required_argument, NULL, 'T' },
+		{ "multiply", required_argument, NULL, 'm' },   { "ops-per-pass", required_argument, NULL, 'b' },
+		{ "leaves", required_argument, NULL, 'l' },     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct compile_opts o = { .pipes = 2, .max_vals = 256, .udp = INNET_DNN_UDP_DEFAULT,
+				  .slots = 256, .timeout_ms = 100, .ops_per_pass = 48,
+				  .multiply = "shift" };
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:p:v:u:s:T:m:b:l:h", opts, NULL)) != -1) {
+		uint64_t v = 0;
+		switch (c) {
+		case 'o': o.out = optarg; continue;
+		case 'm': o.multiply = optarg; continue;
+		case 'l': o.leaves = optarg; continue;
+		case 'h': dnn_usage(stdout); return 0;
+		case 'p': if (parse_u64(optarg, 1, INNET_DNN_MAX_PIPES, &v)) goto bad; o.pipes = (uint32_t)v; break;
+		case 'v': if (parse_u64(optarg, 1, 1024, &v)) goto bad; o.max_vals = (uint32_t)v; break;
+		case 'u': if (parse_u64(optarg, 1, 65535 - INNET_DNN_MAX_PIPES, &v)) goto bad; o.udp = (uint32_t)v; break;
+		case 's': if (parse_u64(optarg, 1, 65536, &v)) goto bad; o.slots = (uint32_t)v; break;
+		case 'T': if (parse_u64(optarg, 1, 60000, &v)) goto bad; o.timeout_ms = (uint32_t)v; break;
+		case 'b': if (parse_u64(optarg, 1, 1u << 20, &v)) goto bad; o.ops_per_pass = (uint32_t)v; break;
+		default: goto bad;
+		}
+	}
+	if (argc - optind != 2 || (strcmp(o.multiply, "shift") && strcmp(o.multiply, "mul")))
+		goto bad;
+	const char *model_path = argv[optind], *topo_path = argv[optind + 1];
+	char err[4096];
+	struct innet_dnn_model m;
+	if (innet_dnn_model_load(model_path, &m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn compile: %s\n", err);
+		return 1;
+	}
+	int rc = 1;
+	struct innet_dnn_plan p;
+	struct innet_topology *t = NULL;
+	json_t *root = NULL;
+	bool *is_leaf = NULL;
+	if (innet_dnn_plan_build(&m, o.pipes, o.max_vals, &p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn compile: %s: %s\n", model_path, err);
+		goto out_model;
+	}
+	t = innet_topology_load(topo_path, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet dnn compile: %s\n", err);
+		goto out_plan;
+	}
+	/* Leaves: switches with a host, in file order (or --leaves). */
+	uint32_t leaf_of[INNET_DNN_MAX_STAGES], n_leaves = 0;
+	is_leaf = calloc(t->n_switches, sizeof(bool));
+	if (is_leaf == NULL)
+		goto out_topo;
+	for (uint32_t i = 0; i < t->n_links; i++) {
+		const struct innet_topo_link *l = &t->links[i];
+		if (t->nodes[l->a].kind == INNET_TOPO_HOST && l->b < t->n_switches)
+			is_leaf[l->b] = true;
+		if (t->nodes[l->b].kind == INNET_TOPO_HOST && l->a < t->n_switches)
+			is_leaf[l->a] = true;
+	}
+	if (o.leaves != NULL) {
+		char buf[1024];
+		snprintf(buf, sizeof(buf), "%s", o.leaves);
+		for (char *tok = strtok(buf, ","); tok != NULL; tok = strtok(NULL, ",")) {
+			int ix = innet_topology_find(t, tok);
+			if (ix < 0 || (uint32_t)ix >= t->n_switches || n_leaves == INNET_DNN_MAX_STAGES) {
+				fprintf(stderr, "innet dnn compile: --leaves: '%s' is not a switch of %s\n",
+					tok, topo_path);
+				goto out_topo;
+			}
+			leaf_of[n_leaves++] = (uint32_t)ix;
+		}
+	} else {
+		for (uint32_t i = 0; i < t->n_switches && n_leaves < INNET_DNN_MAX_STAGES; i++)
+			if (is_leaf[i])
+				leaf_of[n_leaves++] = i;
+	}
+	if (n_leaves < p.n_stages) {
+		fprintf(stderr, "innet dnn compile: the model has %u stages (conv2d/dense layers) and %s "
+				"has %u leaves to put them on\n", p.n_stages, topo_path, n_leaves);
+		goto out_topo;
+	}
+	report(&m, &p, t, leaf_of, &o);
+	rc = 0;
+	if (o.out == NULL)
+		goto out_topo;
+
+	/* The derived topology: every leaf runs o.pipes dnn_layer instances (on
+	 * udp .. udp + pipes - 1; transit-only where it hosts no stage or the stage
+	 * has fewer pipelines); every other switch forwards those ports. */
+	rc = 1;
+	char abs_model[PATH_MAX];
+	if (realpath(model_path, abs_model) == NULL) {
+		fprintf(stderr, "innet dnn compile: %s: %s\n", model_path, strerror(errno));
+		goto out_topo;
+	}
+	json_error_t jerr;
+	root = json_load_file(topo_path, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		fprintf(stderr, "innet dnn compile: %s: %s\n", topo_path, jerr.text);
+		goto out_topo;
+	}
+	char name[128];
+	snprintf(name, sizeof(name), "%s-dnn", t->name);
+	json_object_set_new(root, "name", json_string(name));
+	char sd[4200];
+	snprintf(sd, sizeof(sd), "%s-dnn", t->state_dir);
+	json_object_set_new(root, "state_dir", json_string(sd));
+	json_t *nodes = json_array();
+	for (uint32_t s = 0; s < p.n_stages; s++)
+		json_array_append_new(nodes, json_integer(t->nodes[leaf_of[s]].node_id));
+	json_t *sws = json_object_get(root, "switches");
+	for (uint32_t i = 0; i < t->n_switches; i++) {
+		json_t *sw = json_array_get(sws, i), *progs = switch_programs(root, sw);
+		int stage = -1;
+		for (uint32_t s = 0; s < p.n_stages; s++)
+			if (leaf_of[s] == i)
+				stage = (int)s;
+		bool leaf = is_leaf[i] || stage >= 0;
+		if (!leaf) {
+			json_t *udp = json_array();
+			for (uint32_t k = 0; k < o.pipes; k++)
+				json_array_append_new(udp, json_integer(o.udp + k));
+			json_array_append_new(progs, json_pack("{s:s, s:s, s:o, s:{s:s}}", "name", "dnn_fwd",
+							       "program", "forward", "udp", udp, "args",
+							       "routes", "auto"));
+			continue;
+		}
+		for (uint32_t k = 0; k < o.pipes; k++) {
+			char iname[32];
+			snprintf(iname, sizeof(iname), "dnn%u", k);
+			json_t *args = json_pack("{s:s, s:I, s:I, s:i, s:i, s:s, s:O}", "routes", "auto",
+						 "udp_base", (json_int_t)o.udp, "slots", (json_int_t)o.slots,
+						 "timeout_ms", o.timeout_ms, "max_vals", o.max_vals,
+						 "multiply", o.multiply, "nodes", nodes);
+			if (stage >= 0 && k < p.stages[stage].n_pipes) {
+				json_object_set_new(args, "model", json_string(abs_model));
+				json_object_set_new(args, "stage", json_integer(stage));
+				json_object_set_new(args, "pipe", json_integer(k));
+				json_object_set_new(args, "pipes", json_integer(o.pipes));
+			}
+			json_array_append_new(progs, json_pack("{s:s, s:s, s:[i], s:o}", "name", iname,
+							       "program", "dnn_layer", "udp", o.udp + k,
+							       "args", args));
+		}
+	}
+	json_decref(nodes);
+	json_object_set_new(root, "comment",
+			    json_sprintf("derived by 'innet dnn compile %s %s': stages on %u leaves, "
+					 "%u pipelines each", model_path, topo_path, p.n_stages, o.pipes));
+	if (json_dump_file(root, o.out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+		fprintf(stderr, "innet dnn compile: cannot write %s\n", o.out);
+		goto out_topo;
+	}
+	/* Check that what we wrote is a valid topology. */
+	struct innet_topology *t2 = innet_topology_load(o.out, err, sizeof(err));
+	if (t2 == NULL) {
+		fprintf(stderr, "innet dnn compile: the derived topology is invalid (a bug):\n%s\n", err);
+		goto out_topo;
+	}
+	innet_topology_free(t2);
+	printf("\nwrote %s (fabric '%s'): run it with 'innet fabric up %s'\n", o.out, name, o.out);
+	rc = 0;
+out_topo:
+	free(is_leaf);
+	json_decref(root);
+	innet_topology_free(t);
+out_plan:
+	innet_dnn_plan_free(&p);
+out_model:
+	innet_dnn_model_free(&m);
+	return rc;
+bad:
+	dnn_usage(stderr);
+	return 2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The client: infer and eval                                                 */
+
+struct deployment {
+	struct innet_topology *t;
+	struct innet_dnn_model m;
+	struct innet_dnn_plan p;
+	uint16_t nodes[INNET_DNN_MAX_STAGES];
+	uint16_t udp;
+	uint16_t host_node;
+	uint32_t host_ip, leaf_ip;   /* the client's address and its leaf port's */
+};
+
+/* Read the deployment from a derived topology (the first dnn_layer with a model). */
+static int deployment_open(struct deployment *d, const char *topo, const char *host)
+{
+	char err[4096];
+	memset(d, 0, sizeof(*d));
+	d->t = innet_topology_load(topo, err, sizeof(err));
+	if (d->t == NULL) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		return -1;
+	}
+	json_error_t jerr;
+	json_t *root = json_load_file(topo, 0, &jerr), *args = NULL;
+	size_t i, j;
+	json_t *sw, *pr;
+	json_array_foreach(json_object_get(root, "switches"), i, sw) {
+		json_array_foreach(json_object_get(sw, "programs"), j, pr) {
+			json_t *a = json_object_get(pr, "args");
+			if (args == NULL && json_is_string(json_object_get(pr, "program")) &&
+			    !strcmp(json_string_value(json_object_get(pr, "program")), "dnn_layer") &&
+			    json_object_get(a, "model") != NULL)
+				args = a;
+		}
+	}
+	int rc = -1;
+	if (args == NULL) {
+		fprintf(stderr, "innet dnn: %s runs no dnn_layer stage; make it with 'innet dnn compile "
+				"MODEL TOPOLOGY --out FILE'\n", topo);
+		goto out;
+	}
+	const char *model = json_string_value(json_object_get(args, "model"));
+	if (innet_dnn_model_load(model, &d->m, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		goto out;
+	}
+	if (innet_dnn_plan_build(&d->m, (uint32_t)json_integer_value(json_object_get(args, "pipes")),
+				 (uint32_t)json_integer_value(json_object_get(args, "max_vals")), &d->p,
+				 err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		goto out;
+	}
+	json_t *nodes = json_object_get(args, "nodes"), *n;
+	json_array_foreach(nodes, i, n)
+		if (i < INNET_DNN_MAX_STAGES)
+			d->nodes[i] = (uint16_t)json_integer_value(n);
+	d->udp = (uint16_t)json_integer_value(json_object_get(args, "udp_base"));
+	int h = innet_topology_find(d->t, host);
+	if (h < 0 || d->t->nodes[h].kind != INNET_TOPO_HOST) {
+		fprintf(stderr, "innet dnn: --from '%s' is not a host of %s\n", host, topo);
+		goto out;
+	}
+	d->host_node = d->t->nodes[h].node_id;
+	d->host_ip = d->t->nodes[h].addr;
+	const struct innet_topo_node *hn = &d->t->nodes[h];
+	for (uint32_t k = 0; k < hn->n_links && d->leaf_ip == 0; k++) {
+		const struct innet_topo_link *l = &d->t->links[hn->links[k]];
+		uint32_t other = l->a == (uint32_t)h ? l->b : l->a;
+		uint32_t port = l->a == (uint32_t)h ? l->b_port : l->a_port;
+		if (d->t->nodes[other].kind == INNET_TOPO_SWITCH)
+			d->leaf_ip = d->t->nodes[other].conf->ports[port].ip;
+	}
+	rc = d->leaf_ip ? 0 : -1;
+	if (rc != 0)
+		fprintf(stderr, "innet dnn: host %s is not linked to a switch\n", host);
+out:
+	json_decref(root);
+	return rc;
+}
+
+static void deployment_close(struct deployment *d)
+{
+	innet_dnn_plan_free(&d->p);
+	innet_dnn_model_free(&d->m);
+	innet_topology_free(d->t);
+}
+
+struct request {
+	uint32_t sample;
+	uint32_t id;             /* current inference id; 0 = not in flight */
+	uint64_t sent_ns;
+	uint32_t tries;
+	uint32_t pipes_seen;     /* bitmap of last-stage pipelines answered */
+	int32_t logits[256];
+	bool done;
+	uint64_t latency_ns;
+};
+
+/* The next inference id (never 0). */
+static uint32_t take_id(uint32_t *next)
+{
+	if (*next == 0)
+		*next = 1;
+	return (*next)++;
+}
+
+static int send_input(int fd, const struct deployment *d, uint32_t id, const int8_t *input)
+{
+	const struct innet_dnn_stage *s0 = &d->p.stages[0];
+	uint8_t buf[INNET_DNN_HDRS_LEN + 1024];
+	struct innet_hdr *h = (struct innet_hdr *)buf;
+	struct innet_dnn_hdr *dh = (struct innet_dnn_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_DNN,
+				 .dst_node = htons(d->nodes[0]), .src_node = htons(d->host_node) };
+	for (uint32_t c = 0; c < s0->n_chunks; c++) {
+		*dh = (struct innet_dnn_hdr){ .op = INNET_DNN_OP_ACT, .stage = 0,
+					      .client_node = htons(d->host_node), .infer_id = htonl(id),
+					      .model = htonl(d->m.crc), .seq = htons((uint16_t)c),
+					      .n = htons((uint16_t)s0->chunks[c].n),
+					      .offset = htonl(s0->chunks[c].offset) };
+		memcpy(buf + INNET_DNN_HDRS_LEN, input + s0->chunks[c].offset, s0->chunks[c].n);
+		for (uint32_t q = 0; q < s0->n_pipes; q++) {
+			struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(d->udp + q)),
+						  .sin_addr.s_addr = htonl(d->leaf_ip) };
+			if (sendto(fd, buf, INNET_DNN_HDRS_LEN + s0->chunks[c].n, 0, (struct sockaddr *)&to,
+				   sizeof(to)) < 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+/* Run samples [0, n) of ts through the fabric, at most window in flight. */
+static int run_fabric(const struct deployment *d, const struct innet_dnn_testset *ts, const uint32_t *samples,
+		      uint32_t n, uint32_t window, uint32_t timeout_ms, uint32_t retries,
+		      struct request *rq, uint64_t *retried)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(d->udp),
+				  .sin_addr.s_addr = htonl(d->host_ip) };
+	if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0) {
+		fprintf(stderr, "innet dnn: cannot bind %s:%u: %s\n", inet_ntoa(me.sin_addr), d->udp,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	const struct innet_dnn_stage *last = &d->p.stages[d->p.n_stages - 1];
+	uint32_t all_pipes = (1u << last->n_pipes) - 1, in_n = innet_dnn_shape_n(d->m.in);
+	uint32_t next = 0, done = 0, in_flight = 0;
+	uint32_t id_base = ((uint32_t)now_ns() ^ ((uint32_t)getpid() << 16)) & 0x7fffffffu;
+	uint32_t next_id = id_base ? id_base : 1;
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++)
+		rq[i] = (struct request){ .sample = samples[i] };
+	while (done < n && rc == 0) {
+		uint64_t now = now_ns();
+		/* (Re)send: new requests up to the window; expired ones with a new id. */
+		for (uint32_t i = 0; i < next && rc == 0; i++) {
+			struct request *r = &rq[i];
+			if (r->done || r->id == 0 || now - r->sent_ns < (uint64_t)timeout_ms * 1000000ull)
+				continue;
+			if (r->tries > retries) {
+				fprintf(stderr, "innet dnn: sample %u: no answer after %u tries\n", r->sample,
+					r->tries);
+				rc = -1;
+				break;
+			}
+			(*retried)++;
+			r->id = take_id(&next_id);
+			r->pipes_seen = 0;
+			r->tries++;
+			r->sent_ns = now;
+			rc = send_input(fd, d, r->id, ts->inputs + (size_t)r->sample * in_n);
+		}
+		while (next < n && in_flight < window && rc == 0) {
+			struct request *r = &rq[next++];
+			r->id = take_id(&next_id);
+			r->tries = 1;
+			r->sent_ns = now_ns();
+			in_flight++;
+			rc = send_input(fd, d, r->id, ts->inputs + (size_t)r->sample * in_n);
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		if (rc != 0 || poll(&pfd, 1, 5) <= 0)
+			continue;
+		uint8_t buf[INNET_PKT_MAX];
+		ssize_t got;
+		while ((got = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+			if ((size_t)got < INNET_DNN_HDRS_LEN || buf[0] != INNET_MAGIC)
+				continue;
+			const struct innet_dnn_hdr *dh = (const struct innet_dnn_hdr *)(buf + sizeof(struct innet_hdr));
+			uint32_t id = ntohl(dh->infer_id), pipe = ntohs(dh->seq), cnt = ntohs(dh->n),
+				 off = ntohl(dh->offset);
+			if (dh->op != INNET_DNN_OP_RESULT || pipe >= last->n_pipes ||
+			    (size_t)got != INNET_DNN_HDRS_LEN + 4ull * cnt || off + cnt > d->m.n_classes)
+				continue;
+			/* ids are handed out in order: find the request by a scan of the window */
+			for (uint32_t i = 0; i < next; i++) {
+				struct request *r = &rq[i];
+				if (r->done || r->id != id)
+					continue;
+				for (uint32_t k = 0; k < cnt; k++) {
+					uint32_t be;
+					memcpy(&be, buf + INNET_DNN_HDRS_LEN + 4 * k, 4);
+					r->logits[off + k] = (int32_t)ntohl(be);
+				}
+				r->pipes_seen |= 1u << pipe;
+				if (r->pipes_seen == all_pipes) {
+					r->done = true;
+					r->latency_ns = now_ns() - r->sent_ns;
+					done++;
+					in_flight--;
+				}
+				break;
+			}
+		}
+	}
+	close(fd);
+	return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int dnn_client(int argc, char **argv, bool eval)
+{
+	static const struct option opts[] = {
+		{ "topology", required_argument, NULL, 't' }, { "from", required_argument, NULL, 'f' },
+		{ "testset", required_argument, NULL, 's' },  { "index", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },    { "window", required_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 'W' },  { "retries", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+	};
+	const char *topo = NULL, *from = NULL, *tsf = NULL;
+	uint64_t index = 0, count = UINT32_MAX, window = 16, timeout_ms = 300, retries = 10;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "t:f:s:i:n:w:W:r:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't': topo = optarg; break;
+		case 'f': from = optarg; break;
+		case 's': tsf = optarg; break;
+		case 'i': if (parse_u64(optarg, 0, UINT32_MAX, &index)) goto bad; break;
+		case 'n': if (parse_u64(optarg, 1, UINT32_MAX, &count)) goto bad; break;
+		case 'w': if (parse_u64(optarg, 1, 4096, &window)) goto bad; break;
+		case 'W': if (parse_u64(optarg, 1, 600000, &timeout_ms)) goto bad; break;
+		case 'r': if (parse_u64(optarg, 0, 1000, &retries)) goto bad; break;
+		case 'h': dnn_usage(stdout); return 0;
+		default: goto bad;
+		}
+	}
+	if (topo == NULL || from == NULL || tsf == NULL || optind != argc)
+		goto bad;
+	struct deployment d;
+	if (deployment_open(&d, topo, from) != 0) {
+		deployment_close(&d);
+		return 1;
+	}
+	int rc = 1;
+	struct innet_dnn_testset ts;
+	char err[1024];
+	if (innet_dnn_testset_load(tsf, &ts, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		goto out_dep;
+	}
+	if (memcmp(&ts.in, &d.m.in, sizeof(ts.in)) != 0 || d.m.n_classes > 256) {
+		fprintf(stderr, "innet dnn: %s does not fit the model's input\n", tsf);
+		goto out_ts;
+	}
+	uint32_t n = eval ? (count < ts.count ? (uint32_t)count : ts.count) : 1;
+	if (!eval && index >= ts.count) {
+		fprintf(stderr, "innet dnn: --index %llu: the test set has %u samples\n",
+			(unsigned long long)index, ts.count);
+		goto out_ts;
+	}
+	uint32_t *samples = calloc(n, sizeof(*samples));
+	struct request *rq = calloc(n, sizeof(*rq));
+	uint64_t *lat = calloc(n, sizeof(*lat));
+	if (samples == NULL || rq == NULL || lat == NULL)
+		goto out_mem;
+	for (uint32_t i = 0; i < n; i++)
+		samples[i] = eval ? i : (uint32_t)index;
+	uint64_t retried = 0, t0 = now_ns();
+	if (run_fabric(&d, &ts, samples, n, eval ? (uint32_t)window : 1, (uint32_t)timeout_ms,
+		       (uint32_t)retries, rq, &retried) != 0)
+		goto out_mem;
+	double secs = (double)(now_ns() - t0) / 1e9;
+	uint32_t in_n = innet_dnn_shape_n(d.m.in), correct = 0, agree = 0, ref_correct = 0;
+	int32_t ref[256];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct request *r = &rq[i];
+		int rcls = innet_dnn_ref_infer(&d.m, ts.inputs + (size_t)r->sample * in_n, ref);
+		uint32_t cls = innet_dnn_argmax(r->logits, d.m.n_classes);
+		bool same = memcmp(ref, r->logits, 4 * d.m.n_classes) == 0;
+		agree += same;
+		correct += cls == ts.labels[r->sample];
+		ref_correct += rcls == ts.labels[r->sample];
+		lat[i] = r->latency_ns;
+		if (!eval || !same) {
+			printf("%ssample %u: class %u (label %u) logits", same ? "" : "MISMATCH ", r->sample,
+			       cls, ts.labels[r->sample]);
+			for (uint32_t k = 0; k < d.m.n_classes; k++)
+				printf(" %d", r->logits[k]);
+			if (!same) {
+				printf(" | reference");
+				for (uint32_t k = 0; k < d.m.n_classes; k++)
+					printf(" %d", ref[k]);
+			}
+			printf(" (%.1f us%s)\n", r->latency_ns / 1e3, same ? ", equal to the C reference" : "");
+		}
+	}
+	if (eval) {
+		qsort(lat, n, sizeof(*lat), cmp_u64);
+		printf("%u inferences in %.2f s (%.0f/s, window %llu): accuracy %.2f%% (reference %.2f%%), "
+		       "%u/%u bit-exact with the C reference, %llu retried; latency p50 %.1f us p99 %.1f us\n",
+		       n, secs, n / secs, (unsigned long long)window, 100.0 * correct / n,
+		       100.0 * ref_correct / n, agree, n, (unsigned long long)retried, lat[n / 2] / 1e3,
+		       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3);
+	}
+	rc = agree == n ? 0 : 1;
+out_mem:
+	free(samples);
+	free(rq);
+	free(lat);
+out_ts:
+	innet_dnn_testset_free(&ts);
+out_dep:
+	deployment_close(&d);
+	return rc;
+bad:
+	dnn_usage(stderr);
+	return 2;
+}
+
+int cmd_dnn(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		dnn_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "ref"))
+		return dnn_ref(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "compile"))
+		return dnn_compile(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "infer"))
+		return dnn_client(argc - 1, argv + 1, false);
+	if (!strcmp(argv[1], "eval"))
+		return dnn_client(argc - 1, argv + 1, true);
+	fprintf(stderr, "innet dnn: unknown subcommand '%s'\n", argv[1]);
+	dnn_usage(stderr);
+	return 2;
+}
