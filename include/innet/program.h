@@ -512,6 +512,13 @@ int innet_decl_timers(struct innet_decl *d, uint32_t n);
 /* Set the program's private config, passed to handlers as ctx->priv and freed
  * with free() when the program is destroyed. */
 void innet_decl_priv(struct innet_decl *d, void *priv);
+/* The same, freed with priv_free(priv) instead (a config of several
+ * allocations, or shared between instances with a reference count). */
+void innet_decl_priv_with(struct innet_decl *d, void *priv, void (*priv_free)(void *priv));
+/* The switch the program is being declared on: its fabric node id and its
+ * number of ports (to check settings that name ports during setup). */
+uint16_t innet_decl_node_id(const struct innet_decl *d);
+uint32_t innet_decl_n_ports(const struct innet_decl *d);
 /* Fail the setup with a message (printf-style); returns -EINVAL. */
 int innet_decl_error(struct innet_decl *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -549,7 +556,8 @@ struct innet_program {
 	/* Declare state and read settings. Runs once, before any packet. */
 	int (*setup)(struct innet_decl *d, struct innet_args *args);
 	/* Initialise state (tables, registers, groups) after allocation; may be
-	 * NULL. Control-plane context: may allocate. */
+	 * NULL. Control-plane context: may allocate. On failure, return -errno
+	 * after innet_cp_init_error() to say why (innet/switch.h). */
 	int (*init)(struct innet_cp *cp, void *priv);
 	/* The per-packet handler (restricted C). */
 	enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt);

@@ -103,6 +103,9 @@ struct innet_cp *innet_switch_prog(struct innet_switch *sw, const char *name);
 struct innet_cp *innet_switch_prog_at(struct innet_switch *sw, uint32_t i);
 
 const char *innet_cp_name(const struct innet_cp *cp);
+/* From a program's init: record why it fails (printf-style) for the
+ * message innet_switch_create returns; returns -EINVAL. */
+int innet_cp_init_error(struct innet_cp *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const struct innet_program *innet_cp_program(const struct innet_cp *cp);
 struct innet_switch *innet_cp_switch(struct innet_cp *cp);
 

@@ -177,23 +177,17 @@ static int fwd_init(struct innet_cp *cp, void *priv)
 	for (uint32_t i = 0; i < INNET_MAX_PORTS; i++) {
 		if (c->map[i] == 0)
 			continue;
-		if (c->map[i] - 1u >= n_ports || i >= n_ports) {
-			fprintf(stderr, "innet: program '%s': map entry %u -> %u names a port this "
-					"switch does not have (%u ports)\n",
-				innet_cp_name(cp), i, c->map[i] - 1u, n_ports);
-			return -EINVAL;
-		}
+		if (c->map[i] - 1u >= n_ports || i >= n_ports)
+			return innet_cp_init_error(cp, "map entry %u -> %u names a port this switch "
+						       "does not have (%u ports)", i, c->map[i] - 1u, n_ports);
 		innet_cp_reg_write(cp, R_PORT_MAP, i, c->map[i]);
 	}
 	for (uint32_t i = 0; i < c->n_routes; i++) {
 		for (uint32_t j = 0; c->routes_init[i].n != ROUTE_GROUP && j < c->routes_init[i].n; j++)
-			if (c->routes_init[i].ports[j] >= n_ports) {
-				fprintf(stderr, "innet: program '%s': route to node %u uses port %u; "
-						"the switch has %u ports\n",
-					innet_cp_name(cp), c->route_nodes[i], c->routes_init[i].ports[j],
-					n_ports);
-				return -EINVAL;
-			}
+			if (c->routes_init[i].ports[j] >= n_ports)
+				return innet_cp_init_error(cp, "route to node %u uses port %u; the switch "
+							       "has %u ports", c->route_nodes[i],
+							   c->routes_init[i].ports[j], n_ports);
 		int rc = innet_cp_table_add(cp, T_ROUTES, &c->route_nodes[i], &c->routes_init[i]);
 		if (rc != 0)
 			return rc;

@@ -237,10 +237,54 @@ int innet_decl_timers(struct innet_decl *d, uint32_t n)
 	return 0;
 }
 
+static void priv_release(struct innet_cp *cp)
+{
+	if (cp->priv != NULL) {
+		if (cp->priv_free != NULL)
+			cp->priv_free(cp->priv);
+		else
+			free(cp->priv);
+	}
+	cp->priv = NULL;
+	cp->priv_free = NULL;
+}
+
 void innet_decl_priv(struct innet_decl *d, void *priv)
 {
-	free(d->cp->priv);
+	priv_release(d->cp);
 	d->cp->priv = priv;
+}
+
+void innet_decl_priv_with(struct innet_decl *d, void *priv, void (*priv_free)(void *priv))
+{
+	priv_release(d->cp);
+	d->cp->priv = priv;
+	d->cp->priv_free = priv_free;
+}
+
+uint16_t innet_decl_node_id(const struct innet_decl *d)
+{
+	return d->cp->sw->conf.node_id;
+}
+
+uint32_t innet_decl_n_ports(const struct innet_decl *d)
+{
+	return d->cp->sw->n_ports;
+}
+
+int innet_cp_init_error(struct innet_cp *cp, const char *fmt, ...)
+{
+	struct innet_switch *sw = cp->sw;
+	if (sw->init_err == NULL || sw->init_err[0] != '\0')
+		return -EINVAL; /* not in init, or the first error stands */
+	int off = snprintf(sw->init_err, sw->init_errlen, "program '%s': ", cp->name);
+	if (off >= 0 && (size_t)off < sw->init_errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(sw->init_err + off, sw->init_errlen - off, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
 }
 
 /* Run the program's setup over its settings; on failure everything the setup
@@ -319,8 +363,7 @@ void innet_state_free(struct innet_cp *cp)
 	free(cp->timers);
 	cp->timers = NULL;
 	cp->n_timers = 0;
-	free(cp->priv);
-	cp->priv = NULL;
+	priv_release(cp);
 }
 
 /* ------------------------------------------------------------------------ */

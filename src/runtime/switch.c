@@ -335,6 +335,8 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 	if (rc != 0)
 		goto err_destroy;
 	/* Control-plane initialisation of state (tables, groups, registers). */
+	sw->init_err = err;
+	sw->init_errlen = errlen;
 	for (uint32_t i = 0; i < sw->n_progs; i++) {
 		struct innet_cp *cp = &sw->progs[i];
 		if (cp->program->init != NULL) {
@@ -343,10 +345,12 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 				if (err[0] == '\0')
 					snprintf(err, errlen, "program '%s': init failed: %s", cp->name,
 						 strerror(-rc));
+				sw->init_err = NULL;
 				goto err_destroy;
 			}
 		}
 	}
+	sw->init_err = NULL;
 	return sw;
 
 err_destroy:

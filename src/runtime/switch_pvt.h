@@ -77,6 +77,7 @@ struct innet_cp {
 	uint16_t udp[INNET_MAX_PROG_UDP];
 	uint32_t n_udp;
 	void *priv;
+	void (*priv_free)(void *priv);        /* NULL: free() */
 	struct innet_reg regs[INNET_MAX_REGS];
 	char reg_names[INNET_MAX_REGS][INNET_NAME_MAX];
 	uint32_t n_regs;
@@ -210,6 +211,8 @@ struct innet_switch {
 	pthread_mutex_t capture_lock;          /* capture start/stop and file writes */
 	pthread_mutex_t cp_send_lock;          /* recursive: the control worker's tx queue */
 	pthread_mutex_t inject_lock;           /* serialises innet_switch_inject */
+	char *init_err;                        /* during create: the caller's message buffer */
+	size_t init_errlen;
 };
 
 /* Per-thread counters: one writer (the owning thread), read by anyone with

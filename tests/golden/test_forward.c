@@ -309,13 +309,13 @@ static void test_route_updates(void **state)
 /* Settings the program refuses, with the message the user sees. */
 static void test_bad_settings(void **state)
 {
-	/* Checks the program's init makes print their detail on stderr and fail
-	 * with "init failed"; the setup's come back in full. */
+	/* Checks made in setup and in init (which knows the switch's ports)
+	 * both come back in full. */
 	static const struct {
 		const char *args;
 		const char *msg;
 	} cases_bad[] = {
-		{ "{\"map\": [1, 7]}", "program 'fwd': init failed: Invalid argument" },
+		{ "{\"map\": [1, 7]}", "program 'fwd': map entry 1 -> 7 names a port this switch does not have (2 ports)" },
 		{ "{\"map\": [64]}", "map[0] = 64 is not a port number" },
 		{ "{\"routes\": \"auto\"}", "is resolved by innet fabric" },
 		{ "{\"routes\": {}}", "setting 'routes' must be an array" },
@@ -323,7 +323,7 @@ static void test_bad_settings(void **state)
 		{ "{\"routes\": [{\"node\": 3, \"ports\": []}]}", "routes[0] must be" },
 		{ "{\"routes\": [{\"node\": 3, \"ports\": [0], \"x\": 1}]}", "routes[0] must be" },
 		{ "{\"routes\": [{\"node\": 3, \"ports\": [-1]}]}", "routes[0].ports[0] is not a port number" },
-		{ "{\"routes\": [{\"node\": 3, \"ports\": [5]}]}", "program 'fwd': init failed" },
+		{ "{\"routes\": [{\"node\": 3, \"ports\": [5]}]}", "program 'fwd': route to node 3 uses port 5; the switch has 2 ports" },
 		{ "{\"mapp\": [0]}", "unknown setting 'mapp'" },
 	};
 	for (size_t i = 0; i < sizeof(cases_bad) / sizeof(cases_bad[0]); i++) {

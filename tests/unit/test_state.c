@@ -763,6 +763,53 @@ static void test_create_init_failure(void **state)
 	innet_switch_destroy(create_ok(&c));
 }
 
+static int init_explains(struct innet_cp *cp, void *priv)
+{
+	return innet_cp_init_error(cp, "table %s is short of %d entries", "routes", 3);
+}
+
+/* init can say why it fails; setup sees the switch's node id and ports;
+ * a priv with its own destructor is released by it. */
+static int priv_frees;
+static void count_free(void *p)
+{
+	priv_frees++;
+	free(p);
+}
+
+static int seen_node, seen_ports;
+static int introspect_setup(struct innet_decl *d, struct innet_args *a)
+{
+	seen_node = innet_decl_node_id(d);
+	seen_ports = (int)innet_decl_n_ports(d);
+	innet_decl_priv_with(d, malloc(16), count_free);
+	innet_decl_priv_with(d, malloc(16), count_free); /* replacing releases the first */
+	return 0;
+}
+
+static void test_init_error_and_setup_view(void **state)
+{
+	static const struct innet_program explain = {
+		.name = "explain", .model = INNET_MODEL_PISA, .setup = cp_setup, .init = init_explains,
+		.handle = drop_all,
+	};
+	struct innet_switch_conf c = one_prog_conf(1, &explain, UDP_BASE + 20, NULL);
+	expect_create_error(&c, EINVAL, "program 'p': table routes is short of 3 entries");
+
+	static const struct innet_program intro = {
+		.name = "intro", .model = INNET_MODEL_PISA, .setup = introspect_setup, .handle = drop_all,
+	};
+	c = one_prog_conf(1, &intro, UDP_BASE + 20, NULL);
+	c.node_id = 4242;
+	priv_frees = 0;
+	struct innet_switch *sw = create_ok(&c);
+	assert_int_equal(seen_node, 4242);
+	assert_int_equal(seen_ports, (int)c.n_ports);
+	assert_int_equal(priv_frees, 1);
+	innet_switch_destroy(sw);
+	assert_int_equal(priv_frees, 2);
+}
+
 static int bound_socket(uint32_t ip, uint16_t udp, bool reuseport)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -829,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_cp_tables),
 		cmocka_unit_test(test_create_errors),
 		cmocka_unit_test(test_create_init_failure),
+		cmocka_unit_test(test_init_error_and_setup_view),
 		cmocka_unit_test(test_create_port_in_use),
 		cmocka_unit_test(test_create_address_taken_by_another_switch),
 	};
