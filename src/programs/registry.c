@@ -12,6 +12,7 @@ extern const struct innet_program innet_prog_counter;
 extern const struct innet_program innet_prog_dnn_layer;
 extern const struct innet_program innet_prog_paxos_coordinator;
 extern const struct innet_program innet_prog_paxos_acceptor;
+extern const struct innet_program innet_prog_agg;
 
 static const struct innet_program *const programs[] = {
 	&innet_prog_forward,
@@ -19,6 +20,7 @@ static const struct innet_program *const programs[] = {
 	&innet_prog_dnn_layer,
 	&innet_prog_paxos_coordinator,
 	&innet_prog_paxos_acceptor,
+	&innet_prog_agg,
 	NULL,
 };
 

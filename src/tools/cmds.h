@@ -14,5 +14,6 @@ int cmd_ping(int argc, char **argv);
 int cmd_counter(int argc, char **argv);
 int cmd_kv(int argc, char **argv);
 int cmd_dnn(int argc, char **argv);
+int cmd_allreduce(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
  *   innet counter  client of the example counter program
  *   innet kv       replicated key-value store on in-network Paxos (RESP)
  *   innet dnn      DNN inference in the fabric (compile, infer, eval, ref)
+ *   innet allreduce  in-network all-reduce through the agg program (one-off runs)
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static const struct subcmd subcmds[] = {
 	{ "counter", cmd_counter, "client of the example counter program (inc, read, load)" },
 	{ "kv", cmd_kv, "replicated key-value store on in-network Paxos, speaking RESP" },
 	{ "dnn", cmd_dnn, "DNN inference in the fabric: compile a model, infer, eval" },
+	{ "allreduce", cmd_allreduce, "all-reduce int32/float32 arrays through the switch's agg program" },
 };
 
 static void usage(FILE *f)

@@ -96,9 +96,11 @@ static enum innet_action tmr_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 
 static void tmr_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 {
-	innet_reg_fetch_add(ctx, R_FIRES, timer, 1);
+	/* The time and arg first, the count last: the test reads the count and
+	 * then the rest (release stores, acquire loads). */
 	innet_reg_write(ctx, R_FIRE_NS, timer, ctx->now_ns);
 	innet_reg_write(ctx, R_ARG, timer, arg);
+	innet_reg_fetch_add(ctx, R_FIRES, timer, 1);
 	if (arg & ARG_EMIT) {
 		uint64_t msg[2] = { timer, arg };
 		struct innet_out out = { .port = 0 };

@@ -297,7 +297,84 @@ end
 services:add(2, paxos)
 
 -- --------------------------------------------------------------------------
--- Service 3: aggregation (agg) — added by its issue.
+-- Service 3: aggregation (agg): src/agg/wire.h, docs/protocol.md 2.3.
+
+local agg = Proto("innet.agg", "innet aggregation (all-reduce)")
+local AGG_LEN = 32
+local agg_ops = { [1] = "CONTRIB", [2] = "RESULT" }
+local agg_status = { [0] = "complete", [1] = "partial", [2] = "stale" }
+local af = agg.fields
+af.op        = ProtoField.uint8("innet.agg.op", "Operation", base.DEC, agg_ops)
+af.status    = ProtoField.uint8("innet.agg.status", "Status", base.DEC, agg_status)
+af.job       = ProtoField.uint16("innet.agg.job", "Job", base.DEC)
+af.slot      = ProtoField.uint16("innet.agg.slot", "Slot", base.DEC)
+af.ver       = ProtoField.uint8("innet.agg.ver", "Shadow copy", base.DEC)
+af.worker    = ProtoField.uint8("innet.agg.worker", "Worker", base.DEC)
+af.round     = ProtoField.uint32("innet.agg.round", "Round", base.DEC)
+af.offset    = ProtoField.uint32("innet.agg.offset", "Element offset", base.DEC)
+af.exp       = ProtoField.uint8("innet.agg.exp", "Exponent (biased by 127)", base.DEC)
+af.n_contrib = ProtoField.uint8("innet.agg.n_contrib", "Contributors", base.DEC)
+af.k         = ProtoField.uint16("innet.agg.k", "Elements", base.DEC)
+af.reserved  = ProtoField.uint32("innet.agg.reserved", "Reserved", base.HEX)
+af.bitmap    = ProtoField.uint64("innet.agg.bitmap", "Contributor bitmap", base.HEX)
+af.elems     = ProtoField.bytes("innet.agg.elements", "Elements (int32, big-endian)")
+
+local ex_agg_short = ProtoExpert.new("innet.agg.short.expert",
+	"Aggregation header shorter than 32 bytes (the switch drops it as too_short)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_agg_len = ProtoExpert.new("innet.agg.len.expert",
+	"Element bytes do not match k x 4 (the switch drops it as bad_length)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_agg_partial = ProtoExpert.new("innet.agg.partial.expert",
+	"Partial or stale result (straggler timer)", expert.group.RESPONSE_CODE, expert.severity.WARN)
+agg.experts = { ex_agg_short, ex_agg_len, ex_agg_partial }
+
+function agg.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	local t = tree:add(agg, tvb(0, math.min(len, AGG_LEN)))
+	if len < AGG_LEN then
+		t:add_proto_expert_info(ex_agg_short)
+		return len
+	end
+	local op = tvb(0, 1):uint()
+	local status = tvb(1, 1):uint()
+	local k = tvb(18, 2):uint()
+	t:add(af.op, tvb(0, 1))
+	local si = t:add(af.status, tvb(1, 1))
+	t:add(af.job, tvb(2, 2))
+	t:add(af.slot, tvb(4, 2))
+	t:add(af.ver, tvb(6, 1))
+	t:add(af.worker, tvb(7, 1))
+	t:add(af.round, tvb(8, 4))
+	t:add(af.offset, tvb(12, 4))
+	t:add(af.exp, tvb(16, 1))
+	t:add(af.n_contrib, tvb(17, 1))
+	t:add(af.k, tvb(18, 2))
+	t:add(af.reserved, tvb(20, 4))
+	t:add(af.bitmap, tvb(24, 8))
+	if len > AGG_LEN then
+		t:add(af.elems, tvb(AGG_LEN, len - AGG_LEN))
+	end
+	if len - AGG_LEN ~= k * 4 and not (op == 2 and status == 2) then
+		t:add_proto_expert_info(ex_agg_len)
+	end
+	local text = string.format("%s job %d slot %d round %d worker %d k %d",
+		agg_ops[op] or ("op " .. op), tvb(2, 2):uint(), tvb(4, 2):uint(), tvb(8, 4):uint(),
+		tvb(7, 1):uint(), k)
+	if op == 2 then
+		text = text .. " " .. (agg_status[status] or ("status " .. status)) ..
+			string.format(" contributors %d", tvb(17, 1):uint())
+		if status ~= 0 then
+			si:add_proto_expert_info(ex_agg_partial)
+		end
+	end
+	t:append_text(": " .. text)
+	pinfo.cols.protocol = "innet/agg"
+	pinfo.cols.info:append(": " .. text)
+	return len
+end
+
+services:add(3, agg)
 
 -- --------------------------------------------------------------------------
 -- Service 4: inference (dnn) — added by its issue.

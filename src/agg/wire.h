@@ -1,0 +1,79 @@
+/*
+ * agg/wire.h — the aggregation service's packet (service INNET_SVC_AGG = 3):
+ * streaming all-reduce of int32 vectors in the switch (SwitchML / DAIET),
+ * with Trio-ML's timer-driven partial results for stragglers.
+ * docs/protocol.md section 2.3 and docs/aggregation.md have the full spec.
+ *
+ * UDP payload:
+ *   struct innet_hdr (8, service 3) | struct innet_agg_hdr (32) | int32 elems[k]
+ *
+ *   0               1               2               3
+ *   +---------------+---------------+-------------------------------+
+ *   |      op       |    status     |              job              |
+ *   +---------------+---------------+---------------+---------------+
+ *   |             slot              |      ver      |    worker     |
+ *   +-------------------------------+---------------+---------------+
+ *   |                             round                             |
+ *   +---------------------------------------------------------------+
+ *   |                            offset                             |
+ *   +---------------+---------------+-------------------------------+
+ *   |      exp      |   n_contrib   |               k               |
+ *   +---------------+---------------+-------------------------------+
+ *   |                           reserved                            |
+ *   +---------------------------------------------------------------+
+ *   |                        bitmap (64 bits)                       |
+ *   +---------------------------------------------------------------+
+ *   |                  k x int32 elements ...                       |
+ *
+ * All fields big-endian, elements two's-complement int32 big-endian.
+ */
+#ifndef INNET_AGG_WIRE_H
+#define INNET_AGG_WIRE_H
+
+#include <stdint.h>
+
+#include "innet/wire.h"
+
+/* The default UDP port of the aggregation program. */
+#define INNET_AGG_UDP         47800u
+
+/* Limits. */
+#define INNET_AGG_MAX_WORKERS 48u     /* bits of the contributor bitmap the switch keeps */
+#define INNET_AGG_K_MAX       502u    /* (INNET_PKT_MAX - 40) / 4 */
+#define INNET_AGG_EXP_BIAS    127     /* exp on the wire = E + 127; 0 = "no exponent" */
+
+enum innet_agg_op {
+	INNET_AGG_CONTRIB = 1,   /* worker -> switch: my k elements for (slot, round) */
+	INNET_AGG_RESULT = 2,    /* switch -> worker(s): the aggregate, or a status */
+};
+
+enum innet_agg_status {
+	INNET_AGG_COMPLETE = 0,  /* every worker of the job contributed */
+	INNET_AGG_PARTIAL = 1,   /* the straggler timer closed the slot: bitmap says who */
+	INNET_AGG_STALE = 2,     /* the slot copy was already reused: no elements follow;
+	                          * round carries the round the copy now holds */
+};
+
+struct innet_agg_hdr {
+	uint8_t op;          /* enum innet_agg_op */
+	uint8_t status;      /* RESULT: enum innet_agg_status; 0 in CONTRIB */
+	uint16_t job;        /* job id (switch's jobs table) */
+	uint16_t slot;       /* slot, relative to the job's slot range */
+	uint8_t ver;         /* shadow copy: must equal round & 1 */
+	uint8_t worker;      /* worker id 0..n-1 (0xff in multicast results) */
+	uint32_t round;      /* how many times this slot was used before by the job */
+	uint32_t offset;     /* element offset of elems[0] in the worker's array (echoed) */
+	uint8_t exp;         /* CONTRIB: biased exponent proposal; RESULT: max of contributors' */
+	uint8_t n_contrib;   /* RESULT: number of contributors (popcount of bitmap) */
+	uint16_t k;          /* number of elements that follow */
+	uint32_t reserved;   /* zero */
+	uint64_t bitmap;     /* RESULT: bit i set = worker i's elements are in the sum */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct innet_agg_hdr) == 32, "agg header is 32 bytes on the wire");
+_Static_assert(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr) + 4 * INNET_AGG_K_MAX <= 2048,
+	       "a packet of K_MAX elements fits INNET_PKT_MAX");
+
+#define INNET_AGG_HDR_LEN ((uint32_t)(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr)))
+
+#endif /* INNET_AGG_WIRE_H */

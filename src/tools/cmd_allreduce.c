@@ -1,0 +1,259 @@
+/*
+ * cmd_allreduce.c — `innet allreduce`: one-off all-reduce runs through a
+ * switch running the agg program (include/innet/agg.h, docs/aggregation.md).
+ *
+ *   innet allreduce --switch IP[:UDP] --bind IP:UDP --job ID --workers N
+ *                   (--worker W | --all) [--slots S] [--k K]
+ *                   [--type int32|float32] [--count ELEMS] [--iters I]
+ *                   [--timeout-ms T] [--rto-us U] [--check]
+ *
+ * Worker W binds IP:(UDP + W) (so --all, which runs every worker as a thread
+ * of this process, and separate processes agree with the same member list).
+ * The data are generated: worker w's element i is a fixed function of (w, i,
+ * iteration), so every worker can compute the expected sum by itself;
+ * --check compares (int32: bit-exact; float32: within the stated bound).
+ * Prints one RESULT line per worker:
+ *   RESULT worker=W type=T elems=N iters=I seconds=S elem_per_s=R gbit_s=G
+ *          retransmits=X partial=P check=ok|FAIL|skipped
+ * Exit status: 0 ok, 1 a call failed or a check failed, 2 usage.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "innet/agg.h"
+#include "agg/wire.h"
+#include "tools/cmds.h"
+
+struct ar_opts {
+	struct innet_agg_conf conf;   /* worker filled per thread */
+	bool f32;
+	size_t count;
+	uint32_t iters;
+	bool check;
+};
+
+struct ar_worker {
+	const struct ar_opts *o;
+	uint32_t w;
+	int rc;
+	bool check_ok;
+	double seconds;
+	struct innet_agg_stats st;
+};
+
+static int32_t gen_i32(uint32_t w, uint32_t it, size_t i)
+{
+	uint32_t x = (uint32_t)i * 2654435761u ^ (w * 0x9E3779B9u) ^ (it << 20);
+	x ^= x >> 15;
+	x *= 0x2c1b3c6dU;
+	x ^= x >> 12;
+	return (int32_t)x;
+}
+
+static float gen_f32(uint32_t w, uint32_t it, size_t i)
+{
+	return (float)((double)(gen_i32(w, it, i) % 1000000) * 1e-6);
+}
+
+static void *ar_main(void *arg)
+{
+	struct ar_worker *r = arg;
+	const struct ar_opts *o = r->o;
+	struct innet_agg_conf c = o->conf;
+	c.worker = (uint8_t)r->w;
+	c.local_udp = (uint16_t)(o->conf.local_udp + r->w);
+	struct innet_agg *a = innet_agg_open(&c);
+	if (a == NULL) {
+		fprintf(stderr, "innet allreduce: worker %u: %s\n", r->w, strerror(errno));
+		r->rc = -errno;
+		return NULL;
+	}
+	size_t n = o->count;
+	void *in = malloc(n * 4 + 4), *out = malloc(n * 4 + 4);
+	if (in == NULL || out == NULL) {
+		r->rc = -ENOMEM;
+		goto done;
+	}
+	r->check_ok = true;
+	struct timespec t0, t1;
+	double secs = 0;
+	for (uint32_t it = 0; it < o->iters && r->rc == 0; it++) {
+		for (size_t i = 0; i < n; i++) {
+			if (o->f32)
+				((float *)in)[i] = gen_f32(r->w, it, i);
+			else
+				((int32_t *)in)[i] = gen_i32(r->w, it, i);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r->rc = o->f32 ? innet_agg_allreduce_f32(a, in, out, n)
+			       : innet_agg_allreduce_i32(a, in, out, n);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		if (r->rc != 0 || !o->check)
+			continue;
+		for (size_t i = 0; i < n && r->check_ok; i++) {
+			if (!o->f32) {
+				uint32_t want = 0;
+				for (uint32_t w = 0; w < c.n_workers; w++)
+					want += (uint32_t)gen_i32(w, it, i);
+				if ((uint32_t)((int32_t *)out)[i] != want)
+					r->check_ok = false;
+			} else {
+				double want = 0, m = 0;
+				size_t b0 = i / c.k * c.k;
+				for (uint32_t w = 0; w < c.n_workers; w++) {
+					want += gen_f32(w, it, i);
+					for (size_t j = b0; j < b0 + c.k && j < n; j++)
+						m = fmax(m, fabs(gen_f32(w, it, j)));
+				}
+				float y = ((float *)out)[i];
+				if (fabs(y - want) > innet_agg_f32_error_bound(c.n_workers, m) + ldexp(fabs(y), -24))
+					r->check_ok = false;
+			}
+		}
+	}
+	r->seconds = secs;
+done:
+	innet_agg_get_stats(a, &r->st);
+	innet_agg_close(a);
+	free(in);
+	free(out);
+	return NULL;
+}
+
+static void ar_usage(FILE *f)
+{
+	fprintf(f, "usage: innet allreduce --switch IP[:UDP] --bind IP:UDP --job ID --workers N\n"
+		   "                       (--worker W | --all) [--slots S] [--k K] [--type int32|float32]\n"
+		   "                       [--count ELEMS] [--iters I] [--timeout-ms T] [--rto-us U] [--check]\n"
+		   "Worker W binds IP:(UDP+W). --all runs every worker as a thread of this process.\n");
+}
+
+static int parse_addr(const char *s, uint32_t *ip, uint16_t *udp, bool need_udp)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *colon = strrchr(buf, ':');
+	if (colon != NULL) {
+		*colon = '\0';
+		char *end;
+		unsigned long u = strtoul(colon + 1, &end, 10);
+		if (*end != '\0' || u == 0 || u > 65535)
+			return -1;
+		*udp = (uint16_t)u;
+	} else if (need_udp) {
+		return -1;
+	}
+	struct in_addr a;
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	return 0;
+}
+
+int cmd_allreduce(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "switch", required_argument, NULL, 's' }, { "bind", required_argument, NULL, 'b' },
+		{ "job", required_argument, NULL, 'j' },    { "workers", required_argument, NULL, 'n' },
+		{ "worker", required_argument, NULL, 'w' }, { "all", no_argument, NULL, 'a' },
+		{ "slots", required_argument, NULL, 'S' },  { "k", required_argument, NULL, 'k' },
+		{ "type", required_argument, NULL, 't' },   { "count", required_argument, NULL, 'c' },
+		{ "iters", required_argument, NULL, 'i' },  { "timeout-ms", required_argument, NULL, 'T' },
+		{ "rto-us", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+	};
+	struct ar_opts o = { .conf = { .switch_udp = INNET_AGG_UDP, .slots = 64, .k = 256 }, .count = 1 << 20,
+			     .iters = 1 };
+	long worker = -1, n_workers = 0;
+	bool all = false, have_switch = false, have_bind = false;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end = NULL;
+		switch (ch) {
+		case 's':
+			if (parse_addr(optarg, &o.conf.switch_ip, &o.conf.switch_udp, false) != 0)
+				goto bad;
+			have_switch = true;
+			break;
+		case 'b':
+			if (parse_addr(optarg, &o.conf.local_ip, &o.conf.local_udp, true) != 0)
+				goto bad;
+			have_bind = true;
+			break;
+		case 'j': o.conf.job = (uint16_t)strtoul(optarg, &end, 10); break;
+		case 'n': n_workers = strtol(optarg, &end, 10); break;
+		case 'w': worker = strtol(optarg, &end, 10); break;
+		case 'a': all = true; break;
+		case 'S': o.conf.slots = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'k': o.conf.k = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 't':
+			if (!strcmp(optarg, "float32") || !strcmp(optarg, "float"))
+				o.f32 = true;
+			else if (strcmp(optarg, "int32") && strcmp(optarg, "int"))
+				goto bad;
+			break;
+		case 'c': o.count = strtoull(optarg, &end, 10); break;
+		case 'i': o.iters = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'T': o.conf.timeout_ms = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'r': o.conf.rto_us = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'C': o.check = true; break;
+		case 'h': ar_usage(stdout); return 0;
+		default: ar_usage(stderr); return 2;
+		}
+		if (end != NULL && *end != '\0')
+			goto bad;
+	}
+	if (!have_switch || !have_bind || n_workers < 1 || n_workers > (long)INNET_AGG_MAX_WORKERS ||
+	    (all == (worker >= 0)) || worker >= n_workers || o.iters < 1) {
+		ar_usage(stderr);
+		return 2;
+	}
+	o.conf.n_workers = (uint8_t)n_workers;
+	uint32_t first = all ? 0 : (uint32_t)worker, last = all ? (uint32_t)n_workers : (uint32_t)worker + 1;
+	struct ar_worker *rs = calloc(last - first, sizeof(*rs));
+	pthread_t *th = calloc(last - first, sizeof(*th));
+	if (rs == NULL || th == NULL) {
+		free(rs);
+		free(th);
+		return 1;
+	}
+	for (uint32_t w = first; w < last; w++) {
+		rs[w - first] = (struct ar_worker){ .o = &o, .w = w };
+		pthread_create(&th[w - first], NULL, ar_main, &rs[w - first]);
+	}
+	int status = 0;
+	for (uint32_t w = first; w < last; w++) {
+		pthread_join(th[w - first], NULL);
+		struct ar_worker *r = &rs[w - first];
+		double elems = (double)o.count * o.iters;
+		if (r->rc != 0) {
+			fprintf(stderr, "innet allreduce: worker %u: %s\n", w, strerror(-r->rc));
+			status = 1;
+		}
+		if (o.check && !r->check_ok)
+			status = 1;
+		printf("RESULT worker=%u type=%s elems=%zu iters=%u seconds=%.6f elem_per_s=%.0f gbit_s=%.3f "
+		       "retransmits=%llu partial=%llu check=%s rc=%d\n",
+		       w, o.f32 ? "float32" : "int32", o.count, o.iters, r->seconds,
+		       r->seconds > 0 ? elems / r->seconds : 0, r->seconds > 0 ? elems * 32 / r->seconds / 1e9 : 0,
+		       (unsigned long long)r->st.retransmits, (unsigned long long)r->st.partial,
+		       !o.check ? "skipped" : r->check_ok && r->rc == 0 ? "ok" : "FAIL", r->rc);
+	}
+	free(rs);
+	free(th);
+	return status;
+bad:
+	fprintf(stderr, "innet allreduce: bad argument '%s'\n", optarg);
+	ar_usage(stderr);
+	return 2;
+}

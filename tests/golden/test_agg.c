@@ -1,0 +1,603 @@
+/*
+ * test_agg.c — golden packets for the aggregation program
+ * (src/agg/dataplane.c): contributions in → verdict and results out, through
+ * the real pipeline with innet_switch_inject. Every case and every drop
+ * reason; then the straggler timer on a started switch (the partial result
+ * arrives on real loopback sockets, late packets get it unicast), and the
+ * settings.
+ *
+ * Switch: ports 127.207.P.1 and .2 (P from the process id), agg on UDP 47810,
+ * k = 64, pool of 8 slots.
+ *   job 7: 3 workers 127.207.P.11-13 : 6001-6003 (port 0), slots [0, 2)
+ *   job 9: 2 workers 127.207.P.21-22 : 6011-6012 (port 1), slots [2, 4),
+ *          straggler timeout 30 ms
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "unit/testutil.h"
+#include "innet/switch.h"
+#include "agg/wire.h"
+
+#define TEST_NET 207u
+#define UDP_AGG  47810u
+#define K        64u
+#define PLEN     (INNET_AGG_HDR_LEN + 4 * K)
+
+static uint32_t test_ip(uint32_t host)
+{
+	return (127u << 24) | (TEST_NET << 16) | (((uint32_t)getpid() & 0xffu) << 8) | host;
+}
+
+static char args[1024];
+
+static struct innet_switch *make_switch(void)
+{
+	static struct innet_switch_conf c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "golden-agg");
+	c.n_workers = 1;
+	c.n_ports = 2;
+	c.ports[0].ip = test_ip(1);
+	c.ports[1].ip = test_ip(2);
+	c.n_progs = 1;
+	snprintf(c.progs[0].name, sizeof(c.progs[0].name), "agg");
+	c.progs[0].program = innet_program_find("agg");
+	assert_non_null(c.progs[0].program);
+	c.progs[0].udp[0] = UDP_AGG;
+	c.progs[0].n_udp = 1;
+	unsigned p = (unsigned)getpid() & 0xffu;
+	snprintf(args, sizeof(args),
+		 "{\"k\": %u, \"slots\": 8, \"jobs\": ["
+		 "{\"id\": 7, \"workers\": 3, \"slots\": 2, \"members\": [\"127.207.%u.11:6001\", "
+		 "\"127.207.%u.12:6002\", \"127.207.%u.13:6003\"]},"
+		 "{\"id\": 9, \"workers\": 2, \"slots\": 2, \"timeout_us\": 30000, \"members\": "
+		 "[\"1@127.207.%u.21:6011\", \"1@127.207.%u.22:6012\"]}]}",
+		 K, p, p, p, p, p);
+	c.progs[0].args_json = args;
+	char err[256];
+	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
+	if (sw == NULL)
+		fail_msg("create: %s", err);
+	return sw;
+}
+
+struct contrib {
+	uint16_t job;
+	uint16_t slot;
+	uint32_t round;
+	uint8_t worker;
+	uint32_t offset;
+	uint8_t exp;
+	int32_t base;      /* element i = base + i * step */
+	int32_t step;
+};
+
+static uint32_t build(uint8_t *buf, const struct contrib *ct)
+{
+	struct innet_hdr *h = (struct innet_hdr *)buf;
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG,
+				 .src_node = htons(5) };
+	*a = (struct innet_agg_hdr){ .op = INNET_AGG_CONTRIB, .job = htons(ct->job), .slot = htons(ct->slot),
+				     .ver = (uint8_t)(ct->round & 1), .worker = ct->worker,
+				     .round = htonl(ct->round), .offset = htonl(ct->offset), .exp = ct->exp,
+				     .k = htons(K) };
+	uint32_t *el = (uint32_t *)(a + 1);
+	for (uint32_t i = 0; i < K; i++)
+		el[i] = htonl((uint32_t)(ct->base + (int32_t)i * ct->step));
+	return PLEN;
+}
+
+static struct innet_switch *sw;
+static struct innet_cp *cp;
+static struct innet_inject_result res;
+
+/* Inject ct from worker w's address (job 7: .11+w / 6001+w; job 9: .21+w / 6011+w). */
+static void inject_from(const uint8_t *pkt, uint32_t len, uint16_t job, uint8_t w)
+{
+	struct innet_addr src = job == 9 ? (struct innet_addr){ test_ip(21u + w), (uint16_t)(6011 + w) }
+					 : (struct innet_addr){ test_ip(11u + w), (uint16_t)(6001 + w) };
+	memset(&res, 0xAB, sizeof(res));
+	assert_int_equal(innet_switch_inject(sw, job == 9 ? 1 : 0, UDP_AGG, &src, pkt, len, &res), 0);
+}
+
+static void contribute(const struct contrib *ct)
+{
+	uint8_t buf[PLEN];
+	build(buf, ct);
+	inject_from(buf, PLEN, ct->job, ct->worker);
+}
+
+static void expect_drop(const char *why, const char *reason)
+{
+	if (res.action != INNET_DROP)
+		fail_msg("%s: want drop %s, got %s", why, reason, innet_action_name(res.action));
+	const char *name = innet_cp_drop_reason_name(cp, res.drop_reason);
+	if (strcmp(name, reason) != 0)
+		fail_msg("%s: want drop %s, got %s", why, reason, name);
+	assert_int_equal(res.n_out, 0);
+}
+
+static void expect_consumed(const char *why)
+{
+	if (res.action != INNET_CONSUMED)
+		fail_msg("%s: want consumed, got %s (%s)", why, innet_action_name(res.action),
+			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
+	assert_int_equal(res.n_out, 0);
+}
+
+/* A result packet: header fields and elements expect[i] = base + i * step. */
+static void check_result(const char *why, const uint8_t *d, uint32_t len, uint8_t status, uint16_t job,
+			 uint16_t slot, uint32_t round, uint8_t worker, uint32_t offset, uint8_t exp,
+			 uint64_t bitmap, int64_t base, int64_t step)
+{
+	if (len != PLEN)
+		fail_msg("%s: result of %u bytes, want %u", why, len, PLEN);
+	const struct innet_hdr *h = (const struct innet_hdr *)d;
+	const struct innet_agg_hdr *a = (const struct innet_agg_hdr *)(h + 1);
+	assert_int_equal(h->magic, INNET_MAGIC);
+	assert_int_equal(h->version, INNET_VERSION);
+	assert_int_equal(h->service, INNET_SVC_AGG);
+	if (a->op != INNET_AGG_RESULT || a->status != status)
+		fail_msg("%s: op %u status %u, want 2/%u", why, a->op, a->status, status);
+	assert_int_equal(ntohs(a->job), job);
+	assert_int_equal(ntohs(a->slot), slot);
+	assert_int_equal(a->ver, round & 1);
+	assert_int_equal(ntohl(a->round), round);
+	assert_int_equal(a->worker, worker);
+	assert_int_equal(ntohl(a->offset), offset);
+	assert_int_equal(a->exp, exp);
+	assert_int_equal(be64toh(a->bitmap), bitmap);
+	assert_int_equal(a->n_contrib, __builtin_popcountll(bitmap));
+	assert_int_equal(ntohs(a->k), K);
+	assert_int_equal(a->reserved, 0);
+	const uint32_t *el = (const uint32_t *)(a + 1);
+	for (uint32_t i = 0; i < K; i++) {
+		int32_t want = (int32_t)(uint32_t)(uint64_t)(base + (int64_t)i * step);
+		if ((int32_t)ntohl(el[i]) != want)
+			fail_msg("%s: element %u = %d, want %d", why, i, (int32_t)ntohl(el[i]), want);
+	}
+}
+
+/* The multicast of a complete job-7 result: one copy to each of its 3 workers. */
+static void expect_multicast7(const char *why, uint16_t slot, uint32_t round, uint32_t offset, uint8_t exp,
+			      int64_t base, int64_t step)
+{
+	if (res.action != INNET_MULTICAST)
+		fail_msg("%s: want multicast, got %s (%s)", why, innet_action_name(res.action),
+			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
+	assert_int_equal(res.n_out, 3);
+	for (uint32_t w = 0; w < 3; w++) {
+		assert_int_equal(res.out[w].port, 0);
+		assert_int_equal(res.out[w].dst.ip, test_ip(11 + w));
+		assert_int_equal(res.out[w].dst.udp, 6001 + w);
+		assert_int_equal(res.out[w].src_udp, UDP_AGG);
+		check_result(why, res.out[w].data, res.out[w].len, INNET_AGG_COMPLETE, 7, slot, round, 0xff,
+			     offset, exp, 0x7, base, step);
+	}
+}
+
+static void expect_reply(const char *why, uint8_t status, uint16_t job, uint16_t slot, uint32_t round,
+			 uint8_t worker, uint32_t offset, uint8_t exp, uint64_t bitmap, int64_t base, int64_t step)
+{
+	if (res.action != INNET_REFLECT)
+		fail_msg("%s: want reflect, got %s (%s)", why, innet_action_name(res.action),
+			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
+	assert_int_equal(res.n_out, 1);
+	uint32_t ip = job == 9 ? test_ip(21u + worker) : test_ip(11u + worker);
+	assert_int_equal(res.out[0].dst.ip, ip);
+	check_result(why, res.out[0].data, res.out[0].len, status, job, slot, round, worker, offset, exp,
+		     bitmap, base, step);
+}
+
+static void expect_stale(const char *why, uint16_t job, uint16_t slot, uint32_t round, uint8_t worker,
+			 uint32_t now_round)
+{
+	if (res.action != INNET_REFLECT)
+		fail_msg("%s: want reflect (stale), got %s", why, innet_action_name(res.action));
+	assert_int_equal(res.n_out, 1);
+	assert_int_equal(res.out[0].len, INNET_AGG_HDR_LEN);
+	const struct innet_agg_hdr *a = (const struct innet_agg_hdr *)(res.out[0].data + 8);
+	assert_int_equal(a->op, INNET_AGG_RESULT);
+	assert_int_equal(a->status, INNET_AGG_STALE);
+	assert_int_equal(ntohs(a->job), job);
+	assert_int_equal(ntohs(a->slot), slot);
+	assert_int_equal(a->worker, worker);
+	assert_int_equal(a->ver, round & 1);
+	assert_int_equal(ntohl(a->round), now_round);
+	assert_int_equal(a->k, 0);
+}
+
+static int setup(void **state)
+{
+	sw = make_switch();
+	cp = innet_switch_prog(sw, "agg");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	innet_switch_destroy(sw);
+	sw = NULL;
+	return 0;
+}
+
+/* The life of a slot: aggregation, completion, retransmission, reuse. */
+static void test_slot_life(void **state)
+{
+	/* round 0 of slot 0: worker i sends 100*(i+1) + j for element j */
+	struct contrib c0 = { .job = 7, .slot = 0, .round = 0, .worker = 0, .offset = 0, .exp = 130,
+			      .base = 100, .step = 1 };
+	contribute(&c0);
+	expect_consumed("w0 round 0");
+	contribute(&c0);
+	expect_drop("w0 again while incomplete: changes nothing", "duplicate");
+	struct contrib c1 = c0;
+	c1.worker = 1, c1.base = 200, c1.exp = 140;
+	contribute(&c1);
+	expect_consumed("w1 round 0");
+	struct contrib c2 = c0;
+	c2.worker = 2, c2.base = 300, c2.exp = 120;
+	contribute(&c2);
+	/* sum = 600 + 3j; exp = max(130, 140, 120) */
+	expect_multicast7("w2 completes round 0", 0, 0, 0, 140, 600, 3);
+	contribute(&c1);
+	expect_reply("w1 retransmits: the result to w1 only", INNET_AGG_COMPLETE, 7, 0, 0, 1, 0, 140, 0x7,
+		     600, 3);
+	contribute(&c0);
+	expect_reply("w0 retransmits", INNET_AGG_COMPLETE, 7, 0, 0, 0, 0, 140, 0x7, 600, 3);
+
+	/* round 1 (shadow copy 1): negative numbers, offset echoed */
+	for (uint8_t w = 0; w < 3; w++) {
+		struct contrib c = { .job = 7, .slot = 0, .round = 1, .worker = w, .offset = 128,
+				     .exp = 0, .base = -1000 * (w + 1), .step = -2 };
+		contribute(&c);
+		if (w < 2)
+			expect_consumed("round 1");
+	}
+	expect_multicast7("round 1 complete", 0, 1, 128, 0, -6000, -6);
+	/* round 0's copy is intact until round 1 completes: it completed, so
+	 * copy 0 now holds round 2, and a round-0 packet is stale */
+	contribute(&c1);
+	expect_stale("w1 round 0 after round 1 completed", 7, 0, 0, 1, 2);
+
+	/* round 2 reuses copy 0: starts from zero, not from round 0's sums */
+	struct contrib r2 = { .job = 7, .slot = 0, .round = 2, .worker = 2, .offset = 256, .exp = 1,
+			      .base = 5, .step = 0 };
+	contribute(&r2);
+	expect_consumed("round 2 w2");
+	struct contrib r4 = r2;
+	r4.round = 4;
+	contribute(&r4);
+	expect_drop("round 4 before round 3 completed", "early");
+	struct contrib r3 = r2;
+	r3.round = 3;
+	contribute(&r3);
+	expect_drop("round 3 before round 2 completed", "early");
+	r2.worker = 0;
+	contribute(&r2);
+	r2.worker = 1;
+	contribute(&r2);
+	expect_multicast7("round 2 complete, fresh sums", 0, 2, 256, 1, 15, 0);
+
+	/* slot 1 is independent of slot 0; int32 sums wrap (two's complement) */
+	for (uint8_t w = 0; w < 3; w++) {
+		struct contrib c = { .job = 7, .slot = 1, .round = 0, .worker = w, .offset = 64,
+				     .exp = 0, .base = 0x7fffff00, .step = 1 };
+		contribute(&c);
+	}
+	expect_multicast7("slot 1 wraps", 1, 0, 64, 0, (int64_t)3 * 0x7fffff00, 3);
+}
+
+/* Jobs cannot see or touch each other's slots. */
+static void test_isolation(void **state)
+{
+	/* job 9 slot 0 (global slot 2) and job 7 slot 0 (global 0) */
+	struct contrib a7 = { .job = 7, .slot = 0, .round = 0, .worker = 0, .base = 1, .step = 0 };
+	contribute(&a7);
+	expect_consumed("job 7 w0");
+	struct contrib a9 = { .job = 9, .slot = 0, .round = 0, .worker = 0, .base = 1000, .step = 1 };
+	contribute(&a9);
+	expect_consumed("job 9 w0");
+	a9.worker = 1;
+	a9.base = 2000;
+	contribute(&a9);
+	if (res.action != INNET_MULTICAST || res.n_out != 2)
+		fail_msg("job 9 complete: want multicast to 2, got %s/%u", innet_action_name(res.action),
+			 res.n_out);
+	for (uint32_t w = 0; w < 2; w++) {
+		assert_int_equal(res.out[w].port, 1);
+		assert_int_equal(res.out[w].dst.ip, test_ip(21 + w));
+		check_result("job 9 sums only its own", res.out[w].data, res.out[w].len, INNET_AGG_COMPLETE,
+			     9, 0, 0, 0xff, 0, 0, 0x3, 3000, 2);
+	}
+	/* job 9 cannot name a slot outside its range (its slots are 0, 1) */
+	struct contrib b9 = a9;
+	b9.slot = 2;
+	contribute(&b9);
+	expect_drop("job 9 slot 2", "bad_slot");
+	b9.slot = 0xffff;
+	contribute(&b9);
+	expect_drop("job 9 slot 65535", "bad_slot");
+	/* job 9's worker cannot pose as job 7's worker 0 (address check) */
+	uint8_t buf[PLEN];
+	build(buf, &a7);
+	inject_from(buf, PLEN, 9, 0);
+	expect_drop("job 9's host sends as job 7 worker 0", "spoofed");
+	/* job 7 worker 1 from worker 0's address */
+	struct contrib s7 = a7;
+	s7.worker = 1;
+	build(buf, &s7);
+	inject_from(buf, PLEN, 7, 0);
+	expect_drop("worker 1 from worker 0's address", "spoofed");
+	/* the drops changed nothing: job 7 completes with 1+2+3 contributions */
+	s7.base = 2;
+	contribute(&s7);
+	expect_consumed("job 7 w1");
+	s7.worker = 2;
+	s7.base = 3;
+	contribute(&s7);
+	expect_multicast7("job 7 complete, untouched by job 9", 0, 0, 0, 0, 6, 0);
+}
+
+/* Every malformed packet is a named, counted drop. */
+static void test_malformed(void **state)
+{
+	uint8_t buf[PLEN + 8];
+	struct contrib c = { .job = 7, .slot = 0, .round = 0, .worker = 0, .base = 1, .step = 1 };
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(buf + 8);
+	static const struct {
+		const char *desc;
+		int field;    /* what to break */
+		const char *reason;
+	} cases[] = {
+		{ "empty", 0, "too_short" },
+		{ "39 bytes", 1, "too_short" },
+		{ "magic 0x1F", 2, "bad_magic" },
+		{ "version 2", 3, "bad_version" },
+		{ "service paxos", 4, "wrong_service" },
+		{ "a result sent to the switch", 5, "is_result" },
+		{ "op 0", 6, "bad_op" },
+		{ "op 0x42", 7, "bad_op" },
+		{ "k = 63", 8, "bad_length" },
+		{ "one element short", 9, "bad_length" },
+		{ "four bytes trailing", 10, "bad_length" },
+		{ "k = 0, header only", 11, "bad_length" },
+		{ "job 8 does not exist", 12, "unknown_job" },
+		{ "worker 3 of 3", 13, "bad_worker" },
+		{ "worker 255", 14, "bad_worker" },
+		{ "slot 2 of 2", 15, "bad_slot" },
+		{ "ver 1 with round 0", 16, "bad_ver" },
+		{ "ver 2", 17, "bad_ver" },
+		{ "right address, wrong UDP port", 18, "spoofed" },
+	};
+	struct innet_prog_stats before;
+	innet_cp_stats(cp, &before);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t len = build(buf, &c);
+		struct innet_addr src = { test_ip(11), 6001 };
+		switch (cases[i].field) {
+		case 0: len = 0; break;
+		case 1: len = INNET_AGG_HDR_LEN - 1; break;
+		case 2: buf[0] = 0x1F; break;
+		case 3: buf[1] = 2; break;
+		case 4: buf[2] = INNET_SVC_PAXOS; break;
+		case 5: a->op = INNET_AGG_RESULT; break;
+		case 6: a->op = 0; break;
+		case 7: a->op = 0x42; break;
+		case 8: a->k = htons(K - 1); len -= 4; break;
+		case 9: len -= 4; break;
+		case 10: len += 4; break;
+		case 11: a->k = 0; len = INNET_AGG_HDR_LEN; break;
+		case 12: a->job = htons(8); break;
+		case 13: a->worker = 3; break;
+		case 14: a->worker = 255; break;
+		case 15: a->slot = htons(2); break;
+		case 16: a->ver = 1; break;
+		case 17: a->ver = 2; break;
+		case 18: src.udp = 6002; break;
+		}
+		memset(&res, 0xAB, sizeof(res));
+		assert_int_equal(innet_switch_inject(sw, 0, UDP_AGG, &src, buf, len, &res), 0);
+		expect_drop(cases[i].desc, cases[i].reason);
+	}
+	struct innet_prog_stats after;
+	innet_cp_stats(cp, &after);
+	assert_int_equal(after.actions[INNET_DROP] - before.actions[INNET_DROP],
+			 sizeof(cases) / sizeof(cases[0]));
+	assert_int_equal(after.drops[INNET_DROP_PROGRAM + 11] - before.drops[INNET_DROP_PROGRAM + 11], 1);
+	assert_string_equal(innet_cp_drop_reason_name(cp, INNET_DROP_PROGRAM + 11), "spoofed");
+	/* and the slot is untouched: a valid round 0 from all three completes
+	 * with exactly their sum */
+	for (uint8_t w = 0; w < 3; w++) {
+		c.worker = w;
+		contribute(&c);
+	}
+	expect_multicast7("after the malformed packets", 0, 0, 0, 0, 3, 3);
+}
+
+/* A contribution that finds the copy closed but not yet emitted (another
+ * worker is still adding, or the timer closed it meanwhile) is dropped as
+ * pending; the worker's retransmission gets the result. Staged by writing
+ * the state register the way such a moment looks. */
+static void test_pending(void **state)
+{
+	struct contrib c = { .job = 7, .slot = 1, .round = 0, .worker = 0, .base = 10, .step = 0 };
+	contribute(&c);
+	expect_consumed("w0");
+	int rs = innet_cp_reg_find(cp, "state");
+	assert_true(rs >= 0);
+	uint64_t st;
+	uint32_t idx = 2 * 1 + 0; /* global slot 1, copy 0 */
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)rs, idx, &st), 0);
+	assert_int_equal(st, 0x1); /* tag 0, open, w0's bit */
+	/* w1 claimed but has not finished adding; the timer closed the round */
+	assert_int_equal(innet_cp_reg_write(cp, (unsigned)rs, idx, st | 0x2 | (1ull << 48)), 0);
+	c.worker = 2;
+	contribute(&c);
+	expect_drop("w2 while closed, not emitted", "pending");
+	c.worker = 1;
+	contribute(&c);
+	expect_drop("w1 (claimed) retransmits while pending", "pending");
+	/* restore: w1 never really claimed */
+	assert_int_equal(innet_cp_reg_write(cp, (unsigned)rs, idx, st), 0);
+	contribute(&c);
+	expect_consumed("w1");
+	c.worker = 2;
+	contribute(&c);
+	expect_multicast7("complete", 1, 0, 0, 0, 30, 0);
+}
+
+/* ---- straggler timer, on a started switch with real member sockets ---- */
+
+static int sock_bind(uint32_t ip, uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(ip) };
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static ssize_t recv_wait(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	return recv(fd, buf, len, 0);
+}
+
+static void test_straggler_timer(void **state)
+{
+	int fd[2] = { sock_bind(test_ip(21), 6011), sock_bind(test_ip(22), 6012) };
+	assert_int_equal(innet_switch_start(sw), 0);
+	uint8_t buf[2048];
+
+	/* job 9 slot 1 round 0: only worker 0 contributes; after 30 ms the
+	 * timer multicasts the partial sum with bitmap 0b01 */
+	struct contrib c = { .job = 9, .slot = 1, .round = 0, .worker = 0, .offset = 64, .exp = 131,
+			     .base = 40, .step = 1 };
+	contribute(&c);
+	expect_consumed("job 9 w0");
+	for (int w = 0; w < 2; w++) {
+		ssize_t n = recv_wait(fd[w], buf, sizeof(buf), 2000);
+		if (n < 0)
+			fail_msg("worker %d: no partial result within 2 s", w);
+		check_result("timer's partial result", buf, (uint32_t)n, INNET_AGG_PARTIAL, 9, 1, 0, 0xff, 64,
+			     131, 0x1, 40, 1);
+	}
+	/* the straggler's late packet: answered with the partial result, to it
+	 * only; its elements are not added */
+	c.worker = 1;
+	c.base = 7777;
+	c.exp = 200;
+	contribute(&c);
+	expect_reply("straggler's late packet", INNET_AGG_PARTIAL, 9, 1, 0, 1, 64, 131, 0x1, 40, 1);
+	contribute(&c);
+	expect_reply("and again", INNET_AGG_PARTIAL, 9, 1, 0, 1, 64, 131, 0x1, 40, 1);
+
+	/* round 1 with both workers in time: complete, no timer result */
+	struct contrib d = { .job = 9, .slot = 1, .round = 1, .worker = 0, .base = 1, .step = 0 };
+	contribute(&d);
+	expect_consumed("round 1 w0");
+	d.worker = 1;
+	contribute(&d);
+	assert_int_equal(res.action, INNET_MULTICAST);
+	check_result("round 1 complete", res.out[0].data, res.out[0].len, INNET_AGG_COMPLETE, 9, 1, 1,
+		     0xff, 0, 0, 0x3, 2, 0);
+	/* a straggler two rounds behind: its copy now holds round 2 */
+	contribute(&c);
+	expect_stale("round 0 after round 1 completed", 9, 1, 0, 1, 2);
+	/* the timer of round 1 was cancelled (and would be ignored anyway):
+	 * nothing more arrives */
+	assert_int_equal(recv_wait(fd[0], buf, sizeof(buf), 100), -1);
+
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	assert_int_equal(st.timer_fires, 1);
+	assert_int_equal(st.emitted, 1);
+	innet_switch_stop(sw);
+	close(fd[0]);
+	close(fd[1]);
+}
+
+static void test_settings(void **state)
+{
+	static const struct {
+		const char *args;
+		const char *msg; /* NULL: accepted */
+	} cases_s[] = {
+		{ NULL, NULL },
+		{ "{\"k\": 256, \"slots\": 4096}", NULL },
+		{ "{\"k\": 502}", NULL },
+		{ "{\"k\": 503}", "out of range" },
+		{ "{\"k\": 0}", "out of range" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 48}]}", NULL },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 49}]}", "workers must be in [1, 48]" },
+		{ "{\"jobs\": [{\"id\": 1}]}", "needs 'id' and 'workers'" },
+		{ "{\"jobs\": {\"id\": 1}}", "must be an array" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 2, \"slot\": 3}]}", "unknown key 'slot'" },
+		{ "{\"slots\": 8, \"jobs\": [{\"id\": 1, \"workers\": 2, \"slots\": 9}]}", "beyond the pool" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 2, \"slots\": 4}, {\"id\": 2, \"workers\": 2, "
+		  "\"slots\": 4, \"slot_base\": 3}]}", "overlap" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 2}, {\"id\": 1, \"workers\": 2}]}", "defined twice" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 2, \"members\": [\"127.0.0.1:5\"]}]}",
+		  "must list all 2 workers" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 1, \"members\": [\"127.0.0.1\"]}]}", "members[0]" },
+		{ "{\"jobs\": [{\"id\": 1, \"workers\": 1, \"members\": [\"9@127.0.0.1:5\"]}]}",
+		  "uses port 9" },
+		{ "{\"max_jobs\": 1, \"jobs\": [{\"id\": 1, \"workers\": 1}, {\"id\": 2, \"workers\": 1}]}",
+		  "more than max_jobs" },
+		{ "{\"kk\": 4}", "unknown setting 'kk'" },
+	};
+	for (size_t i = 0; i < sizeof(cases_s) / sizeof(cases_s[0]); i++) {
+		struct innet_switch_conf c;
+		memset(&c, 0, sizeof(c));
+		c.n_workers = 1;
+		c.n_ports = 1;
+		c.ports[0].ip = test_ip(40);
+		c.n_progs = 1;
+		snprintf(c.progs[0].name, sizeof(c.progs[0].name), "agg");
+		c.progs[0].program = innet_program_find("agg");
+		c.progs[0].udp[0] = UDP_AGG + 1;
+		c.progs[0].n_udp = 1;
+		c.progs[0].args_json = (char *)cases_s[i].args;
+		char err[256] = "";
+		struct innet_switch *s = innet_switch_create(&c, err, sizeof(err));
+		if (cases_s[i].msg == NULL) {
+			if (s == NULL)
+				fail_msg("%s: %s", cases_s[i].args ? cases_s[i].args : "(none)", err);
+			innet_switch_destroy(s);
+		} else {
+			if (s != NULL) {
+				innet_switch_destroy(s);
+				fail_msg("%s: accepted", cases_s[i].args);
+			}
+			/* init's errors go to stderr, setup's into err */
+			if (strstr(err, cases_s[i].msg) == NULL && strcmp(cases_s[i].msg, "uses port 9") != 0)
+				fail_msg("%s: want \"%s\", got \"%s\"", cases_s[i].args, cases_s[i].msg, err);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_slot_life, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_straggler_timer, setup, teardown),
+		cmocka_unit_test(test_settings),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
