@@ -283,6 +283,7 @@ int cmd_switch(int argc, char **argv)
 		default: switch_usage(stderr); goto out;
 		}
 	}
+	rc = 2; /* from here on, every early exit is a usage error */
 	if (optind < argc) {
 		fprintf(stderr, "innet switch: unexpected argument '%s'\n", argv[optind]);
 		goto out;
@@ -349,8 +350,10 @@ int cmd_switch(int argc, char **argv)
 
 	struct innet_switch *sw = innet_switch_create(&conf, err, sizeof(err));
 	if (sw == NULL) {
+		/* EINVAL: the configuration is wrong (a setting, a port) — bad input,
+		 * like a bad flag; anything else failed at run time (address in use). */
+		rc = errno == EINVAL ? 2 : 1;
 		fprintf(stderr, "innet switch %s: %s\n", conf.name, err);
-		rc = 1;
 		goto out_conf;
 	}
 	if (check) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# cli_errors.sh — wrong command lines get a clear message and exit status 2
+# (usage / bad input), never a crash or a hang; --help works everywhere and
+# exits 0. Nothing here starts a long-running process: the few invocations
+# that could start a switch are bounded by --duration and timeout.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+INNET=${INNET:-./build/innet}
+checks=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect STATUS SUBSTRING ARGS...: innet ARGS exits STATUS and prints SUBSTRING.
+expect() {
+	local want=$1 msg=$2 out rc=0
+	shift 2
+	out=$(timeout 10 "$INNET" "$@" 2>&1) || rc=$?
+	[ "$rc" -eq "$want" ] || fail "innet $*: exit $rc, expected $want; output: $out"
+	grep -qF -- "$msg" <<<"$out" || fail "innet $*: no '$msg' in: $out"
+	checks=$((checks + 1))
+}
+
+for sub in switch fabric ctl programs ping counter kv dnn allreduce; do
+	if "$INNET" "$sub" --help 2>/dev/null | grep -q .; then :; else
+		# a subcommand missing from this build is not an error of this test
+		"$INNET" --help | grep -q "^  $sub " || continue
+	fi
+	expect 0 "usage" "$sub" --help
+done
+expect 2 "unknown command 'frob'" frob
+expect 2 "usage: innet COMMAND" 
+
+expect 2 "need at least one --port and one --program" switch
+expect 2 "bad --port '1.2.3'" switch --port 1.2.3
+expect 2 "unknown program in 'nosuch@9000'; known: forward counter" switch --port 127.0.0.1 --program nosuch@9000
+expect 2 "bad --program 'forward@0'" switch --port 127.0.0.1 --program forward@0
+expect 2 "bad --program 'forward'" switch --port 127.0.0.1 --program forward
+expect 2 "--workers wants 1..64" switch --workers 0 --port 127.0.0.1 --program forward@9000
+expect 2 "bad --link 'loss=2'" switch --port 127.0.0.1 --link loss=2
+expect 2 "bad --link 'loss=0.5,bogus=1'" switch --port 127.0.0.1 --link loss=0.5,bogus=1
+expect 2 "--args must follow a --program" switch --port 127.0.0.1 --args '{}'
+expect 2 "settings are not valid JSON" switch --port 127.0.0.197 --program forward@46001 --args '{' --duration 1
+expect 2 "unknown setting 'mapp'" switch --port 127.0.0.197 --program forward@46001 --args '{"mapp":[0]}' --duration 1
+expect 2 "setting 'size' = 0 is out of range" switch --port 127.0.0.197 --program counter@46001 --args '{"size":0}' --duration 1
+expect 2 "map entry 0 -> 5 names a port" switch --port 127.0.0.197 --program forward@46001 --args '{"map":[5]}' --duration 1
+expect 2 "cannot read" switch --topology /nonexistent/topo.json --name x
+expect 2 "--topology needs --name" switch --topology examples/single.json
+expect 2 "unrecognized option" switch --bogus
+expect 2 "unexpected argument 'extra'" switch --port 127.0.0.1 --program forward@9000 extra
+
+expect 2 "missing subcommand" fabric
+expect 2 "missing FILE" fabric up
+expect 2 "unknown subcommand 'frob'" fabric frob x
+expect 2 "--workers wants 1 to 256" fabric up examples/single.json --workers 0
+expect 2 "--machine wants a name" fabric status examples/single.json --machine 'a/b'
+expect 2 "no command given" ctl
+expect 2 "usage: innet ping" ping --topology examples/single.json --from h0
+expect 2 "must name hosts" ping --topology examples/single.json --from s0 --to h1
+expect 2 "usage: innet counter" counter inc 1
+expect 2 "usage: innet counter" counter --to 127.0.0.1 frob 1
+expect 2 "usage: innet programs" programs --bogus
+
+# A second switch on an address already in use is a run-time failure (1).
+"$INNET" switch --name cli-a --port 127.0.0.197 --program forward@46002 --duration 5 --ctl "" 2>/dev/null &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true' EXIT
+sleep 0.3
+expect 1 "cannot bind 127.0.0.197:46002" switch --name cli-b --port 127.0.0.197 --program forward@46002 --duration 1 --ctl ""
+echo "PASS ($checks checks)"
