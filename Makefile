@@ -57,6 +57,17 @@ $(O)/bench/%: bench/src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm -pthread
 
+# Aggregation (docs/aggregation.md): the host library as a shared object for
+# python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
+# OpenMPI). Not part of `all`: make build/libinnet-agg.so build/libinnet-mpi.so
+AGG_SO_DEPS := src/agg/host.c src/agg/wire.h include/innet/agg.h include/innet/wire.h
+$(O)/libinnet-agg.so: $(AGG_SO_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/host.c -lm -pthread
+$(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
+	@mkdir -p $(@D)
+	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c -lm -pthread
+
 FUZZ_O := build-fuzz
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
 $(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC)

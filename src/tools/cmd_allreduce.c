@@ -6,15 +6,22 @@
  *                   (--worker W | --all) [--slots S] [--k K]
  *                   [--type int32|float32] [--count ELEMS] [--iters I]
  *                   [--timeout-ms T] [--rto-us U] [--check]
+ *                   [--delay-worker W --delay-ms D [--delay-every N]]
  *
  * Worker W binds IP:(UDP + W) (so --all, which runs every worker as a thread
  * of this process, and separate processes agree with the same member list).
  * The data are generated: worker w's element i is a fixed function of (w, i,
  * iteration), so every worker can compute the expected sum by itself;
  * --check compares (int32: bit-exact; float32: within the stated bound).
+ * --delay-worker W sleeps D ms before every N-th iteration (N = 1 default:
+ * every one; iterations 0, N, 2N, ...), outside the timed call: a straggler
+ * for bench/stragglers.sh.
  * Prints one RESULT line per worker:
  *   RESULT worker=W type=T elems=N iters=I seconds=S elem_per_s=R gbit_s=G
- *          retransmits=X partial=P check=ok|FAIL|skipped
+ *          retransmits=X partial=P excluded=E check=ok|FAIL|skipped rc=RC
+ *          median_s=M max_s=X done=D
+ * (seconds: the sum over the timed calls; median_s, max_s: per call; done:
+ * calls that succeeded).
  * Exit status: 0 ok, 1 a call failed or a check failed, 2 usage.
  */
 #include <arpa/inet.h>
@@ -38,6 +45,9 @@ struct ar_opts {
 	size_t count;
 	uint32_t iters;
 	bool check;
+	long delay_worker;    /* -1: none */
+	uint32_t delay_ms;
+	uint32_t delay_every;
 };
 
 struct ar_worker {
@@ -46,6 +56,8 @@ struct ar_worker {
 	int rc;
 	bool check_ok;
 	double seconds;
+	double *per_call;     /* [iters] seconds of each call */
+	uint32_t done;        /* calls that succeeded */
 	struct innet_agg_stats st;
 };
 
@@ -92,11 +104,20 @@ static void *ar_main(void *arg)
 			else
 				((int32_t *)in)[i] = gen_i32(r->w, it, i);
 		}
+		if ((long)r->w == o->delay_worker && it % o->delay_every == 0) {
+			struct timespec d = { .tv_sec = o->delay_ms / 1000, .tv_nsec = (long)(o->delay_ms % 1000) * 1000000 };
+			nanosleep(&d, NULL);
+		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r->rc = o->f32 ? innet_agg_allreduce_f32(a, in, out, n)
 			       : innet_agg_allreduce_i32(a, in, out, n);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		secs += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		secs += dt;
+		if (r->per_call != NULL)
+			r->per_call[it] = dt;
+		if (r->rc == 0)
+			r->done++;
 		if (r->rc != 0 || !o->check)
 			continue;
 		for (size_t i = 0; i < n && r->check_ok; i++) {
@@ -129,11 +150,33 @@ done:
 	return NULL;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of the first n entries (sorts them); 0 for none or no array. */
+static double median(double *v, uint32_t n)
+{
+	if (v == NULL || n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Largest of v[0..n) (n > 0), once sorted by median(). */
+static double max_of(const double *v, uint32_t n)
+{
+	return v == NULL ? 0 : v[n - 1];
+}
+
 static void ar_usage(FILE *f)
 {
 	fprintf(f, "usage: innet allreduce --switch IP[:UDP] --bind IP:UDP --job ID --workers N\n"
 		   "                       (--worker W | --all) [--slots S] [--k K] [--type int32|float32]\n"
 		   "                       [--count ELEMS] [--iters I] [--timeout-ms T] [--rto-us U] [--check]\n"
+		   "                       [--delay-worker W --delay-ms D [--delay-every N]]\n"
 		   "Worker W binds IP:(UDP+W). --all runs every worker as a thread of this process.\n");
 }
 
@@ -169,10 +212,12 @@ int cmd_allreduce(int argc, char **argv)
 		{ "type", required_argument, NULL, 't' },   { "count", required_argument, NULL, 'c' },
 		{ "iters", required_argument, NULL, 'i' },  { "timeout-ms", required_argument, NULL, 'T' },
 		{ "rto-us", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
+		{ "delay-worker", required_argument, NULL, 'D' }, { "delay-ms", required_argument, NULL, 'M' },
+		{ "delay-every", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct ar_opts o = { .conf = { .switch_udp = INNET_AGG_UDP, .slots = 64, .k = 256 }, .count = 1 << 20,
-			     .iters = 1 };
+			     .iters = 1, .delay_worker = -1, .delay_every = 1 };
 	long worker = -1, n_workers = 0;
 	bool all = false, have_switch = false, have_bind = false;
 	int ch;
@@ -207,6 +252,9 @@ int cmd_allreduce(int argc, char **argv)
 		case 'T': o.conf.timeout_ms = (uint32_t)strtoul(optarg, &end, 10); break;
 		case 'r': o.conf.rto_us = (uint32_t)strtoul(optarg, &end, 10); break;
 		case 'C': o.check = true; break;
+		case 'D': o.delay_worker = strtol(optarg, &end, 10); break;
+		case 'M': o.delay_ms = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'E': o.delay_every = (uint32_t)strtoul(optarg, &end, 10); break;
 		case 'h': ar_usage(stdout); return 0;
 		default: ar_usage(stderr); return 2;
 		}
@@ -214,7 +262,8 @@ int cmd_allreduce(int argc, char **argv)
 			goto bad;
 	}
 	if (!have_switch || !have_bind || n_workers < 1 || n_workers > (long)INNET_AGG_MAX_WORKERS ||
-	    (all == (worker >= 0)) || worker >= n_workers || o.iters < 1) {
+	    (all == (worker >= 0)) || worker >= n_workers || o.iters < 1 || o.iters > 1000000 ||
+	    o.delay_every < 1 || o.delay_ms > 600000) {
 		ar_usage(stderr);
 		return 2;
 	}
@@ -228,7 +277,7 @@ int cmd_allreduce(int argc, char **argv)
 		return 1;
 	}
 	for (uint32_t w = first; w < last; w++) {
-		rs[w - first] = (struct ar_worker){ .o = &o, .w = w };
+		rs[w - first] = (struct ar_worker){ .o = &o, .w = w, .per_call = calloc(o.iters, sizeof(double)) };
 		pthread_create(&th[w - first], NULL, ar_main, &rs[w - first]);
 	}
 	int status = 0;
@@ -236,6 +285,8 @@ int cmd_allreduce(int argc, char **argv)
 		pthread_join(th[w - first], NULL);
 		struct ar_worker *r = &rs[w - first];
 		double elems = (double)o.count * o.iters;
+		double med = median(r->per_call, r->done); /* sorts per_call */
+		double mx = r->done ? max_of(r->per_call, r->done) : 0.0;
 		if (r->rc != 0) {
 			fprintf(stderr, "innet allreduce: worker %u: %s\n", w, strerror(-r->rc));
 			status = 1;
@@ -243,11 +294,14 @@ int cmd_allreduce(int argc, char **argv)
 		if (o.check && !r->check_ok)
 			status = 1;
 		printf("RESULT worker=%u type=%s elems=%zu iters=%u seconds=%.6f elem_per_s=%.0f gbit_s=%.3f "
-		       "retransmits=%llu partial=%llu check=%s rc=%d\n",
+		       "retransmits=%llu partial=%llu excluded=%llu check=%s rc=%d median_s=%.6f max_s=%.6f done=%u\n",
 		       w, o.f32 ? "float32" : "int32", o.count, o.iters, r->seconds,
 		       r->seconds > 0 ? elems / r->seconds : 0, r->seconds > 0 ? elems * 32 / r->seconds / 1e9 : 0,
 		       (unsigned long long)r->st.retransmits, (unsigned long long)r->st.partial,
-		       !o.check ? "skipped" : r->check_ok && r->rc == 0 ? "ok" : "FAIL", r->rc);
+		       (unsigned long long)r->st.excluded,
+		       !o.check ? "skipped" : r->check_ok && r->rc == 0 ? "ok" : "FAIL", r->rc,
+		       med, mx, r->done);
+		free(r->per_call);
 	}
 	free(rs);
 	free(th);

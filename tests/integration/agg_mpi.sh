@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# agg_mpi.sh — the PMPI interposition library (build/libinnet-mpi.so): an
+# unmodified MPI program (examples/agg_mpi_allreduce.c, which checks its
+# MPI_Allreduce results against MPI_Reduce + MPI_Bcast: ints exact, floats
+# within float32 rounding) run with 4 ranks under mpirun on loopback:
+#   1. plain MPI (the program's own baseline);
+#   2. LD_PRELOAD=libinnet-mpi.so with a switch: the 12 sum all-reduces of
+#      MPI_INT/MPI_FLOAT go through innet (counted per rank), the 3 others
+#      (MPI_DOUBLE, MPI_MAX, a split communicator) go to MPI;
+#   3. a rank that cannot open its socket: every rank falls back to MPI;
+#   4. the switch gone: the program fails (MPI_ERR_OTHER through the error
+#      handler, fatal by default) within the timeout instead of hanging.
+# Addresses 127.210.P.0/24 (P from the pid). Skips (77) without mpicc/mpirun.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+for t in mpicc mpirun; do
+	command -v "$t" >/dev/null || { echo "skip: needs $t (openmpi-bin, libopenmpi-dev)"; exit 77; }
+done
+make -s build/innet build/libinnet-mpi.so
+INNET=${INNET:-$ROOT/build/innet}
+TMP=$(mktemp -d /tmp/innet-agg-mpi.XXXXXX)
+sw_pid=""
+cleanup() {
+	if [ -n "$sw_pid" ]; then kill "$sw_pid" 2>/dev/null || true; wait "$sw_pid" 2>/dev/null || true; fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+P=$(($$ % 250 + 1))
+NET=127.210.$P
+UDP=$((47000 + $$ % 500))
+mpicc -O2 -o "$TMP/prog" examples/agg_mpi_allreduce.c -lm
+MPIRUN=(timeout -k 5 60 mpirun --allow-run-as-root --oversubscribe -np 4 --mca btl "self,tcp"
+	--mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+
+start_switch() {
+	local members="" w
+	for w in 0 1 2 3; do members+="${members:+,}\"$NET.10:$((30000 + w))\""; done
+	"$INNET" switch --name "agg-mpi-$$" --ctl "" --port "$NET.1" --program "agg@$UDP" --duration 120 \
+		--args "{\"k\": 256, \"jobs\": [{\"id\": 3, \"workers\": 4, \"slots\": 32, \"members\": [$members]}]}" \
+		2>"$TMP/switch.err" &
+	sw_pid=$!
+	for _ in $(seq 100); do grep -q ready "$TMP/switch.err" && return 0; sleep 0.05; done
+	cat "$TMP/switch.err"; fail "switch not ready"
+}
+
+echo "--- 1. plain MPI"
+"${MPIRUN[@]}" "$TMP/prog" | tee "$TMP/plain.out"
+grep -q "agg_mpi_allreduce: ok calls=12 ranks=4" "$TMP/plain.out" || fail "plain MPI run"
+
+echo "--- 2. through innet (LD_PRELOAD)"
+start_switch
+ENVS=(-x LD_PRELOAD="$ROOT/build/libinnet-mpi.so" -x INNET_AGG_SWITCH="$NET.1:$UDP" -x INNET_AGG_JOB=3
+	-x INNET_AGG_SLOTS=32 -x INNET_AGG_VERBOSE=1 -x INNET_AGG_TIMEOUT_MS=1000)
+"${MPIRUN[@]}" "${ENVS[@]}" -x INNET_AGG_BIND="$NET.10:30000" "$TMP/prog" >"$TMP/innet.out" 2>"$TMP/innet.err" ||
+	{ cat "$TMP/innet.out" "$TMP/innet.err"; fail "innet run"; }
+cat "$TMP/innet.out" "$TMP/innet.err"
+grep -q "agg_mpi_allreduce: ok calls=12 ranks=4" "$TMP/innet.out" || fail "results through innet"
+for r in 0 1 2 3; do
+	grep -q "innet-pmpi: rank $r: allreduce innet=12 mpi=3 " "$TMP/innet.err" ||
+		fail "rank $r did not do its 12 sums through innet and 3 others through MPI"
+done
+
+echo "--- 3. a rank cannot bind: everyone falls back to MPI"
+"${MPIRUN[@]}" "${ENVS[@]}" -x INNET_AGG_BIND="10.255.255.1:30000" "$TMP/prog" >"$TMP/fb.out" 2>"$TMP/fb.err" ||
+	{ cat "$TMP/fb.out" "$TMP/fb.err"; fail "fallback run"; }
+grep -q "agg_mpi_allreduce: ok calls=12 ranks=4" "$TMP/fb.out" || fail "fallback results"
+grep -q "could not join the innet job" "$TMP/fb.err" || fail "no fallback message"
+[ "$(grep -c "allreduce innet=0 mpi=15 " "$TMP/fb.err")" -eq 4 ] || fail "fallback counts: $(cat "$TMP/fb.err")"
+
+echo "--- 4. the switch is gone: a clear error, no hang"
+kill "$sw_pid"; wait "$sw_pid" 2>/dev/null || true; sw_pid=""
+t0=$SECONDS
+rc=0
+"${MPIRUN[@]}" "${ENVS[@]}" -x INNET_AGG_TIMEOUT_MS=500 -x INNET_AGG_BIND="$NET.10:30000" "$TMP/prog" \
+	>"$TMP/dead.out" 2>"$TMP/dead.err" || rc=$?
+[ "$rc" -ne 0 ] || fail "the program succeeded without a switch"
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then fail "mpirun hung (timeout)"; fi
+grep -q "through innet failed: Connection timed out" "$TMP/dead.err" || { cat "$TMP/dead.err"; fail "no clear error"; }
+echo "failed in $((SECONDS - t0)) s as expected"
+echo PASS
