@@ -42,6 +42,7 @@ extern "C" {
 #define INNET_PAXOS_VALUE_MAX  1400u    /* = PAXOS_VALUE_MAX (src/consensus/wire.h) */
 #define INNET_PAXOS_MAX_ACCEPTORS 64u
 #define INNET_PAXOS_NO_TRIM    0xFFFFu  /* learner_id of an endpoint that never reports */
+#define INNET_PAXOS_MAX_BACKUPS 4u      /* backup coordinators a proposer fails over to */
 
 struct innet_paxos_conf {
 	uint32_t bind_ip;                     /* this endpoint's address (host order) */
@@ -57,6 +58,14 @@ struct innet_paxos_conf {
 	uint32_t deadline_ms;                 /* proposer: give up after (default 5000) */
 	uint32_t recover_ms;                  /* learner: recover a gap this old (default 30) */
 	uint64_t start;                       /* first instance to deliver (default 0) */
+	/* Coordinator failover (proposer side): when none of this endpoint's
+	 * requests has been chosen for failover_ms (default 4 * retry_ms) while
+	 * some are pending, it sends to the next of coordinator, backups[0], ...
+	 * (round robin). A backup (innet_paxos_leader) takes over on the first
+	 * REQUEST it receives. */
+	struct innet_addr backups[INNET_PAXOS_MAX_BACKUPS];
+	uint32_t n_backups;
+	uint32_t failover_ms;
 	/* A chosen value, in instance order, once per request id. req_id 0 is
 	 * never delivered (no-ops). May be NULL. */
 	void (*deliver)(void *arg, uint64_t instance, uint64_t req_id, const uint8_t *value,
@@ -77,6 +86,7 @@ struct innet_paxos_stats {
 	uint64_t resent;
 	uint64_t nacks;            /* NACKs received */
 	uint64_t bad_packets;      /* received packets that were not valid Paxos replies */
+	uint64_t failovers;        /* proposer moved to the next coordinator */
 };
 
 struct innet_paxos;
@@ -102,8 +112,10 @@ int innet_paxos_step(struct innet_paxos *p, int timeout_ms);
 /* A fresh client id (random, so a restarted process never reuses one). */
 uint32_t innet_paxos_client_new(struct innet_paxos *p);
 /* Propose value with request id (client << 32 | seq); seq must grow per
- * client, at most 64 in flight. 0, -EMSGSIZE (len > INNET_PAXOS_VALUE_MAX),
- * -EINVAL (req_id 0), -EEXIST (already in flight), -errno from send. */
+ * client. 0, -EMSGSIZE (len > INNET_PAXOS_VALUE_MAX), -EINVAL (req_id 0),
+ * -EEXIST (already in flight), -EAGAIN (256 in flight, or seq 64 or more
+ * ahead of a pending request of the same client: the learners' dedup window),
+ * -errno from send. */
 int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *value, uint32_t len);
 /* Propose and wait: 0 with *instance where it was chosen, -ETIMEDOUT,
  * -EMSGSIZE. Uses this endpoint's own client id. */
@@ -117,6 +129,75 @@ int innet_paxos_trim(struct innet_paxos *p);
  * everything below it); forgets buffered votes. */
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);
 void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out);
+
+/* ---- Leader: a coordinator as a host process ------------------------------
+ *
+ * The coordinator role (REQUEST -> 2A with the next instance and its ballot)
+ * run by a host, as the backup of the coordinator switch (failover) or as the
+ * host-based baseline. Before it orders anything it runs phase 1:
+ *
+ *   1. 1A(b, lo) with PAXOS_F_RANGE to every acceptor: a majority promising
+ *      b for every instance. Their replies carry trim and hi; lo moves up to
+ *      the highest trim (below it everything was delivered everywhere).
+ *   2. 1A(b, i) for every i in [lo, hi) (hi: max over the replies): with a
+ *      majority of 1Bs, 2A(b, i, highest-vballot value) — or a no-op if no
+ *      acceptor of the majority voted. A NACK(trimmed) means i is decided.
+ *   3. Serve: REQUEST -> 2A(b, next++, value), next starting at hi.
+ *
+ * A NACK(ballot) during 1 or 2 restarts at a higher ballot. A backup
+ * (active = false) starts this on the first REQUEST it receives (proposers
+ * fail over to it when the coordinator stops answering), or on
+ * innet_paxos_leader_takeover(). */
+struct innet_paxos_leader_conf {
+	uint32_t bind_ip;                     /* requests arrive, 1B/NACKs return here */
+	uint16_t bind_udp;
+	struct innet_addr acceptors[INNET_PAXOS_MAX_ACCEPTORS];
+	uint32_t n_acceptors;
+	uint8_t proposer_id;                  /* low 8 bits of its ballots (default 0xfe) */
+	bool active;                          /* take over at once (else: on first REQUEST) */
+	uint32_t retry_ms;                    /* resend phase-1 messages after (default 20) */
+};
+
+struct innet_paxos_leader_stats {
+	uint64_t takeovers;        /* phase 1 started (incl. restarts at a higher ballot) */
+	uint64_t recovered;        /* instances re-proposed with a value found in phase 1 */
+	uint64_t noops;            /* holes filled with a no-op */
+	uint64_t requests;         /* REQUESTs turned into 2As */
+	uint64_t dropped;          /* REQUESTs dropped (not serving yet, or invalid) */
+	uint64_t nacks;
+};
+
+struct innet_paxos_leader;
+
+struct innet_paxos_leader *innet_paxos_leader_create(const struct innet_paxos_leader_conf *conf,
+						     char *err, size_t errlen);
+void innet_paxos_leader_destroy(struct innet_paxos_leader *l);
+int innet_paxos_leader_fd(const struct innet_paxos_leader *l);
+/* Handle waiting packets and timers without blocking. 0. */
+int innet_paxos_leader_process(struct innet_paxos_leader *l);
+/* Wait up to timeout_ms, then process. */
+int innet_paxos_leader_step(struct innet_paxos_leader *l, int timeout_ms);
+/* Start phase 1 now (with a ballot above any seen). */
+void innet_paxos_leader_takeover(struct innet_paxos_leader *l);
+/* True once phase 1 is done and requests are ordered. */
+bool innet_paxos_leader_serving(const struct innet_paxos_leader *l);
+/* Its ballot (0 before the first takeover) and the next instance it hands out. */
+uint32_t innet_paxos_leader_ballot(const struct innet_paxos_leader *l);
+uint64_t innet_paxos_leader_next(const struct innet_paxos_leader *l);
+void innet_paxos_leader_get_stats(const struct innet_paxos_leader *l,
+				  struct innet_paxos_leader_stats *out);
+
+/* Complete the join of a restarted acceptor switch program (setting
+ * "join": true, which starts it silent) from the control plane: it will
+ * answer nothing below J = max(coord_next, the others' hi) and refuse ballots
+ * below the highest ballot the others promised or voted. `others` must be at
+ * least n_acceptors - majority + 1 of the other acceptors' program instances
+ * (alive); coord_next is the coordinator's "next" register (or the backup
+ * leader's innet_paxos_leader_next). 0, -EINVAL (too few others), -errno.
+ * docs/consensus.md, "Acceptor restart". */
+struct innet_cp;
+int innet_paxos_acceptor_join(struct innet_cp *joiner, struct innet_cp *const *others,
+			      uint32_t n_others, uint32_t n_acceptors, uint64_t coord_next);
 
 /* Request id helpers. */
 static inline uint64_t innet_paxos_req_id(uint32_t client, uint32_t seq)

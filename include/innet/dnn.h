@@ -137,6 +137,12 @@ static inline int8_t innet_dnn_requant(int32_t acc, uint32_t shift)
 int innet_dnn_ref_infer(const struct innet_dnn_model *m, const int8_t *input, int32_t *logits);
 /* The class for logits (argmax, lowest index on ties). */
 uint32_t innet_dnn_argmax(const int32_t *logits, uint32_t n);
+/* The float reference: the model's weights and biases as floats, float
+ * activations, each requantization replaced by the exact scaling acc / 2^shift
+ * (no rounding, no saturation) — the computation the integer model rounds.
+ * Writes m->n_classes float logits; returns the class (argmax, lowest index on
+ * ties) or -ENOMEM. For timing and agreement figures, not for bit-exactness. */
+int innet_dnn_ref_infer_float(const struct innet_dnn_model *m, const int8_t *input, float *logits);
 
 /* ------------------------------------------------------------------------ */
 /* Test sets (docs/dnn.md, "Test set file").                                */
@@ -198,6 +204,65 @@ struct innet_dnn_plan {
 int innet_dnn_plan_build(const struct innet_dnn_model *m, uint32_t max_pipes, uint32_t max_vals,
 			 struct innet_dnn_plan *p, char *err, size_t errlen);
 void innet_dnn_plan_free(struct innet_dnn_plan *p);
+
+/* What one dnn_layer instance (src/dnn/layer.c) can hold. */
+#define INNET_DNN_LAYER_MAX_CHUNKS  64u    /* input packets per inference: a 64-bit bitmap */
+#define INNET_DNN_LAYER_MAX_NEURONS 4096u  /* accumulators per pipeline */
+#define INNET_DNN_LAYER_MAX_POST    8u     /* relu/maxpool2/flatten layers after a stage's layer */
+
+/* Whether every stage and pipeline of p fits a dnn_layer instance: 0, or
+ * -EINVAL with the first that does not (and what to change) in err. */
+int innet_dnn_plan_check_layer(const struct innet_dnn_plan *p, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* Costs and the PISA projection (innet dnn compile; docs/dnn.md).           */
+
+/* The paper's figure for a Tofino2 pipeline: packets per second. */
+#define INNET_DNN_TOFINO2_PPS 1.5e9
+
+/* What one layer costs per inference, as the paper's Table 1 counts it
+ * (conv2d and dense; zero for relu, maxpool2, flatten). MACs count every
+ * kernel position, padding included (the usual convention: units x output
+ * positions x weights per unit); shift_adds count one per set bit of |w| at
+ * every output position. */
+struct innet_dnn_layer_cost {
+	uint64_t params;              /* weights + biases */
+	uint64_t weight_bytes;        /* int8 weights + int32 biases */
+	uint64_t acc_bytes;           /* int32 accumulators per inference (pre-pool) */
+	uint64_t macs;                /* multiply-accumulates */
+	uint64_t shift_adds;          /* shift-and-add operations (set bits) */
+};
+
+void innet_dnn_layer_cost(const struct innet_dnn_layer *l, struct innet_dnn_layer_cost *c);
+
+/* A pipeline's share of one inference on a PISA switch. */
+struct innet_dnn_pipe_proj {
+	uint64_t ops;                 /* shift-and-adds + one accumulator update per neuron per packet */
+	uint64_t passes_per_pkt;      /* ceil(ops per input packet / ops_per_pass), at least 1 */
+	uint64_t recirc;              /* extra passes per inference: (passes_per_pkt - 1) x packets in */
+	uint64_t pkts_out;            /* packets it emits per inference */
+	double us;                    /* (packets in x passes + packets out) / pps */
+};
+
+/* The projection of a plan onto PISA pipelines of pps packets/s each: every
+ * pass and every emitted packet takes one packet slot; a stage's pipelines
+ * run in parallel (its time is its slowest pipeline's), stages in series for
+ * latency and overlapped for throughput. Link and hop latency not included. */
+struct innet_dnn_projection {
+	uint32_t ops_per_pass;
+	double pps;
+	struct innet_dnn_pipe_proj pipes[INNET_DNN_MAX_STAGES][INNET_DNN_MAX_PIPES];
+	double stage_us[INNET_DNN_MAX_STAGES];
+	double latency_us;            /* sum of the stages */
+	double slowest_us;            /* the slowest stage */
+	double per_second;            /* inferences/s with the stages overlapped: 1 / slowest */
+};
+
+void innet_dnn_plan_project(const struct innet_dnn_plan *p, uint32_t ops_per_pass, double pps,
+			    struct innet_dnn_projection *out);
+/* The smallest operations-per-pass budget (1..2^20) at which the projected
+ * latency is at most us; 0 if even 2^20 is not enough. */
+uint32_t innet_dnn_plan_ops_for_latency(const struct innet_dnn_plan *p, double pps, double us);
 
 #ifdef __cplusplus
 }

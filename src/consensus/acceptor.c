@@ -43,10 +43,21 @@
  * peer address of the port it arrived on — the node at the other end of that
  * link (uRPF-style); others are dropped as "spoofed".
  *
+ * Restart with lost state ("join": true): an acceptor that comes back empty
+ * may have voted or promised before it died; answering as if it had not
+ * could let two values be chosen. It therefore starts silent: every 1A, 2A
+ * and RECOVER gets NACK/joining (it votes, promises and reports nothing).
+ * The control plane completes the join (docs/consensus.md, "Acceptor
+ * restart") by writing join_inst J and join_ballot JB, then joining = 0;
+ * from then on instances below J still get NACK/joining (it may have voted
+ * there) and ballots below JB are refused as if promised (it may have
+ * promised them).
+ *
  * Settings: "id" (0..63, this acceptor's id, required), "ring" (slots,
  * default 1024), "learners" ([port, ...]: the 2B group), "learner_udp" (UDP
  * port of learners, default 34953), "trim_learners" (how many learner ids
- * report watermarks; default: the number of learner ports), "check_peer".
+ * report watermarks; default: the number of learner ports), "check_peer",
+ * "join" (start silent, as above; default false).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -58,7 +69,8 @@
 #include "innet/switch.h"
 #include "consensus/wire.h"
 
-enum { R_INST, R_RND, R_VRND, R_VLEN, R_REQ, R_VALUE, R_PROMISED, R_TRIM, R_HI, R_LWM };
+enum { R_INST, R_RND, R_VRND, R_VLEN, R_REQ, R_VALUE, R_PROMISED, R_TRIM, R_HI, R_LWM,
+       R_JOINING, R_JOIN_INST, R_JOIN_BALLOT };
 
 enum acc_drop {
 	AC_TOO_SHORT = INNET_DROP_PROGRAM,
@@ -87,6 +99,7 @@ struct acc_conf {
 	uint16_t learner_udp;
 	uint32_t trim_learners;
 	bool check_peer;
+	bool join;
 };
 
 static void swap_nodes(struct innet_hdr *h)
@@ -190,6 +203,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	uint32_t ballot = ntohl(p->ballot);
 	if (inst < trim)
 		return nack(ctx, pkt, PAXOS_ST_TRIMMED, 0, trim);
+	if (innet_reg_read(ctx, R_JOINING, 0) != 0 || inst < innet_reg_read(ctx, R_JOIN_INST, 0))
+		return nack(ctx, pkt, PAXOS_ST_JOINING, 0, trim);
 	bool in_window = inst - trim < c->ring;
 	uint32_t slot = (uint32_t)(inst % c->ring);
 	bool fresh = true;
@@ -211,6 +226,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (ballot == 0)
 		return innet_drop(pkt, AC_BAD_BALLOT);
 	uint32_t promised = (uint32_t)innet_reg_read(ctx, R_PROMISED, 0);
+	uint32_t join_ballot = (uint32_t)innet_reg_read(ctx, R_JOIN_BALLOT, 0);
+	promised = join_ballot > promised ? join_ballot : promised;
 	if (!in_window) {
 		/* No slot for it yet. A leader's range promise needs none: nothing
 		 * was voted there. Everything else waits for trim. */
@@ -293,7 +310,8 @@ static int acc_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_args_u64(a, "learner_udp", 34953, 1, 65535, &udp)) != 0 ||
 	    (rc = innet_args_u64_array(a, "learners", ports, INNET_MAX_GROUP_MEMBERS,
 				       &c->n_learners)) != 0 ||
-	    (rc = innet_args_bool(a, "check_peer", true, &c->check_peer)) != 0)
+	    (rc = innet_args_bool(a, "check_peer", true, &c->check_peer)) != 0 ||
+	    (rc = innet_args_bool(a, "join", false, &c->join)) != 0)
 		return rc;
 	for (uint32_t i = 0; i < c->n_learners; i++) {
 		if (ports[i] >= INNET_MAX_PORTS)
@@ -317,7 +335,10 @@ static int acc_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_PROMISED, "promised", 4, 1)) != 0 ||
 	    (rc = innet_decl_reg(d, R_TRIM, "trim", 8, 1)) != 0 ||
 	    (rc = innet_decl_reg(d, R_HI, "hi", 8, 1)) != 0 ||
-	    (rc = innet_decl_reg(d, R_LWM, "lwm", 8, c->trim_learners)) != 0)
+	    (rc = innet_decl_reg(d, R_LWM, "lwm", 8, c->trim_learners)) != 0 ||
+	    (rc = innet_decl_reg(d, R_JOINING, "joining", 1, 1)) != 0 ||
+	    (rc = innet_decl_reg(d, R_JOIN_INST, "join_inst", 8, 1)) != 0 ||
+	    (rc = innet_decl_reg(d, R_JOIN_BALLOT, "join_ballot", 4, 1)) != 0)
 		return rc;
 	return innet_decl_groups(d, 1);
 }
@@ -335,6 +356,9 @@ static int acc_init(struct innet_cp *cp, void *priv)
 		}
 		m[i] = (struct innet_member){ .port = c->learners[i], .udp = c->learner_udp };
 	}
+	int rc = innet_cp_reg_write(cp, R_JOINING, 0, c->join ? 1 : 0);
+	if (rc != 0)
+		return rc;
 	return innet_cp_group_set(cp, 0, m, c->n_learners);
 }
 

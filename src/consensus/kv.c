@@ -8,18 +8,25 @@
  * command applies it. Reads are therefore linearizable: a GET is ordered in
  * the log after every write acknowledged before it was sent.
  *
- * Per connection, at most one log entry is in flight. It carries every
- * command the connection has pipelined so far (a batch, up to one packet),
- * so a pipelined client gets its replies in order and one consensus
- * instance serves many commands (redis-benchmark -P 16). Commands that need
- * no log (PING, ECHO, QUIT, CONFIG, COMMAND, errors found locally) are
- * answered at once when nothing of the connection is in flight, else after.
+ * Per connection, at most one group of commands is in flight: every command
+ * the connection has pipelined so far (up to one packet), so a pipelined
+ * client gets its replies in order. The groups of all connections that are
+ * ready in one event-loop pass go into one log entry (cross-connection
+ * batching: with 50 clients and no pipelining, one consensus instance serves
+ * up to ~35 commands instead of one), at most KV_MAX_BATCHES entries of a
+ * replica in flight. Commands that need no log (PING, ECHO, QUIT, CONFIG,
+ * COMMAND, errors found locally) are answered at once when nothing of the
+ * connection is in flight, else after.
  *
- *   log entry value: u16 n_commands, then per command: u16 argc, then per
- *   argument: u16 length, bytes (big-endian lengths)
+ *   log entry value: u16 0xFFFF, u16 n_groups, then per group: u32 client
+ *   (the connection's id), u16 n_commands, then per command: u16 argc, then
+ *   per argument: u16 length, bytes (big-endian). (An entry starting with
+ *   any other u16 n is the older single-group form: n commands.)
  *
- * Request ids: each connection has a random client id and counts seq from 1,
- * so a resend chosen twice is applied once (the learner deduplicates).
+ * Request ids: each replica has a random client id and counts seq from 1 per
+ * entry, so a resend chosen twice is applied once (the learner
+ * deduplicates). The replica that proposed an entry answers each group's
+ * connection when it applies the entry.
  *
  * Not done: snapshots / state transfer (a replica that restarts replays the
  * log from the acceptors, which works while the log is not trimmed past it).
@@ -45,6 +52,11 @@
 #define KV_MAX_ARGS    1024
 #define KV_INBUF_MAX   (1u << 20)
 #define KV_MAX_CONNS   4096
+#define KV_MAX_BATCHES 16        /* entries of one replica in flight (< the dedup window 64) */
+#define KV_QUEUED      UINT64_MAX /* conn.inflight: its group waits for the next entry */
+#define KV_ENTRY_HDR   4u         /* u16 0xFFFF, u16 n_groups */
+#define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
+#define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
 
 /* ---- buffers ------------------------------------------------------------ */
 
@@ -92,6 +104,8 @@ void kv_buf_free(struct kv_buf *b)
 
 static void buf_consume(struct kv_buf *b, size_t n)
 {
+	if (n == 0)
+		return; /* b->p may still be NULL */
 	memmove(b->p, b->p + n, b->len - n);
 	b->len -= n;
 }
@@ -463,8 +477,10 @@ struct conn {
 	int fd;
 	uint32_t client;
 	uint32_t seq;
-	uint64_t inflight;        /* req id in flight (0 = none) */
-	uint32_t inflight_cmds;   /* commands in it */
+	uint64_t inflight;        /* entry in flight with its group (0 = none, KV_QUEUED) */
+	uint32_t inflight_cmds;   /* commands in its group */
+	uint32_t qlen;            /* encoded commands of the group */
+	uint8_t q[KV_GROUP_MAX];
 	bool closing;             /* protocol error or QUIT: close once out is flushed */
 	bool eof;                 /* the client stopped sending: close once answered */
 	uint32_t events;
@@ -483,6 +499,13 @@ struct server {
 	char *argv[KV_MAX_ARGS];
 	size_t lens[KV_MAX_ARGS];
 	uint8_t batch[PAXOS_VALUE_MAX];
+	uint8_t entry[PAXOS_VALUE_MAX];
+	uint32_t client;          /* this replica's client id (entries' request ids) */
+	uint32_t seq;
+	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
+	uint32_t n_queue;
+	uint64_t batches[KV_MAX_BATCHES]; /* entries in flight (0 = free) */
+	uint32_t n_batches;
 };
 
 static size_t encoded_len(int argc, const size_t *lens)
@@ -567,10 +590,10 @@ static bool local_command(struct conn *c, int argc, char **argv, size_t *lens)
 			buf_str(&c->out, msg);
 			return true;
 		}
-		if (encoded_len(argc, lens) + 2 > PAXOS_VALUE_MAX) {
+		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
-						   "(at most %u bytes encoded)\r\n", PAXOS_VALUE_MAX - 4);
+						   "(at most %u bytes encoded)\r\n", KV_GROUP_MAX);
 			buf_str(&c->out, msg);
 			return true;
 		}
@@ -613,7 +636,7 @@ static void conn_work(struct server *s, struct conn *c)
 		}
 		bool is_logged = logged_index(s->argv[0]) >= 0;
 		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (!is_logged || blen + el > PAXOS_VALUE_MAX))
+		if (n_cmds > 0 && (!is_logged || blen - 2 + el > KV_GROUP_MAX))
 			break; /* keep order: after the batch */
 		if (n_cmds == 0 && local_command(c, argc, s->argv, s->lens)) {
 			consumed += (size_t)r;
@@ -636,22 +659,96 @@ static void conn_work(struct server *s, struct conn *c)
 	}
 	buf_consume(&c->in, consumed);
 	if (n_cmds > 0) {
-		put16(s->batch, n_cmds);
-		uint64_t req = innet_paxos_req_id(c->client, ++c->seq);
-		int rc = innet_paxos_propose(s->px, req, s->batch, (uint32_t)blen);
-		if (rc != 0) {
-			for (uint32_t i = 0; i < n_cmds; i++)
-				buf_str(&c->out, "-ERR cannot propose to the coordinator\r\n");
-		} else {
-			c->inflight = req;
-			c->inflight_cmds = n_cmds;
-		}
+		/* queued: server_propose puts it in the next entry */
+		c->qlen = (uint32_t)(blen - 2);
+		memcpy(c->q, s->batch + 2, c->qlen);
+		c->inflight = KV_QUEUED;
+		c->inflight_cmds = n_cmds;
+		s->queue[s->n_queue++] = c;
 	}
 	conn_update(s, c);
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+static void conn_flush(struct server *s, struct conn *c);
+
+/* Fail every group of entry req (our proposal was refused or timed out). */
+static void entry_failed(struct server *s, uint64_t req, const char *msg)
+{
+	struct conn *failed[KV_MAX_CONNS];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i]->inflight == req)
+			failed[n++] = s->conns[i];
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < failed[i]->inflight_cmds; k++)
+			buf_str(&failed[i]->out, msg);
+		failed[i]->inflight = 0;
+		conn_flush(s, failed[i]);
+	}
+}
+
+/* Put the queued groups into entries and propose them (up to KV_MAX_BATCHES
+ * in flight). */
+static void server_propose(struct server *s)
+{
+	while (s->n_queue > 0 && s->n_batches < KV_MAX_BATCHES) {
+		uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
+		size_t pos = KV_ENTRY_HDR;
+		uint32_t ng = 0;
+		while (ng < s->n_queue && pos + KV_GROUP_HDR + s->queue[ng]->qlen <= PAXOS_VALUE_MAX) {
+			struct conn *c = s->queue[ng++];
+			put32(s->entry + pos, c->client);
+			put16(s->entry + pos + 4, c->inflight_cmds);
+			memcpy(s->entry + pos + KV_GROUP_HDR, c->q, c->qlen);
+			pos += KV_GROUP_HDR + c->qlen;
+		}
+		put16(s->entry, 0xFFFF);
+		put16(s->entry + 2, ng);
+		int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
+		if (rc == -EAGAIN)
+			return; /* an older entry holds the dedup window: later */
+		s->seq++;
+		for (uint32_t i = 0; i < ng; i++)
+			s->queue[i]->inflight = req;
+		memmove(s->queue, s->queue + ng, (s->n_queue - ng) * sizeof(s->queue[0]));
+		s->n_queue -= ng;
+		if (rc != 0) {
+			entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
+			continue;
+		}
+		for (uint32_t i = 0; i < KV_MAX_BATCHES; i++)
+			if (s->batches[i] == 0) {
+				s->batches[i] = req;
+				break;
+			}
+		s->n_batches++;
+	}
+}
+
+/* Entry req of ours is no longer in flight. */
+static void batch_end(struct server *s, uint64_t req)
+{
+	for (uint32_t i = 0; i < KV_MAX_BATCHES; i++)
+		if (s->batches[i] == req) {
+			s->batches[i] = 0;
+			s->n_batches--;
+		}
+}
+
 static void conn_close(struct server *s, struct conn *c)
 {
+	for (uint32_t i = 0; i < s->n_queue; i++)
+		if (s->queue[i] == c) {
+			memmove(s->queue + i, s->queue + i + 1, (s->n_queue - i - 1) * sizeof(s->queue[0]));
+			s->n_queue--;
+			break;
+		}
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	for (uint32_t i = 0; i < s->n_conns; i++)
@@ -679,48 +776,86 @@ static void conn_flush(struct server *s, struct conn *c)
 	conn_update(s, c);
 }
 
-/* A log entry: apply every command; reply if one of our connections sent it. */
+/* Apply n commands encoded at v[*pos..len), replies to out. False if malformed. */
+static bool apply_cmds(struct server *s, const uint8_t *v, uint32_t len, size_t *pos, uint32_t n,
+		       struct kv_buf *out)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		if (*pos + 2 > len)
+			return false;
+		int argc = v[*pos] << 8 | v[*pos + 1];
+		*pos += 2;
+		size_t used = 0;
+		if (argc <= 0 || argc > KV_MAX_ARGS)
+			return false;
+		for (int i = 0; i < argc; i++) {
+			if (*pos + 2 > len)
+				return false;
+			size_t l = (size_t)v[*pos] << 8 | v[*pos + 1];
+			if (*pos + 2 + l > len)
+				return false;
+			s->argv[i] = s->scratch + used;
+			s->lens[i] = l;
+			memcpy(s->scratch + used, v + *pos + 2, l);
+			s->scratch[used + l] = '\0';
+			used += l + 1;
+			*pos += 2 + l;
+		}
+		kv_store_apply(s->store, argc, s->argv, s->lens, out);
+	}
+	return true;
+}
+
+/* A log entry: apply every command; reply to our connections' groups. */
 static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t *v, uint32_t len)
 {
 	struct server *s = arg;
-	struct conn *c = conn_by_client(s, (uint32_t)(req >> 32));
-	if (c != NULL && c->inflight != req)
-		c = NULL;
-	struct kv_buf *out = c ? &c->out : &s->scratch_out;
-	size_t pos = 2;
 	if (len < 2)
 		return;
 	uint32_t n = (uint32_t)v[0] << 8 | v[1];
-	for (uint32_t k = 0; k < n; k++) {
-		if (pos + 2 > len)
-			break;
-		int argc = v[pos] << 8 | v[pos + 1];
-		pos += 2;
-		size_t used = 0;
-		bool ok = argc > 0 && argc <= KV_MAX_ARGS;
-		for (int i = 0; ok && i < argc; i++) {
-			if (pos + 2 > len) {
-				ok = false;
-				break;
-			}
-			size_t l = (size_t)v[pos] << 8 | v[pos + 1];
-			if (pos + 2 + l > len) {
-				ok = false;
-				break;
-			}
-			s->argv[i] = s->scratch + used;
-			s->lens[i] = l;
-			memcpy(s->scratch + used, v + pos + 2, l);
-			s->scratch[used + l] = '\0';
-			used += l + 1;
-			pos += 2 + l;
+	size_t pos = 2;
+	if (n != 0xFFFF) {
+		/* single-group form: the request id names the connection */
+		struct conn *c = conn_by_client(s, (uint32_t)(req >> 32));
+		if (c != NULL && c->inflight != req)
+			c = NULL;
+		apply_cmds(s, v, len, &pos, n, c ? &c->out : &s->scratch_out);
+		s->scratch_out.len = 0;
+		if (c != NULL) {
+			c->inflight = 0;
+			conn_work(s, c);
+			conn_flush(s, c);
 		}
+		return;
+	}
+	bool ours = (uint32_t)(req >> 32) == s->client;
+	if (ours)
+		batch_end(s, req);
+	if (len < KV_ENTRY_HDR)
+		return;
+	uint32_t ng = (uint32_t)v[2] << 8 | v[3];
+	pos = KV_ENTRY_HDR;
+	struct conn *answered[KV_MAX_CONNS];
+	uint32_t n_ans = 0;
+	for (uint32_t g = 0; g < ng; g++) {
+		if (pos + KV_GROUP_HDR > len)
+			break;
+		uint32_t client = (uint32_t)v[pos] << 24 | (uint32_t)v[pos + 1] << 16 |
+				  (uint32_t)v[pos + 2] << 8 | v[pos + 3];
+		uint32_t cmds = (uint32_t)v[pos + 4] << 8 | v[pos + 5];
+		pos += KV_GROUP_HDR;
+		struct conn *c = ours ? conn_by_client(s, client) : NULL;
+		if (c != NULL && c->inflight != req)
+			c = NULL;
+		bool ok = apply_cmds(s, v, len, &pos, cmds, c ? &c->out : &s->scratch_out);
+		s->scratch_out.len = 0;
+		if (c != NULL && n_ans < KV_MAX_CONNS)
+			answered[n_ans++] = c;
 		if (!ok)
 			break; /* a malformed entry cannot come from a replica; skip the rest */
-		kv_store_apply(s->store, argc, s->argv, s->lens, out);
 	}
-	s->scratch_out.len = 0;
-	if (c != NULL) {
+	for (uint32_t i = 0; i < n_ans; i++) {
+		struct conn *c = answered[i];
 		c->inflight = 0;
 		conn_work(s, c); /* the next pipelined commands */
 		conn_flush(s, c);
@@ -732,15 +867,12 @@ static void on_done(void *arg, uint64_t req, int status, uint64_t instance)
 	struct server *s = arg;
 	if (status == 0)
 		return; /* the reply is sent when it is applied */
-	struct conn *c = conn_by_client(s, (uint32_t)(req >> 32));
-	if (c == NULL || c->inflight != req)
+	if ((uint32_t)(req >> 32) != s->client)
 		return;
-	for (uint32_t i = 0; i < c->inflight_cmds; i++)
-		buf_str(&c->out, status == -ETIMEDOUT
-					 ? "-ERR consensus timed out: the command may or may not have been applied\r\n"
-					 : "-ERR command refused by the coordinator\r\n");
-	c->inflight = 0;
-	conn_flush(s, c);
+	batch_end(s, req);
+	entry_failed(s, req, status == -ETIMEDOUT
+				     ? "-ERR consensus timed out: the command may or may not have been applied\r\n"
+				     : "-ERR command refused by the coordinator\r\n");
 }
 
 static void accept_all(struct server *s)
@@ -836,6 +968,7 @@ int kv_serve(const struct kv_conf *conf)
 	static int px_tag;
 	e.data.ptr = &px_tag;
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, innet_paxos_fd(s->px), &e);
+	s->client = innet_paxos_client_new(s->px);
 	fprintf(stderr, "innet kv: serving RESP on %s:%u\n", inet_ntoa(a.sin_addr), conf->listen_port);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
 	struct timespec last_trim;
@@ -861,6 +994,7 @@ int kv_serve(const struct kv_conf *conf)
 					conn_flush(s, c);
 			}
 		}
+		server_propose(s);
 		if (innet_paxos_process(s->px) == -ESTALE && !stale_reported) {
 			fprintf(stderr, "innet kv: the acceptors trimmed the log past this replica; "
 					"it needs a snapshot (not implemented)\n");
@@ -873,6 +1007,7 @@ int kv_serve(const struct kv_conf *conf)
 			innet_paxos_trim(s->px);
 			last_trim = t;
 		}
+		server_propose(s);
 	}
 	rc = 0;
 	while (s->n_conns > 0)

@@ -23,6 +23,11 @@ struct kv_conf {
 /* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */
 int kv_serve(const struct kv_conf *c);
 
+/* The Paxos endpoint of host `host` of a topology (src/tools/cmd_kv.c):
+ * coordinator, acceptors, backups, learner id. 0 or -1 (message printed). */
+struct innet_topology;
+int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct innet_paxos_conf *pc);
+
 /* ---- exposed for tests ---------------------------------------------------- */
 
 struct kv_store;

@@ -16,7 +16,12 @@
  *   1. RECOVER to every acceptor; their votes count like 2Bs;
  *   2. still not chosen after another period: phase 1 with a ballot above any
  *      seen (round << 8 | proposer_id); a majority of 1Bs -> 2A of the
- *      highest-vballot value, or of a no-op; NACK(ballot) -> higher round.
+ *      highest-vballot value, or of a no-op; NACK(ballot) -> phase 1 again
+ *      at a higher round (also when it comes in phase 2).
+ *
+ * Proposer failover: when no own request was chosen for failover_ms while
+ * some wait, requests go to the next of coordinator, backups[] (a backup is
+ * an innet_paxos_leader, leader.c, which takes over on the first REQUEST).
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -84,6 +89,8 @@ struct innet_paxos {
 	uint64_t probe_ns;        /* last catch-up probe */
 	uint64_t stale_trim;      /* acceptors trimmed past next (0 = fine) */
 	uint32_t round;           /* highest ballot round seen */
+	uint32_t cur_coord;       /* 0 = coordinator, k = backups[k - 1] */
+	uint64_t progress_ns;     /* last time one of our requests was chosen */
 	uint32_t client;          /* own client id for submit */
 	uint32_t seq;
 	struct pending *pend;     /* MAX_PENDING */
@@ -241,7 +248,9 @@ static int pend_send(struct innet_paxos *p, struct pending *pe)
 	memcpy(m.value, pe->value, pe->len);
 	pe->sent_ns = now_ns();
 	p->st.proposed++;
-	return send_to(p, &p->c.coordinator, &m, PAXOS_HDR_LEN + pe->len);
+	const struct innet_addr *to = p->cur_coord == 0 ? &p->c.coordinator
+							 : &p->c.backups[p->cur_coord - 1];
+	return send_to(p, to, &m, PAXOS_HDR_LEN + pe->len);
 }
 
 int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *value, uint32_t len)
@@ -254,6 +263,14 @@ int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *valu
 		return -EEXIST;
 	if (p->n_pend >= MAX_PENDING)
 		return -EAGAIN;
+	/* The learners' dedup window is 64 sequence numbers per client: a
+	 * request further ahead of one still pending could make the pending one
+	 * look like an old duplicate when it is finally chosen. */
+	for (uint32_t i = 0; i < MAX_PENDING && p->n_pend > 0; i++) {
+		uint64_t q = p->pend[i].req;
+		if (q != 0 && q >> 32 == req_id >> 32 && (uint32_t)req_id - (uint32_t)q >= 64)
+			return -EAGAIN;
+	}
 	struct pending *pe = NULL;
 	for (uint32_t i = 0; i < MAX_PENDING; i++)
 		if (p->pend[i].req == 0) {
@@ -265,6 +282,8 @@ int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *valu
 	if (len)
 		memcpy(pe->value, value, len);
 	pe->first_ns = now_ns();
+	if (p->n_pend == 0)
+		p->progress_ns = pe->first_ns; /* the failover clock runs while requests wait */
 	p->n_pend++;
 	int rc = pend_send(p, pe);
 	if (rc != 0) {
@@ -290,8 +309,10 @@ static void chosen(struct innet_paxos *p, struct entry *e)
 	e->chosen = true;
 	if (e->req != 0 && p->n_pend > 0) {
 		struct pending *pe = pend_find(p, e->req);
-		if (pe != NULL)
+		if (pe != NULL) {
+			p->progress_ns = now_ns();
 			pend_done(p, pe, 0, e->inst1 - 1);
+		}
 	}
 }
 
@@ -330,7 +351,11 @@ static void on_vote(struct innet_paxos *p, const struct paxos_msg *m, uint32_t v
 	uint64_t inst = be64toh(m->p.instance);
 	uint32_t ballot = ntohl(m->p.ballot);
 	uint16_t a = ntohs(m->p.node);
-	if (inst + 1 > p->hi)
+	/* An empty answer (RECOVER of an instance nobody voted in, e.g. the
+	 * idle probe at `next`) says nothing about the instance existing:
+	 * counting it would make learners fill the log head with no-ops ahead
+	 * of the coordinator. */
+	if (m->p.status != PAXOS_ST_EMPTY && inst + 1 > p->hi)
 		p->hi = inst + 1;
 	if (a >= 64)
 		return;
@@ -425,8 +450,13 @@ static void on_nack(struct innet_paxos *p, const struct paxos_msg *m)
 	case PAXOS_ST_BALLOT: {
 		see_round(p, ntohl(m->p.ballot));
 		struct entry *e = entry_get(p, be64toh(m->p.instance));
-		if (e != NULL && (e->phase == REC_PHASE1 || e->phase == REC_PHASE2))
-			e->phase_ns = 0; /* retry at once with a higher ballot */
+		if (e != NULL && (e->phase == REC_PHASE1 || e->phase == REC_PHASE2) &&
+		    ntohl(m->p.ballot) > e->p1_ballot) {
+			/* Pre-empted: phase 1 again at once with a higher ballot
+			 * (resending the 2A at the refused ballot would livelock). */
+			e->phase = REC_PHASE1;
+			e->phase_ns = 0;
+		}
 		break;
 	}
 	case PAXOS_ST_TRIMMED:
@@ -541,6 +571,16 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 {
 	if (p->n_pend == 0)
 		return;
+	if (p->c.n_backups > 0 && t - p->progress_ns >= (uint64_t)p->c.failover_ms * 1000000ull) {
+		/* Nothing of ours chosen for a while: the coordinator may be
+		 * gone. Try the next one; resend everything to it now. */
+		p->cur_coord = (p->cur_coord + 1) % (p->c.n_backups + 1);
+		p->progress_ns = t;
+		p->st.failovers++;
+		for (uint32_t i = 0; i < MAX_PENDING; i++)
+			if (p->pend[i].req != 0)
+				p->pend[i].sent_ns = 0;
+	}
 	for (uint32_t i = 0; i < MAX_PENDING; i++) {
 		struct pending *pe = &p->pend[i];
 		if (pe->req == 0)
@@ -683,6 +723,10 @@ struct innet_paxos *innet_paxos_create(const struct innet_paxos_conf *conf, char
 		p->c.recover_ms = 30;
 	if (p->c.proposer_id == 0)
 		p->c.proposer_id = 0xff;
+	if (p->c.n_backups > INNET_PAXOS_MAX_BACKUPS)
+		p->c.n_backups = INNET_PAXOS_MAX_BACKUPS;
+	if (p->c.failover_ms == 0)
+		p->c.failover_ms = 4 * p->c.retry_ms;
 	p->majority = conf->n_acceptors / 2 + 1;
 	p->next = p->hi = conf->start;
 	p->ring = calloc(p->c.window, sizeof(*p->ring));

@@ -67,6 +67,8 @@ enum paxos_status {
 	PAXOS_ST_TRIMMED = 3,    /* NACK: instance < trim; the log no longer has it */
 	PAXOS_ST_TOO_BIG = 4,    /* NACK from the coordinator: vlen > PAXOS_VALUE_MAX */
 	PAXOS_ST_EMPTY = 5,      /* 2B answering RECOVER / 1B: nothing voted at this instance */
+	PAXOS_ST_JOINING = 6,    /* NACK: a restarted acceptor that does not know this instance
+	                          * (still joining, or instance < its join instance) */
 };
 
 #define PAXOS_F_RANGE 0x01u  /* 1A: promise for all instances */

@@ -45,6 +45,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +59,9 @@ enum { R_OWNER, R_ARRIVED, R_ACC, R_EVENTS };
 enum { T_ROUTES };
 enum { EV_COMPLETED, EV_RECLAIMED };
 
-#define LAYER_MAX_CHUNKS   64u      /* one 64-bit arrival bitmap per slot */
-#define LAYER_MAX_NEURONS  4096u    /* accumulators per pipeline (local array) */
-#define LAYER_MAX_POST     8u
+#define LAYER_MAX_CHUNKS   INNET_DNN_LAYER_MAX_CHUNKS  /* one 64-bit arrival bitmap per slot */
+#define LAYER_MAX_NEURONS  INNET_DNN_LAYER_MAX_NEURONS /* accumulators per pipeline (local array) */
+#define LAYER_MAX_POST     INNET_DNN_LAYER_MAX_POST
 #define LAYER_NO_STAGE     255u
 #define ROUTE_MAX_PORTS    8u
 #define ROUTES_CAPACITY    4096u
@@ -127,9 +128,13 @@ struct layer_conf {
 	struct route routes[ROUTES_CAPACITY];
 	uint16_t route_nodes[ROUTES_CAPACITY];
 	uint32_t n_routes;
-	/* Then: int8 weights[units * per_unit_w], pad to 4, int32 biases[units]. */
-	const int8_t *weights;
-	const int32_t *biases;
+	/* Then: int8 weights[units * per_unit_w], pad to 4, int32 biases[units],
+	 * int8 wt[per_unit_w * units], pad to 4, (dense) int32 wd[units * per_unit_w]. */
+	const int8_t *weights;            /* [units][per_unit_w], as in the model */
+	const int32_t *biases;            /* [units] */
+	const int8_t *wt;                 /* conv2d: the weights as [in.c][kh][kw][units] */
+	const int32_t *wd;                /* dense: the weights widened, [units][per_unit_w] */
+	uint64_t chunk_ops[LAYER_MAX_CHUNKS]; /* dense: ALU operations per input chunk */
 	uint8_t data[];
 };
 
@@ -143,69 +148,263 @@ static int route_port(struct innet_ctx *ctx, uint16_t node, uint32_t hash, uint1
 	return 0;
 }
 
-/* a * w, as the paper does it: one shift and one add per set bit of |w|. */
-static inline int32_t mult_shift(struct innet_ctx *ctx, int32_t a, int32_t w)
+/* ALU operations of one product by weight w (indexed by its byte): one shift
+ * and one add per set bit of |w|, and a negation for w < 0 (shift mode). */
+static uint8_t shift_cost[256];
+
+static void shift_cost_init(void)
 {
-	uint32_t m = (uint32_t)(w < 0 ? -w : w), r = 0, ua = (uint32_t)a;
-	uint32_t ops = 0;
+	for (int w = -128; w < 128; w++) {
+		uint32_t m = (uint32_t)(w < 0 ? -w : w);
+		shift_cost[(uint8_t)w] = (uint8_t)(2 * __builtin_popcount(m) + (w < 0));
+	}
+}
+
+/* a * w, as the paper does it: one shift and one add per set bit of |w|.
+ * Branch-free (a bit that is clear adds zero), so random weights cost no
+ * mispredicted branches; the ALU operations are counted per packet by the
+ * caller from shift_cost[]. Exact for |a| <= 128, |w| <= 128. */
+static inline int32_t mult_shift(int32_t a, int32_t w)
+{
+	uint32_t m = (uint32_t)(w < 0 ? -w : w), ua = (uint32_t)a, r = 0;
+#pragma GCC unroll 8
 	for (uint32_t bit = 0; bit < 8; bit++)
-		if (m & (1u << bit)) {
-			r += ua << bit; /* wraps like the hardware's adder; exact in range */
-			ops += 2;
-		}
-	innet_alu(ctx, ops + (w < 0));
+		r += (ua << bit) & (0u - ((m >> bit) & 1u)); /* wraps like the hardware's adder */
 	return w < 0 ? -(int32_t)r : (int32_t)r;
 }
 
-static inline int32_t mult(struct innet_ctx *ctx, const struct layer_conf *c, int32_t a, int32_t w)
+/* The inner loops of the convolutions, for k < cnt: out[k] += (or, w < 0,
+ * -=) the sum over the set bits b of |w| of in[k * st] << b (shift mode);
+ * out[k] += in[k * st] * w (multiply mode). With
+ * stride 1 four values at a time in a 128-bit vector (GCC/clang vector
+ * extensions: SSE2 on x86-64, NEON on arm64), in wrapping uint32 arithmetic.
+ * The values come widened to int32 (once per packet), so a vector load is one
+ * instruction. */
+typedef uint32_t dnn_u32x4 __attribute__((vector_size(16)));
+typedef int32_t dnn_i32x4 __attribute__((vector_size(16)));
+
+static inline dnn_u32x4 load4(const int32_t *in)
 {
-	if (c->shift_mult)
-		return mult_shift(ctx, a, w);
-	innet_alu(ctx, 1);
-	return a * w;
+	dnn_u32x4 v;
+	memcpy(&v, in, sizeof(v));
+	return v;
 }
 
-/* Add this chunk's contributions into part[] (one per pipeline neuron). */
-static void accumulate(struct innet_ctx *ctx, const struct layer_conf *c, const int8_t *vals,
-		       uint32_t offset, uint32_t n, int32_t *part)
+/* m = |w| (1..128): every set bit is one shift and one add of the value; the
+ * loop over the bits is inside the loop over the values, with the same trip
+ * count every time (well predicted), so the row is read and written once. */
+static inline void row_shift_add(int32_t *out, const int32_t *in, uint32_t cnt, uint32_t st, uint32_t m,
+				 bool neg)
 {
-	if (c->type == INNET_DNN_DENSE) {
-		for (uint32_t u = 0; u < c->units; u++) {
-			const int8_t *w = c->weights + (size_t)u * c->per_unit_w + offset;
-			int32_t s = 0;
-			for (uint32_t i = 0; i < n; i++)
-				if (vals[i] != 0 && w[i] != 0)
-					s += mult(ctx, c, vals[i], w[i]);
-			part[u] += s;
+	uint32_t k = 0;
+	if (st == 1)
+		for (; k + 4 <= cnt; k += 4) {
+			dnn_u32x4 o, v = load4(in + k), r = { 0, 0, 0, 0 };
+			for (uint32_t b = m; b != 0; b &= b - 1)
+				r += v << (uint32_t)__builtin_ctz(b);
+			memcpy(&o, out + k, sizeof(o));
+			o = neg ? o - r : o + r;
+			memcpy(out + k, &o, sizeof(o));
 		}
-		return;
+	for (; k < cnt; k++) {
+		uint32_t v = (uint32_t)in[k * st], r = 0;
+		for (uint32_t b = m; b != 0; b &= b - 1)
+			r += v << (uint32_t)__builtin_ctz(b);
+		out[k] = (int32_t)(neg ? (uint32_t)out[k] - r : (uint32_t)out[k] + r);
 	}
-	/* conv2d: each input value (ch, iy, ix) meets output (oy, ox) through kernel
-	 * position (ky, kx) when oy * stride + ky - pad == iy (same for x). */
-	const uint32_t ih = c->in.h, iw = c->in.w, oh = c->conv_out.h, ow = c->conv_out.w;
+}
+
+static inline void row_mul_add(int32_t *out, const int32_t *in, uint32_t cnt, uint32_t st, int32_t w)
+{
+	uint32_t k = 0;
+	if (st == 1)
+		for (; k + 4 <= cnt; k += 4) {
+			dnn_u32x4 o, v = load4(in + k) * (uint32_t)w;
+			memcpy(&o, out + k, sizeof(o));
+			o += v;
+			memcpy(out + k, &o, sizeof(o));
+		}
+	for (; k < cnt; k++)
+		out[k] += in[k * st] * w;
+}
+
+/* conv2d with stride 1, the fast way: the chunk's channels are copied into
+ * zero-padded planes (pitch iw + 2 pad; values outside the chunk are zero, so
+ * they add nothing); then, per unit, every kernel position (ky, kx) is one
+ * contiguous pass over the plane shifted by (ky, kx), into an output plane
+ * with the same pitch whose last kw - 1 columns are scratch. Per weight in
+ * shift mode: a shift and an add per set bit per value. The valid
+ * columns are added into part[] once per unit. Returns false (nothing done)
+ * when the planes do not fit the scratch space; conv_accumulate then walks
+ * row segments instead. */
+/* Scratch lives on the worker's stack: with the handler's accumulators and
+ * the widened chunk, at most ~70 KiB per packet (worker threads have the
+ * default stack, 8 MiB on Linux). */
+#define PLANE_SCRATCH 8192u   /* int32 values: padded input planes of one chunk */
+#define OUT_SCRATCH   4096u   /* int32 values: one unit's padded output plane */
+
+static bool conv_planes(const struct layer_conf *c, const int32_t *wide, uint32_t offset, uint32_t n,
+			int32_t *part, uint64_t *ops)
+{
+	const uint32_t ih = c->in.h, iw = c->in.w, oh = c->conv_out.h, ow = c->conv_out.w, pad = c->pad;
+	const uint32_t pitch = iw + 2 * pad, pp = (ih + 2 * pad) * pitch, hw = ih * iw;
+	const uint32_t ch_lo = offset / hw, ch_hi = (offset + n - 1) / hw + 1, nch = ch_hi - ch_lo;
+	if (c->stride != 1 || (uint64_t)nch * pp > PLANE_SCRATCH || (uint64_t)oh * pitch > OUT_SCRATCH)
+		return false;
+	int32_t pin[PLANE_SCRATCH], pout[OUT_SCRATCH];
+	memset(pin, 0, sizeof(int32_t) * nch * pp);
 	for (uint32_t i = 0; i < n; i++) {
-		if (vals[i] == 0)
-			continue;
-		uint32_t idx = offset + i, ch = idx / (ih * iw), iy = (idx / iw) % ih, ix = idx % iw;
+		uint32_t idx = offset + i, ch = idx / hw, y = (idx / iw) % ih, x = idx % iw;
+		pin[(ch - ch_lo) * pp + (y + pad) * pitch + x + pad] = wide[i];
+	}
+	const uint32_t len = (oh - 1) * pitch + ow, units = c->units, plane = oh * ow;
+	for (uint32_t u = 0; u < units; u++) {
+		memset(pout, 0, sizeof(int32_t) * len);
+		for (uint32_t ch = ch_lo; ch < ch_hi; ch++) {
+			const int8_t *w = c->weights + (size_t)u * c->per_unit_w + (size_t)ch * c->kh * c->kw;
+			for (uint32_t ky = 0; ky < c->kh; ky++)
+				for (uint32_t kx = 0; kx < c->kw; kx++) {
+					int32_t wu = w[ky * c->kw + kx];
+					if (wu == 0)
+						continue;
+					const int32_t *in = pin + (ch - ch_lo) * pp + ky * pitch + kx;
+					if (c->shift_mult) {
+						*ops += (uint64_t)plane * shift_cost[(uint8_t)wu];
+						row_shift_add(pout, in, len, 1, (uint32_t)(wu < 0 ? -wu : wu), wu < 0);
+					} else {
+						*ops += plane;
+						row_mul_add(pout, in, len, 1, wu);
+					}
+				}
+		}
+		int32_t *dst = part + u * plane;
+		for (uint32_t oy = 0; oy < oh; oy++)
+			for (uint32_t ox = 0; ox < ow; ox++)
+				dst[oy * ow + ox] += pout[oy * pitch + ox];
+	}
+	return true;
+}
+
+/* conv2d, weight-stationary: the chunk is walked one input row segment at a
+ * time; for each kernel position (ky, kx) the segment's values meet one output
+ * row (oy) at every stride-th column, and each of this pipeline's units adds
+ * weight x value there; in shift mode as one shift and one add per set bit of
+ * the weight per value, as the paper's switch does. The sums are exact (the loader
+ * bounds every accumulator), so both modes give the reference's numbers. */
+static uint32_t ceil_div_pos(int32_t num, int32_t den)
+{
+	return num <= 0 ? 0 : (uint32_t)((num + den - 1) / den);
+}
+
+static void conv_accumulate(const struct layer_conf *c, const int8_t *vals, uint32_t offset, uint32_t n,
+			    int32_t *part, uint64_t *ops)
+{
+	const uint32_t ih = c->in.h, iw = c->in.w, oh = c->conv_out.h, ow = c->conv_out.w;
+	const uint32_t units = c->units, plane = oh * ow, st = c->stride;
+	int32_t wide[1024];
+	if (n == 0 || n > 1024)
+		return; /* the handler admits only the plan's chunks: 1..max_vals <= 1024 */
+	for (uint32_t i = 0; i < n; i++)
+		wide[i] = vals[i];
+	if (conv_planes(c, wide, offset, n, part, ops))
+		return;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t idx = offset + i, ch = idx / (ih * iw), iy = (idx / iw) % ih, ix0 = idx % iw;
+		uint32_t len = iw - ix0 < n - i ? iw - ix0 : n - i;
 		for (uint32_t ky = 0; ky < c->kh; ky++) {
 			int32_t ty = (int32_t)iy + (int32_t)c->pad - (int32_t)ky;
-			if (ty < 0 || ty % (int32_t)c->stride != 0 || (uint32_t)ty / c->stride >= oh)
+			if (ty < 0 || ty % (int32_t)st != 0 || (uint32_t)ty / st >= oh)
 				continue;
-			uint32_t oy = (uint32_t)ty / c->stride;
+			uint32_t oy = (uint32_t)ty / st;
 			for (uint32_t kx = 0; kx < c->kw; kx++) {
-				int32_t tx = (int32_t)ix + (int32_t)c->pad - (int32_t)kx;
-				if (tx < 0 || tx % (int32_t)c->stride != 0 || (uint32_t)tx / c->stride >= ow)
+				/* column ix feeds ox = (ix + pad - kx) / stride when it divides */
+				int32_t first = (int32_t)kx - (int32_t)c->pad; /* the ix of ox = 0 */
+				uint32_t ox_lo = ceil_div_pos((int32_t)ix0 - first, (int32_t)st);
+				uint32_t ox_hi = ceil_div_pos((int32_t)(ix0 + len) - first, (int32_t)st);
+				if (ox_hi > ow)
+					ox_hi = ow;
+				if (ox_lo >= ox_hi)
 					continue;
-				uint32_t ox = (uint32_t)tx / c->stride;
-				for (uint32_t u = 0; u < c->units; u++) {
-					int32_t w = c->weights[(size_t)u * c->per_unit_w +
-							       (ch * c->kh + ky) * c->kw + kx];
-					if (w != 0)
-						part[(u * oh + oy) * ow + ox] += mult(ctx, c, vals[i], w);
+				uint32_t cnt = ox_hi - ox_lo;
+				const int32_t *in = wide + i + (uint32_t)(first + (int32_t)(st * ox_lo) - (int32_t)ix0);
+				const int8_t *w = c->wt + (size_t)((ch * c->kh + ky) * c->kw + kx) * units;
+				for (uint32_t u = 0; u < units; u++) {
+					int32_t wu = w[u];
+					if (wu == 0)
+						continue;
+					int32_t *out = part + u * plane + oy * ow + ox_lo;
+					if (c->shift_mult) {
+						*ops += (uint64_t)cnt * shift_cost[(uint8_t)wu];
+						row_shift_add(out, in, cnt, st, (uint32_t)(wu < 0 ? -wu : wu), wu < 0);
+					} else {
+						*ops += cnt;
+						row_mul_add(out, in, cnt, st, wu);
+					}
 				}
 			}
 		}
+		i += len;
 	}
+}
+
+/* Dense layers: one unit's dot product over a chunk, four values at a time.
+ * Shift mode: per weight, the activation shifted by each set bit of |w| is
+ * added (branch-free: a clear bit adds zero), then the sign applied; the
+ * weights come widened to int32 at setup (c->wd). Wrapping uint32 sums; the
+ * result is exact (the loader bounds every accumulator). */
+static int32_t dot_shift(const int32_t *v, const int32_t *w, uint32_t n)
+{
+	dnn_u32x4 acc = { 0, 0, 0, 0 };
+	uint32_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		dnn_i32x4 wv;
+		memcpy(&wv, w + i, sizeof(wv));
+		dnn_u32x4 a = load4(v + i), sg = (dnn_u32x4)(wv >> 31), m = ((dnn_u32x4)wv ^ sg) - sg;
+		dnn_u32x4 r = { 0, 0, 0, 0 };
+		for (uint32_t bit = 0; bit < 8; bit++)
+			r += (a << bit) & (0u - ((m >> bit) & 1u));
+		acc += (r ^ sg) - sg;
+	}
+	uint32_t sum = acc[0] + acc[1] + acc[2] + acc[3];
+	for (; i < n; i++)
+		sum += (uint32_t)mult_shift(v[i], w[i]);
+	return (int32_t)sum;
+}
+
+static int32_t dot_mul(const int32_t *v, const int32_t *w, uint32_t n)
+{
+	dnn_u32x4 acc = { 0, 0, 0, 0 };
+	uint32_t i = 0;
+	for (; i + 4 <= n; i += 4)
+		acc += load4(v + i) * load4(w + i);
+	uint32_t sum = acc[0] + acc[1] + acc[2] + acc[3];
+	for (; i < n; i++)
+		sum += (uint32_t)(v[i] * w[i]);
+	return (int32_t)sum;
+}
+
+/* Add this chunk's contributions into part[] (one per pipeline neuron); the
+ * products by shift-and-add or plain multiply, the same sums either way. */
+static void accumulate(struct innet_ctx *ctx, const struct layer_conf *c, const int8_t *vals,
+		       uint32_t offset, uint32_t n, uint64_t seq_ops, int32_t *part)
+{
+	uint64_t ops = 0;
+	const bool shift = c->shift_mult;
+	if (c->type == INNET_DNN_DENSE) {
+		int32_t wide[1024];
+		if (n == 0 || n > 1024)
+			return; /* the handler admits only the plan's chunks: 1..max_vals <= 1024 */
+		for (uint32_t i = 0; i < n; i++)
+			wide[i] = vals[i];
+		for (uint32_t u = 0; u < c->units; u++) {
+			const int32_t *w = c->wd + (size_t)u * c->per_unit_w + offset;
+			part[u] += shift ? dot_shift(wide, w, n) : dot_mul(wide, w, n);
+		}
+		innet_alu(ctx, (uint32_t)(seq_ops < UINT32_MAX ? seq_ops : UINT32_MAX));
+		return;
+	}
+	conv_accumulate(c, vals, offset, n, part, &ops);
+	innet_alu(ctx, (uint32_t)(ops < UINT32_MAX ? ops : UINT32_MAX));
 }
 
 /* Finish the inference in slot: values[] gets this pipeline's outputs
@@ -289,7 +488,7 @@ static void emit_outputs(struct innet_ctx *ctx, const struct layer_conf *c, cons
 			buf[INNET_DNN_HDRS_LEN + k] = (uint8_t)(int8_t)v[ch->offset - c->pipe.out_lo + k];
 		for (uint32_t q = 0; q < c->next_pipes; q++) {
 			struct innet_out out = { .udp = (uint16_t)(c->udp_base + q) };
-			if (route_port(ctx, c->next_node, id + q + s, &out.port) != 0)
+			if (route_port(ctx, c->next_node, id, &out.port) != 0)
 				return;
 			innet_emit(ctx, &out, false, buf, INNET_DNN_HDRS_LEN + ch->n);
 		}
@@ -312,7 +511,7 @@ static enum innet_action layer_handle(struct innet_ctx *ctx, struct innet_pkt *p
 	uint16_t dst = ntohs(h->dst_node);
 	if (dst != c->node) {
 		uint16_t port;
-		if (route_port(ctx, dst, ntohl(d->infer_id) + pkt->dst_udp, &port) != 0)
+		if (route_port(ctx, dst, ntohl(d->infer_id), &port) != 0)
 			return innet_drop(pkt, DNN_NO_ROUTE);
 		return innet_forward(pkt, port);
 	}
@@ -350,7 +549,7 @@ static enum innet_action layer_handle(struct innet_ctx *ctx, struct innet_pkt *p
 
 	int32_t v[LAYER_MAX_NEURONS];
 	memset(v, 0, sizeof(int32_t) * c->pipe.neurons);
-	accumulate(ctx, c, (const int8_t *)(pkt->data + INNET_DNN_HDRS_LEN), offset, n, v);
+	accumulate(ctx, c, (const int8_t *)(pkt->data + INNET_DNN_HDRS_LEN), offset, n, c->chunk_ops[seq], v);
 	for (uint32_t k = 0; k < c->pipe.neurons; k++)
 		if (v[k] != 0)
 			innet_reg_fetch_add(ctx, R_ACC, slot * c->pipe.neurons + k, (uint32_t)v[k]);
@@ -451,7 +650,8 @@ static int layer_from_plan(struct innet_decl *d, struct layer_conf **cp, const c
 	size_t wbytes = ((size_t)units * per_w + 3) & ~(size_t)3;
 	/* Grow the configuration to hold the weights: a new block replaces the old
 	 * one as the program's priv (innet_decl_priv frees the old one). */
-	struct layer_conf *c = malloc(sizeof(*c) + wbytes + 4 * (size_t)units);
+	size_t wdbytes = l->type == INNET_DNN_DENSE ? 4 * (size_t)units * per_w : 0;
+	struct layer_conf *c = malloc(sizeof(*c) + 2 * wbytes + 4 * (size_t)units + wdbytes);
 	if (c == NULL) {
 		rc = -ENOMEM;
 		goto out;
@@ -491,6 +691,28 @@ static int layer_from_plan(struct innet_decl *d, struct layer_conf **cp, const c
 	memcpy(c->data + wbytes, l->biases + c->pipe.unit_lo, 4 * (size_t)units);
 	c->weights = (const int8_t *)c->data;
 	c->biases = (const int32_t *)(void *)(c->data + wbytes);
+	int8_t *wt = (int8_t *)(c->data + wbytes + 4 * (size_t)units);
+	for (uint32_t u = 0; u < units; u++)
+		for (uint32_t k = 0; k < per_w; k++)
+			wt[(size_t)k * units + u] = c->weights[(size_t)u * per_w + k];
+	c->wt = wt;
+	if (wdbytes > 0) {
+		int32_t *wd = (int32_t *)(void *)(c->data + 2 * wbytes + 4 * (size_t)units);
+		for (size_t k = 0; k < (size_t)units * per_w; k++)
+			wd[k] = c->weights[k];
+		c->wd = wd;
+		/* ALU operations per input chunk, as the shift-and-add (or multiply)
+		 * of every value of the chunk by each unit's weight costs them */
+		for (uint32_t q = 0; q < c->n_chunks; q++) {
+			uint64_t ops = 0;
+			for (uint32_t u = 0; u < units; u++)
+				for (uint32_t i = 0; i < c->chunks[q].n; i++) {
+					int8_t w = c->weights[(size_t)u * per_w + c->chunks[q].offset + i];
+					ops += c->shift_mult ? shift_cost[(uint8_t)w] : w != 0;
+				}
+			c->chunk_ops[q] = ops;
+		}
+	}
 	rc = 0;
 out:
 	innet_dnn_plan_free(&p);
@@ -500,6 +722,8 @@ out:
 
 static int layer_setup(struct innet_decl *d, struct innet_args *a)
 {
+	static pthread_once_t cost_once = PTHREAD_ONCE_INIT;
+	pthread_once(&cost_once, shift_cost_init);
 	struct layer_conf *c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;

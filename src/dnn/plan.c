@@ -157,3 +157,90 @@ void innet_dnn_plan_free(struct innet_dnn_plan *p)
 		free(p->stages[i].chunks);
 	memset(p, 0, sizeof(*p));
 }
+
+void innet_dnn_layer_cost(const struct innet_dnn_layer *l, struct innet_dnn_layer_cost *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (l->type != INNET_DNN_CONV2D && l->type != INNET_DNN_DENSE)
+		return;
+	uint64_t positions = (uint64_t)l->out.h * l->out.w, per_unit_w = l->n_weights / l->units;
+	c->params = (uint64_t)l->n_weights + l->units;
+	c->weight_bytes = (uint64_t)l->n_weights + 4ull * l->units;
+	c->acc_bytes = 4ull * innet_dnn_shape_n(l->out);
+	c->macs = (uint64_t)innet_dnn_shape_n(l->out) * per_unit_w;
+	c->shift_adds = l->weight_bits_set * positions;
+}
+
+void innet_dnn_plan_project(const struct innet_dnn_plan *p, uint32_t ops_per_pass, double pps,
+			    struct innet_dnn_projection *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ops_per_pass = ops_per_pass ? ops_per_pass : 1;
+	out->pps = pps;
+	for (uint32_t si = 0; si < p->n_stages; si++) {
+		const struct innet_dnn_stage *s = &p->stages[si];
+		for (uint32_t k = 0; k < s->n_pipes; k++) {
+			const struct innet_dnn_pipe *pp = &s->pipes[k];
+			struct innet_dnn_pipe_proj *pj = &out->pipes[si][k];
+			pj->ops = pp->shift_adds + (uint64_t)pp->neurons * s->n_chunks;
+			uint64_t per_pkt = (pj->ops + s->n_chunks - 1) / s->n_chunks;
+			pj->passes_per_pkt = (per_pkt + out->ops_per_pass - 1) / out->ops_per_pass;
+			if (pj->passes_per_pkt == 0)
+				pj->passes_per_pkt = 1;
+			pj->recirc = (pj->passes_per_pkt - 1) * s->n_chunks;
+			pj->pkts_out = s->last ? 1
+					       : (uint64_t)(pp->seq_hi - pp->seq_lo) * p->stages[si + 1].n_pipes;
+			pj->us = (double)(s->n_chunks * pj->passes_per_pkt + pj->pkts_out) / pps * 1e6;
+			if (pj->us > out->stage_us[si])
+				out->stage_us[si] = pj->us;
+		}
+		out->latency_us += out->stage_us[si];
+		if (out->stage_us[si] > out->slowest_us)
+			out->slowest_us = out->stage_us[si];
+	}
+	out->per_second = out->slowest_us > 0 ? 1e6 / out->slowest_us : 0.0;
+}
+
+uint32_t innet_dnn_plan_ops_for_latency(const struct innet_dnn_plan *p, double pps, double us)
+{
+	/* The latency falls monotonically as the budget grows: bisect. */
+	struct innet_dnn_projection *pr = malloc(sizeof(*pr));
+	if (pr == NULL)
+		return 0;
+	uint32_t lo = 1, hi = 1u << 20;
+	innet_dnn_plan_project(p, hi, pps, pr);
+	if (pr->latency_us > us) {
+		free(pr);
+		return 0;
+	}
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		innet_dnn_plan_project(p, mid, pps, pr);
+		if (pr->latency_us <= us)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	free(pr);
+	return lo;
+}
+
+int innet_dnn_plan_check_layer(const struct innet_dnn_plan *p, char *err, size_t errlen)
+{
+	for (uint32_t si = 0; si < p->n_stages; si++) {
+		const struct innet_dnn_stage *s = &p->stages[si];
+		if (s->n_chunks > INNET_DNN_LAYER_MAX_CHUNKS)
+			return plan_fail(err, errlen, "stage %u: %u input packets per inference exceed the "
+						      "layer program's %u; raise --max-vals", si, s->n_chunks,
+					 INNET_DNN_LAYER_MAX_CHUNKS);
+		if (s->post_hi - s->post_lo > INNET_DNN_LAYER_MAX_POST)
+			return plan_fail(err, errlen, "stage %u: more than %u relu/pool/flatten layers", si,
+					 INNET_DNN_LAYER_MAX_POST);
+		for (uint32_t k = 0; k < s->n_pipes; k++)
+			if (s->pipes[k].neurons > INNET_DNN_LAYER_MAX_NEURONS)
+				return plan_fail(err, errlen, "stage %u pipeline %u: %u accumulators exceed the "
+							      "layer program's %u; use more pipelines (--pipes)",
+						 si, k, s->pipes[k].neurons, INNET_DNN_LAYER_MAX_NEURONS);
+	}
+	return 0;
+}

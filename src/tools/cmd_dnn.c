@@ -3,6 +3,8 @@
  * (docs/dnn.md; the layer program is src/dnn/layer.c).
  *
  *   innet dnn ref MODEL TESTSET            the C integer reference on a test set
+ *   innet dnn time MODEL TESTSET           the integer and float references timed,
+ *                                          one inference at a time
  *   innet dnn compile MODEL TOPOLOGY       map stages to leaves and units to
  *                                          pipelines; print the per-switch,
  *                                          per-pipeline report; write the derived
@@ -39,12 +41,19 @@
 #include "innet/topology.h"
 #include "tools/cmds.h"
 
-#define TOFINO2_PPS_PER_PIPE 1.5e9   /* the paper's figure: packets/s per pipeline */
 
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of this thread (the references run on it alone). */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -63,11 +72,13 @@ static void dnn_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: innet dnn ref MODEL TESTSET [--quiet]\n"
+		"       innet dnn time MODEL TESTSET [--count N] [--rounds R]\n"
 		"       innet dnn compile MODEL TOPOLOGY [--out FILE] [--pipes N] [--max-vals N]\n"
 		"                 [--leaves L1,L2,...] [--udp PORT] [--slots N] [--timeout-ms MS]\n"
 		"                 [--multiply shift|mul] [--ops-per-pass N]\n"
 		"       innet dnn infer --topology FILE --from HOST --testset FILE [--index I] [--timeout MS]\n"
 		"       innet dnn eval --topology FILE --from HOST --testset FILE [--count N] [--window W]\n"
+		"                 (--count N: N inferences, cycling through the test set)\n"
 		"                 [--timeout MS] [--retries R]\n\n"
 		"Quantized DNN inference split layer by layer across the leaves of a fabric.\n"
 		"compile writes a topology (--out) to run with 'innet fabric up'; infer and eval use it.\n"
@@ -136,6 +147,108 @@ static int dnn_ref(int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------------ */
+/* time: the integer and float references, timed per inference               */
+
+static int cmp_u64(const void *a, const void *b);
+
+static double pct_us(uint64_t *v, uint32_t n, uint32_t pct)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	uint32_t i = (uint32_t)(((uint64_t)n * pct) / 100);
+	return (double)v[i < n ? i : n - 1] / 1e3;
+}
+
+static int dnn_time(int argc, char **argv)
+{
+	uint64_t count = 0, rounds = 3;
+	const char *model = NULL, *testset = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			if (parse_u64(argv[++i], 1, 1u << 20, &count))
+				goto bad;
+		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			if (parse_u64(argv[++i], 1, 100, &rounds))
+				goto bad;
+		} else if (argv[i][0] == '-' || (model != NULL && testset != NULL)) {
+			goto bad;
+		} else if (model == NULL) {
+			model = argv[i];
+		} else {
+			testset = argv[i];
+		}
+	}
+	if (testset == NULL)
+		goto bad;
+	struct innet_dnn_model m;
+	struct innet_dnn_testset ts;
+	if (load_pair(model, testset, &m, &ts) != 0)
+		return 1;
+	int rc = 1;
+	uint32_t n = count ? (uint32_t)count : ts.count, in_n = innet_dnn_shape_n(m.in), agree = 0;
+	uint32_t total = n * (uint32_t)rounds;
+	uint64_t *ti = calloc(total, sizeof(*ti)), *tf = calloc(total, sizeof(*tf));
+	int32_t *li = calloc(m.n_classes, sizeof(*li));
+	float *lf = calloc(m.n_classes, sizeof(*lf));
+	uint64_t sum_i = 0, sum_f = 0, cpu_i = 0, cpu_f = 0;
+	if (ti == NULL || tf == NULL || li == NULL || lf == NULL)
+		goto out;
+	/* Rounds alternate integer and float so that drift hits both alike. */
+	for (uint32_t r = 0; r < rounds; r++) {
+		uint64_t c0 = cpu_ns();
+		for (uint32_t k = 0; k < n; k++) {
+			const int8_t *x = ts.inputs + (size_t)(k % ts.count) * in_n;
+			uint64_t t0 = now_ns();
+			int ci = innet_dnn_ref_infer(&m, x, li);
+			uint64_t t1 = now_ns();
+			ti[r * n + k] = t1 - t0;
+			sum_i += t1 - t0;
+			if (ci < 0)
+				goto out;
+		}
+		cpu_i += cpu_ns() - c0;
+		c0 = cpu_ns();
+		for (uint32_t k = 0; k < n; k++) {
+			const int8_t *x = ts.inputs + (size_t)(k % ts.count) * in_n;
+			uint64_t t0 = now_ns();
+			int cf = innet_dnn_ref_infer_float(&m, x, lf);
+			uint64_t t1 = now_ns();
+			tf[r * n + k] = t1 - t0;
+			sum_f += t1 - t0;
+			if (cf < 0)
+				goto out;
+		}
+		cpu_f += cpu_ns() - c0;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		const int8_t *x = ts.inputs + (size_t)(k % ts.count) * in_n;
+		int ci = innet_dnn_ref_infer(&m, x, li), cf = innet_dnn_ref_infer_float(&m, x, lf);
+		agree += ci >= 0 && ci == cf;
+	}
+	double int_ps = total / ((double)sum_i / 1e9), float_ps = total / ((double)sum_f / 1e9);
+	double ip50 = pct_us(ti, total, 50), ip99 = pct_us(ti, total, 99);
+	double fp50 = pct_us(tf, total, 50), fp99 = pct_us(tf, total, 99);
+	printf("%u inferences x %llu rounds, one at a time: integer reference p50 %.1f us p99 %.1f us "
+	       "(%.0f/s); float reference p50 %.1f us p99 %.1f us (%.0f/s); float and integer agree on "
+	       "the class for %u/%u inputs\n", n, (unsigned long long)rounds, ip50, ip99, int_ps, fp50,
+	       fp99, float_ps, agree, n);
+	printf("int_p50_us=%.1f int_p99_us=%.1f int_per_s=%.1f int_cpu_us=%.1f float_p50_us=%.1f "
+	       "float_p99_us=%.1f float_per_s=%.1f float_cpu_us=%.1f class_agree=%u/%u\n", ip50, ip99,
+	       int_ps, (double)cpu_i / total / 1e3, fp50, fp99, float_ps, (double)cpu_f / total / 1e3, agree, n);
+	rc = 0;
+out:
+	free(ti);
+	free(tf);
+	free(li);
+	free(lf);
+	innet_dnn_testset_free(&ts);
+	innet_dnn_model_free(&m);
+	return rc;
+bad:
+	dnn_usage(stderr);
+	return 2;
+}
+
+/* ------------------------------------------------------------------------ */
 /* compile                                                                    */
 
 struct compile_opts {
@@ -145,20 +258,55 @@ struct compile_opts {
 	const char *leaves;
 };
 
-/* Print the resource report for plan p placed on the given leaves. */
+/* Print the resource report for plan p placed on the given leaves: per layer
+ * (the paper's Table 1: parameters, operations, memory), per switch and
+ * pipeline, and the Tofino2 projection. */
 static void report(const struct innet_dnn_model *m, const struct innet_dnn_plan *p,
 		   const struct innet_topology *t, const uint32_t *leaf_of, const struct compile_opts *o)
 {
 	printf("model: %u layers, input %ux%ux%u, %u classes, crc %08x; %u stages, up to %u pipelines "
 	       "per leaf, %u values per packet\n", m->n_layers, m->in.c, m->in.h, m->in.w, m->n_classes,
 	       m->crc, p->n_stages, o->pipes, p->max_vals);
-	printf("PISA budget: %u operations per pass (accumulator updates + shift-and-adds); Tofino2: "
-	       "%.1f G packets/s per pipeline\n\n", o->ops_per_pass, TOFINO2_PPS_PER_PIPE / 1e9);
+
+	printf("\nper layer (output C x H x W; MACs count every kernel position, padding included):\n");
+	printf("%-5s %-9s %-12s %9s %10s %10s %11s %11s\n", "layer", "type", "output", "params",
+	       "wbytes", "acc-bytes", "MACs", "shift-adds");
+	struct innet_dnn_layer_cost tot = { 0 };
+	for (uint32_t i = 0; i < m->n_layers; i++) {
+		const struct innet_dnn_layer *l = &m->layers[i];
+		struct innet_dnn_layer_cost lc;
+		innet_dnn_layer_cost(l, &lc);
+		char lname[32], shape[40];
+		if (l->type == INNET_DNN_CONV2D)
+			snprintf(lname, sizeof(lname), "conv%ux%u", l->kh, l->kw);
+		else
+			snprintf(lname, sizeof(lname), "%s", innet_dnn_layer_name(l->type));
+		snprintf(shape, sizeof(shape), "%ux%ux%u", l->out.c, l->out.h, l->out.w);
+		printf("%-5u %-9s %-12s %9llu %10llu %10llu %11llu %11llu\n", i, lname, shape,
+		       (unsigned long long)lc.params, (unsigned long long)lc.weight_bytes,
+		       (unsigned long long)lc.acc_bytes, (unsigned long long)lc.macs,
+		       (unsigned long long)lc.shift_adds);
+		tot.params += lc.params;
+		tot.weight_bytes += lc.weight_bytes;
+		tot.acc_bytes += lc.acc_bytes;
+		tot.macs += lc.macs;
+		tot.shift_adds += lc.shift_adds;
+	}
+	printf("%-5s %-9s %-12s %9llu %10llu %10llu %11llu %11llu\n", "total", "", "",
+	       (unsigned long long)tot.params, (unsigned long long)tot.weight_bytes,
+	       (unsigned long long)tot.acc_bytes, (unsigned long long)tot.macs,
+	       (unsigned long long)tot.shift_adds);
+
+	struct innet_dnn_projection *pr = malloc(sizeof(*pr));
+	if (pr == NULL)
+		return;
+	innet_dnn_plan_project(p, o->ops_per_pass, INNET_DNN_TOFINO2_PPS, pr);
+	printf("\nper switch and pipeline; PISA budget: %u operations per pass (accumulator updates + "
+	       "shift-and-adds); Tofino2: %.1f G packets/s per pipeline\n", o->ops_per_pass,
+	       INNET_DNN_TOFINO2_PPS / 1e9);
 	printf("%-8s %-5s %-4s %-10s %9s %10s %11s %11s %7s %8s %8s %10s %9s\n", "switch", "stage",
 	       "pipe", "layer", "params", "wbytes", "MACs", "shift-adds", "neurons", "pkts-in",
 	       "pkts-out", "recirc", "t2-us");
-	double total_us = 0, worst_us = 0;
-	uint64_t tot_params = 0, tot_macs = 0, tot_sa = 0, tot_wb = 0;
 	for (uint32_t si = 0; si < p->n_stages; si++) {
 		const struct innet_dnn_stage *s = &p->stages[si];
 		const struct innet_dnn_layer *l = &m->layers[s->layer];
@@ -167,37 +315,30 @@ static void report(const struct innet_dnn_model *m, const struct innet_dnn_plan 
 			snprintf(lname, sizeof(lname), "conv%ux%u", l->kh, l->kw);
 		else
 			snprintf(lname, sizeof(lname), "dense");
-		double stage_us = 0;
 		for (uint32_t k = 0; k < s->n_pipes; k++) {
 			const struct innet_dnn_pipe *pp = &s->pipes[k];
-			uint64_t ops = pp->shift_adds + (uint64_t)pp->neurons * s->n_chunks;
-			uint64_t per_pkt = (ops + s->n_chunks - 1) / s->n_chunks;
-			uint64_t passes = (per_pkt + o->ops_per_pass - 1) / o->ops_per_pass;
-			if (passes == 0)
-				passes = 1;
-			uint64_t recirc = (passes - 1) * s->n_chunks;
-			uint64_t out_pkts = s->last ? 1 : (uint64_t)(pp->seq_hi - pp->seq_lo) * p->stages[si + 1].n_pipes;
-			double us = (double)(s->n_chunks * passes + out_pkts) / TOFINO2_PPS_PER_PIPE * 1e6;
-			stage_us = us > stage_us ? us : stage_us;
+			const struct innet_dnn_pipe_proj *pj = &pr->pipes[si][k];
 			printf("%-8s %-5u %-4u %-10s %9llu %10llu %11llu %11llu %7u %8u %8llu %10llu %9.3f\n",
 			       t->nodes[leaf_of[si]].name, si, k, lname, (unsigned long long)pp->params,
 			       (unsigned long long)pp->weight_bytes, (unsigned long long)pp->macs,
 			       (unsigned long long)pp->shift_adds, pp->neurons, s->n_chunks,
-			       (unsigned long long)out_pkts, (unsigned long long)recirc, us);
-			tot_params += pp->params;
-			tot_macs += pp->macs;
-			tot_sa += pp->shift_adds;
-			tot_wb += pp->weight_bytes;
+			       (unsigned long long)pj->pkts_out, (unsigned long long)pj->recirc, pj->us);
 		}
-		total_us += stage_us;
-		worst_us = stage_us > worst_us ? stage_us : worst_us;
 	}
 	printf("\ntotal: %llu parameters, %llu weight bytes, %llu MACs, %llu shift-and-adds per inference\n",
-	       (unsigned long long)tot_params, (unsigned long long)tot_wb, (unsigned long long)tot_macs,
-	       (unsigned long long)tot_sa);
+	       (unsigned long long)tot.params, (unsigned long long)tot.weight_bytes,
+	       (unsigned long long)tot.macs, (unsigned long long)tot.shift_adds);
 	printf("Tofino2 projection: %.3f us of pipeline time per inference (stages in series), "
 	       "%.0f inferences/s with stages pipelined (slowest stage %.3f us); link and hop "
-	       "latency not included\n", total_us, worst_us > 0 ? 1e6 / worst_us : 0.0, worst_us);
+	       "latency not included\n", pr->latency_us, pr->per_second, pr->slowest_us);
+	uint32_t need = innet_dnn_plan_ops_for_latency(p, INNET_DNN_TOFINO2_PPS, 2000.0);
+	if (need > 0)
+		printf("Tofino2 2 ms check: %s 2 ms at %u operations per pass; under 2 ms from %u "
+		       "operations per pass\n", pr->latency_us < 2000.0 ? "under" : "NOT under",
+		       o->ops_per_pass, need);
+	else
+		printf("Tofino2 2 ms check: NOT under 2 ms at any budget up to 2^20 operations per pass\n");
+	free(pr);
 }
 
 /* The programs a switch runs in the topology JSON (its own, or a copy of the defaults). */
@@ -304,6 +445,12 @@ static int dnn_compile(int argc, char **argv)
 	rc = 0;
 	if (o.out == NULL)
 		goto out_topo;
+	if (innet_dnn_plan_check_layer(&p, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn compile: the report stands, but the fabric's layer program "
+				"cannot run this plan: %s\n", err);
+		rc = 1;
+		goto out_topo;
+	}
 
 	/* The derived topology: every leaf runs o.pipes dnn_layer instances (on
 	 * udp .. udp + pipes - 1; transit-only where it hosts no stage or the stage
@@ -634,7 +781,7 @@ static int dnn_client(int argc, char **argv, bool eval)
 		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
 	};
 	const char *topo = NULL, *from = NULL, *tsf = NULL;
-	uint64_t index = 0, count = UINT32_MAX, window = 16, timeout_ms = 300, retries = 10;
+	uint64_t index = 0, count = 0, window = 16, timeout_ms = 300, retries = 10;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "t:f:s:i:n:w:W:r:h", opts, NULL)) != -1) {
@@ -643,7 +790,7 @@ static int dnn_client(int argc, char **argv, bool eval)
 		case 'f': from = optarg; break;
 		case 's': tsf = optarg; break;
 		case 'i': if (parse_u64(optarg, 0, UINT32_MAX, &index)) goto bad; break;
-		case 'n': if (parse_u64(optarg, 1, UINT32_MAX, &count)) goto bad; break;
+		case 'n': if (parse_u64(optarg, 1, 1u << 20, &count)) goto bad; break;
 		case 'w': if (parse_u64(optarg, 1, 4096, &window)) goto bad; break;
 		case 'W': if (parse_u64(optarg, 1, 600000, &timeout_ms)) goto bad; break;
 		case 'r': if (parse_u64(optarg, 0, 1000, &retries)) goto bad; break;
@@ -669,7 +816,8 @@ static int dnn_client(int argc, char **argv, bool eval)
 		fprintf(stderr, "innet dnn: %s does not fit the model's input\n", tsf);
 		goto out_ts;
 	}
-	uint32_t n = eval ? (count < ts.count ? (uint32_t)count : ts.count) : 1;
+	/* eval: the whole test set, or --count inferences cycling through it */
+	uint32_t n = eval ? (count ? (uint32_t)count : ts.count) : 1;
 	if (!eval && index >= ts.count) {
 		fprintf(stderr, "innet dnn: --index %llu: the test set has %u samples\n",
 			(unsigned long long)index, ts.count);
@@ -681,7 +829,7 @@ static int dnn_client(int argc, char **argv, bool eval)
 	if (samples == NULL || rq == NULL || lat == NULL)
 		goto out_mem;
 	for (uint32_t i = 0; i < n; i++)
-		samples[i] = eval ? i : (uint32_t)index;
+		samples[i] = eval ? i % ts.count : (uint32_t)index;
 	uint64_t retried = 0, t0 = now_ns();
 	if (run_fabric(&d, &ts, samples, n, eval ? (uint32_t)window : 1, (uint32_t)timeout_ms,
 		       (uint32_t)retries, rq, &retried) != 0)
@@ -744,6 +892,8 @@ int cmd_dnn(int argc, char **argv)
 		return dnn_ref(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "compile"))
 		return dnn_compile(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "time"))
+		return dnn_time(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "infer"))
 		return dnn_client(argc - 1, argv + 1, false);
 	if (!strcmp(argv[1], "eval"))

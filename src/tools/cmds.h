@@ -13,6 +13,7 @@ int cmd_programs(int argc, char **argv);
 int cmd_ping(int argc, char **argv);
 int cmd_counter(int argc, char **argv);
 int cmd_kv(int argc, char **argv);
+int cmd_paxos(int argc, char **argv);
 int cmd_dnn(int argc, char **argv);
 int cmd_allreduce(int argc, char **argv);
 

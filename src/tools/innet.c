@@ -30,6 +30,7 @@ static const struct subcmd subcmds[] = {
 	{ "ping", cmd_ping, "send probes between two hosts of a running fabric" },
 	{ "counter", cmd_counter, "client of the example counter program (inc, read, load)" },
 	{ "kv", cmd_kv, "replicated key-value store on in-network Paxos, speaking RESP" },
+	{ "paxos", cmd_paxos, "Paxos roles as host processes (baseline, backup leader) and a load generator" },
 	{ "dnn", cmd_dnn, "DNN inference in the fabric: compile a model, infer, eval" },
 	{ "allreduce", cmd_allreduce, "all-reduce int32/float32 arrays through the switch's agg program" },
 };

@@ -453,6 +453,41 @@ static void test_acceptor(void **state)
 	innet_switch_destroy(sw);
 }
 
+/* A restarted acceptor ("join": true) is silent until the control plane
+ * writes its join instance and ballot; then it refuses what it may have
+ * voted or promised before it lost its state. */
+static void test_acceptor_join(void **state)
+{
+	struct innet_switch *sw = sw_make("paxos_acceptor",
+		"{\"id\": 2, \"ring\": 4, \"learners\": [1, 2], \"join\": true}", 1);
+	struct innet_cp *cp = innet_switch_prog(sw, "px");
+	struct paxos_msg m;
+	a2(sw, 0x100, 0, "v0");
+	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(1));
+	m = msg(PAXOS_1A, 0x500, 0, 0, NULL);
+	m.h.flags = PAXOS_F_RANGE;
+	inject(sw, 0, ip(1), &m, mlen(&m));
+	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(1));
+	m = msg(PAXOS_RECOVER, 0, 0, 0, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(31));
+	/* join at instance 2, ballot 0x300 */
+	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "join_inst"), 0, 2), 0);
+	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "join_ballot"), 0, 0x300), 0);
+	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "joining"), 0, 0), 0);
+	a2(sw, 0x300, 1, "v1");                       /* below the join instance */
+	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(1));
+	a2(sw, 0x200, 2, "v2");                       /* below the join ballot */
+	expect_reply(PAXOS_NACK, PAXOS_ST_BALLOT, ip(1));
+	assert_int_equal(ntohl(out_hdr(0)->ballot), 0x300);
+	a2(sw, 0x300, 2, "v2");
+	expect_2b_mc(2, 0x300, "v2");
+	m = msg(PAXOS_RECOVER, 0, 2, 0, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_2B, PAXOS_OK, ip(31));
+	innet_switch_destroy(sw);
+}
+
 static void test_settings(void **state)
 {
 	static const struct {
@@ -504,6 +539,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_coordinator),
 		cmocka_unit_test(test_acceptor),
+		cmocka_unit_test(test_acceptor_join),
 		cmocka_unit_test(test_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
  * checks the reason given.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,12 +257,97 @@ static void test_crc(void **state)
 	assert_int_equal(innet_dnn_crc32(innet_dnn_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
 }
 
+/* Costs per layer (the paper's Table 1 columns) and the PISA projection, on
+ * the small model, computed by hand:
+ *   conv 2x2, 2 filters on 1x4x4 -> 2x3x3: |w| set bits 5 (filter 0), 4 (1);
+ *   dense 2 -> 3: set bits 1+1+2+1 (units 0, 1) and 2+2 (unit 2).
+ * Plan with 2 pipelines, 16 values per packet: stage 0 one input packet, one
+ * filter per pipeline; stage 1 two input packets, units {0,1} and {2}. */
+static void test_cost_and_projection(void **state)
+{
+	struct wbuf w;
+	good_model(&w, 0);
+	struct innet_dnn_model m;
+	char err[256] = "";
+	if (innet_dnn_model_parse(w.b, w.n, &m, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	struct innet_dnn_layer_cost c;
+	innet_dnn_layer_cost(&m.layers[0], &c);
+	assert_int_equal(c.params, 10);
+	assert_int_equal(c.weight_bytes, 16);
+	assert_int_equal(c.acc_bytes, 72);
+	assert_int_equal(c.macs, 72);
+	assert_int_equal(c.shift_adds, 81);
+	innet_dnn_layer_cost(&m.layers[1], &c); /* relu */
+	assert_int_equal(c.params + c.weight_bytes + c.acc_bytes + c.macs + c.shift_adds, 0);
+	innet_dnn_layer_cost(&m.layers[4], &c);
+	assert_int_equal(c.params, 9);
+	assert_int_equal(c.weight_bytes, 18);
+	assert_int_equal(c.acc_bytes, 12);
+	assert_int_equal(c.macs, 6);
+	assert_int_equal(c.shift_adds, 9);
+
+	struct innet_dnn_plan p;
+	assert_int_equal(innet_dnn_plan_build(&m, 2, 16, &p, err, sizeof(err)), 0);
+	struct innet_dnn_projection *pr = malloc(sizeof(*pr));
+	assert_non_null(pr);
+	innet_dnn_plan_project(&p, 48, 1.5e9, pr);
+	/* stage 0 pipe 0: 45 shift-adds + 9 neurons x 1 packet = 54 ops: 2 passes */
+	assert_int_equal(pr->pipes[0][0].ops, 54);
+	assert_int_equal(pr->pipes[0][0].passes_per_pkt, 2);
+	assert_int_equal(pr->pipes[0][0].recirc, 1);
+	assert_int_equal(pr->pipes[0][0].pkts_out, 2); /* one packet to each stage-1 pipeline */
+	assert_int_equal(pr->pipes[0][1].ops, 45);
+	assert_int_equal(pr->pipes[0][1].passes_per_pkt, 1);
+	/* stage 1: 5 + 2 x 2 and 4 + 1 x 2 ops over 2 packets, one pass each, one result */
+	assert_int_equal(pr->pipes[1][0].ops, 9);
+	assert_int_equal(pr->pipes[1][1].ops, 6);
+	assert_int_equal(pr->pipes[1][0].pkts_out, 1);
+	assert_true(fabs(pr->stage_us[0] - 4 / 1500.0) < 1e-12);
+	assert_true(fabs(pr->stage_us[1] - 3 / 1500.0) < 1e-12);
+	assert_true(fabs(pr->latency_us - 7 / 1500.0) < 1e-12);
+	assert_true(fabs(pr->per_second - 375e6) < 1);
+	/* the budgets that reach a latency: 7 slots from 27 ops/pass (54 / 27 = 2
+	 * passes), 6.5 from 54; 6 slots is the floor (every pipeline one pass). */
+	assert_int_equal(innet_dnn_plan_ops_for_latency(&p, 1.5e9, 7 / 1500.0 + 1e-12), 27);
+	assert_int_equal(innet_dnn_plan_ops_for_latency(&p, 1.5e9, 6.5 / 1500.0), 54);
+	assert_int_equal(innet_dnn_plan_ops_for_latency(&p, 1.5e9, 5.9 / 1500.0), 0);
+	free(pr);
+	innet_dnn_plan_free(&p);
+	innet_dnn_model_free(&m);
+}
+
+/* The float reference follows the integer one (same class) on the small model. */
+static void test_float_reference(void **state)
+{
+	struct wbuf w;
+	good_model(&w, 0);
+	struct innet_dnn_model m;
+	char err[256] = "";
+	if (innet_dnn_model_parse(w.b, w.n, &m, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	int8_t in[16];
+	for (int i = 0; i < 16; i++)
+		in[i] = (int8_t)(i * 7 - 50);
+	int32_t li[3];
+	float lf[3];
+	int ci = innet_dnn_ref_infer(&m, in, li);
+	int cf = innet_dnn_ref_infer_float(&m, in, lf);
+	assert_true(ci >= 0);
+	assert_int_equal(ci, cf);
+	/* before rounding the integer logits are close to the float ones */
+	for (int k = 0; k < 3; k++)
+		assert_true(fabs(lf[k] - (float)li[k]) <= 3 * 13.0f);
+	innet_dnn_model_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_good),   cmocka_unit_test(test_requant),
 		cmocka_unit_test(test_parse_bad),    cmocka_unit_test(test_overflow_bound),
-		cmocka_unit_test(test_crc),
+		cmocka_unit_test(test_crc),          cmocka_unit_test(test_cost_and_projection),
+		cmocka_unit_test(test_float_reference),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -377,7 +377,92 @@ end
 services:add(3, agg)
 
 -- --------------------------------------------------------------------------
--- Service 4: inference (dnn) — added by its issue.
+-- Service 4: inference (dnn): src/dnn/wire.h, docs/dnn.md.
+--
+--   0       1       2               4               8              12      14      16              20
+--   | op    | stage | client_node   | infer_id      | model (CRC-32)| seq   | n     | offset        |
+--
+-- ACT (1): n int8 activations [offset, offset + n) of stage `stage`'s input,
+-- input packet number seq. RESULT (2): n int32 logits (big-endian)
+-- [offset, offset + n) from pipeline seq of the last stage, to client_node.
+
+local dnn = Proto("innet.dnn", "innet inference (DNN)")
+local DNN_LEN = 20
+local dnn_ops = { [1] = "ACT", [2] = "RESULT" }
+local df = dnn.fields
+df.op          = ProtoField.uint8("innet.dnn.op", "Operation", base.DEC, dnn_ops)
+df.stage       = ProtoField.uint8("innet.dnn.stage", "Stage", base.DEC)
+df.client_node = ProtoField.uint16("innet.dnn.client_node", "Client node", base.DEC)
+df.infer_id    = ProtoField.uint32("innet.dnn.infer_id", "Inference id", base.DEC)
+df.model       = ProtoField.uint32("innet.dnn.model", "Model (CRC-32 of the model file)", base.HEX)
+df.seq         = ProtoField.uint16("innet.dnn.seq", "Sequence (ACT: input packet; RESULT: pipeline)", base.DEC)
+df.n           = ProtoField.uint16("innet.dnn.n", "Values", base.DEC)
+df.offset      = ProtoField.uint32("innet.dnn.offset", "Offset of the first value", base.DEC)
+df.acts        = ProtoField.bytes("innet.dnn.activations", "Activations (int8)")
+df.logit       = ProtoField.int32("innet.dnn.logit", "Logit", base.DEC)
+local ex_dnn_short = ProtoExpert.new("innet.dnn.short.expert",
+	"DNN header shorter than 20 bytes (switches drop it as too_short)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_dnn_len = ProtoExpert.new("innet.dnn.len.expert",
+	"Values do not match n (ACT: n bytes, RESULT: 4 n; switches drop it as bad_chunk)",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_dnn_op = ProtoExpert.new("innet.dnn.op.expert",
+	"Unknown operation (switches drop it as bad_op)", expert.group.MALFORMED, expert.severity.ERROR)
+dnn.experts = { ex_dnn_short, ex_dnn_len, ex_dnn_op }
+
+function dnn.dissector(tvb, pinfo, tree)
+	local len = tvb:len()
+	local t = tree:add(dnn, tvb(0, math.min(len, DNN_LEN)))
+	if len < DNN_LEN then
+		t:add_proto_expert_info(ex_dnn_short)
+		return len
+	end
+	local op = tvb(0, 1):uint()
+	local n = tvb(14, 2):uint()
+	local offset = tvb(16, 4):uint()
+	local oi = t:add(df.op, tvb(0, 1))
+	t:add(df.stage, tvb(1, 1))
+	t:add(df.client_node, tvb(2, 2))
+	t:add(df.infer_id, tvb(4, 4))
+	t:add(df.model, tvb(8, 4))
+	t:add(df.seq, tvb(12, 2))
+	local ni = t:add(df.n, tvb(14, 2))
+	t:add(df.offset, tvb(16, 4))
+	local body = len - DNN_LEN
+	local text
+	if op == 1 then
+		if body ~= n then
+			ni:add_proto_expert_info(ex_dnn_len)
+		end
+		if body > 0 then
+			t:add(df.acts, tvb(DNN_LEN, body))
+		end
+		text = string.format("ACT id %d stage %d seq %d values [%d, %d)", tvb(4, 4):uint(),
+			tvb(1, 1):uint(), tvb(12, 2):uint(), offset, offset + n)
+	elseif op == 2 then
+		if body ~= 4 * n then
+			ni:add_proto_expert_info(ex_dnn_len)
+		end
+		local shown = {}
+		for k = 0, math.min(n, math.floor(body / 4)) - 1 do
+			t:add(df.logit, tvb(DNN_LEN + 4 * k, 4))
+			if k < 10 then
+				shown[#shown + 1] = tostring(tvb(DNN_LEN + 4 * k, 4):int())
+			end
+		end
+		text = string.format("RESULT id %d pipe %d logits [%d, %d): %s%s", tvb(4, 4):uint(),
+			tvb(12, 2):uint(), offset, offset + n, table.concat(shown, " "), n > 10 and " ..." or "")
+	else
+		oi:add_proto_expert_info(ex_dnn_op)
+		text = "op " .. op
+	end
+	t:append_text(": " .. text)
+	pinfo.cols.protocol = "innet/dnn"
+	pinfo.cols.info:append(": " .. text)
+	return len
+end
+
+services:add(4, dnn)
 
 -- --------------------------------------------------------------------------
 -- Service 5: load balancing (lb) — added by its issue.

@@ -1,0 +1,297 @@
+/*
+ * cmd_paxos.c — `innet paxos`: the consensus roles as ordinary host processes
+ * (the host-based baseline) and a load generator for both deployments.
+ *
+ *   innet paxos acceptor --bind IP:PORT --id N --learner IP:PORT... [--ring N]
+ *       a host acceptor (src/consensus/hostacc.c), same protocol as the switch
+ *   innet paxos leader --bind IP:PORT --acceptor IP:PORT... [--active] [--id N]
+ *       a host coordinator (src/consensus/leader.c): --active orders requests
+ *       at once (after phase 1); without it, a backup that takes over on the
+ *       first request
+ *   innet paxos bench (--topology FILE --name HOST |
+ *                      --bind IP:PORT --coordinator IP:PORT --acceptor IP:PORT...)
+ *                     [--duration S] [--outstanding W] [--size B]
+ *       proposer + learner: W requests in flight (W client ids, one each, as
+ *       KV connections), for S seconds; prints
+ *       "cmds_per_s=X p50_us=Y p99_us=Z timeouts=N" as its last line.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "consensus/hostacc.h"
+#include "consensus/kv.h"
+#include "innet/consensus.h"
+#include "innet/topology.h"
+#include "tools/cmds.h"
+
+static volatile sig_atomic_t px_stop;
+
+static void px_on_signal(int sig)
+{
+	px_stop = 1;
+}
+
+static void px_usage(FILE *f)
+{
+	fprintf(f, "usage: innet paxos acceptor --bind IP:PORT --id N --learner IP:PORT... [--ring N]\n"
+		   "       innet paxos leader --bind IP:PORT --acceptor IP:PORT... [--active] [--id N]\n"
+		   "       innet paxos bench (--topology FILE --name HOST | --bind IP:PORT\n"
+		   "                         --coordinator IP:PORT --acceptor IP:PORT...)\n"
+		   "                         [--duration S] [--outstanding W] [--size B]\n\n"
+		   "Paxos roles as host processes (the host-based baseline) and a load generator.\n"
+		   "See docs/consensus.md. Exit status: 0 ok, 1 failure, 2 usage.\n");
+}
+
+static int parse_addr(const char *s, struct innet_addr *a)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%s", s);
+	char *colon = strrchr(buf, ':');
+	if (colon == NULL)
+		return -1;
+	*colon = 0;
+	struct in_addr ia;
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (inet_pton(AF_INET, buf, &ia) != 1 || *end || port == 0 || port > 65535)
+		return -1;
+	a->ip = ntohl(ia.s_addr);
+	a->udp = (uint16_t)port;
+	return 0;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- bench -------------------------------------------------------------- */
+
+#define BENCH_MAX_W 1024u
+
+struct bench {
+	uint64_t sent_ns[BENCH_MAX_W];
+	uint32_t seq[BENCH_MAX_W];
+	bool busy[BENCH_MAX_W];
+	uint32_t *lat_us;
+	size_t n_lat, cap_lat;
+	uint64_t timeouts;
+	bool measuring;
+};
+
+static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
+{
+	struct bench *b = arg;
+	uint32_t c = (uint32_t)(req >> 32) - 1;
+	if (c >= BENCH_MAX_W)
+		return;
+	b->busy[c] = false;
+	if (status != 0) {
+		b->timeouts++;
+		return;
+	}
+	if (!b->measuring)
+		return;
+	if (b->n_lat == b->cap_lat) {
+		size_t cap = b->cap_lat ? b->cap_lat * 2 : 1 << 16;
+		uint32_t *n = realloc(b->lat_us, cap * sizeof(*n));
+		if (n == NULL)
+			return;
+		b->lat_us = n;
+		b->cap_lat = cap;
+	}
+	b->lat_us[b->n_lat++] = (uint32_t)((mono_ns() - b->sent_ns[c]) / 1000);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size)
+{
+	static struct bench b;
+	pc->done = bench_done;
+	pc->arg = &b;
+	pc->deliver = NULL;
+	pc->retry_ms = pc->retry_ms ? pc->retry_ms : 50;
+	pc->window = 8192;
+	char err[256];
+	struct innet_paxos *p = innet_paxos_create(pc, err, sizeof(err));
+	if (p == NULL) {
+		fprintf(stderr, "innet paxos bench: %s\n", err);
+		return 1;
+	}
+	static uint8_t value[INNET_PAXOS_VALUE_MAX];
+	memset(value, 'v', sizeof(value));
+	uint64_t t0 = mono_ns(), warm = t0 + 500000000ull;
+	uint64_t end = warm + (uint64_t)(duration * 1e9), last_trim = 0;
+	uint64_t start_n = 0;
+	while (!px_stop) {
+		uint64_t t = mono_ns();
+		if (!b.measuring && t >= warm) {
+			b.measuring = true;
+			start_n = 0;
+		}
+		if (t >= end)
+			break;
+		for (uint32_t c = 0; c < w; c++) {
+			if (b.busy[c])
+				continue;
+			b.busy[c] = true;
+			b.sent_ns[c] = t;
+			if (innet_paxos_propose(p, innet_paxos_req_id(c + 1, ++b.seq[c]), value, size) != 0)
+				b.busy[c] = false;
+		}
+		innet_paxos_step(p, 1);
+		if (t - last_trim > 10000000ull) {
+			innet_paxos_trim(p);
+			last_trim = t;
+		}
+	}
+	(void)start_n;
+	double secs = (double)(end - warm) / 1e9;
+	uint32_t p50 = 0, p99 = 0;
+	if (b.n_lat > 0) {
+		qsort(b.lat_us, b.n_lat, sizeof(*b.lat_us), cmp_u32);
+		p50 = b.lat_us[b.n_lat / 2];
+		p99 = b.lat_us[(size_t)((double)b.n_lat * 0.99)];
+	}
+	printf("cmds=%zu seconds=%.2f cmds_per_s=%.0f p50_us=%u p99_us=%u timeouts=%lu\n", b.n_lat,
+	       secs, (double)b.n_lat / secs, p50, p99, (unsigned long)b.timeouts);
+	fflush(stdout);
+	innet_paxos_destroy(p);
+	free(b.lat_us);
+	return b.n_lat > 0 ? 0 : 1;
+}
+
+int cmd_paxos(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bind", required_argument, NULL, 'b' },     { "id", required_argument, NULL, 'i' },
+		{ "learner", required_argument, NULL, 'l' },  { "ring", required_argument, NULL, 'r' },
+		{ "acceptor", required_argument, NULL, 'a' }, { "active", no_argument, NULL, 'A' },
+		{ "coordinator", required_argument, NULL, 'c' },
+		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "outstanding", required_argument, NULL, 'w' },
+		{ "size", required_argument, NULL, 's' },     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct innet_addr bind_a = { 0 }, coord = { 0 }, acc[INNET_PAXOS_MAX_ACCEPTORS], lrn[64];
+	uint32_t n_acc = 0, n_lrn = 0, ring = 1024, w = 16, size = 16;
+	unsigned long id = 0;
+	bool active = false;
+	double duration = 3;
+	const char *topo = NULL, *name = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b': if (parse_addr(optarg, &bind_a)) goto bad; break;
+		case 'c': if (parse_addr(optarg, &coord)) goto bad; break;
+		case 'a':
+			if (n_acc >= INNET_PAXOS_MAX_ACCEPTORS || parse_addr(optarg, &acc[n_acc++]))
+				goto bad;
+			break;
+		case 'l':
+			if (n_lrn >= 64 || parse_addr(optarg, &lrn[n_lrn++]))
+				goto bad;
+			break;
+		case 'i': id = strtoul(optarg, NULL, 10); if (id > 255) goto bad; break;
+		case 'r': ring = (uint32_t)strtoul(optarg, NULL, 10); if (!ring || ring > 1u << 20) goto bad; break;
+		case 'A': active = true; break;
+		case 't': topo = optarg; break;
+		case 'n': name = optarg; break;
+		case 'd': duration = strtod(optarg, NULL); if (duration <= 0 || duration > 3600) goto bad; break;
+		case 'w': w = (uint32_t)strtoul(optarg, NULL, 10); if (!w || w > BENCH_MAX_W) goto bad; break;
+		case 's': size = (uint32_t)strtoul(optarg, NULL, 10); if (size > INNET_PAXOS_VALUE_MAX) goto bad; break;
+		case 'h': px_usage(stdout); return 0;
+		default: goto bad;
+		}
+	}
+	if (optind + 1 != argc)
+		goto bad;
+	struct sigaction sa = { .sa_handler = px_on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	const char *verb = argv[optind];
+	if (!strcmp(verb, "acceptor")) {
+		if (bind_a.ip == 0 || n_lrn == 0 || id >= 64)
+			goto bad;
+		struct hostacc_conf hc = { .bind_ip = bind_a.ip, .bind_udp = bind_a.udp,
+					   .id = (uint16_t)id, .ring = ring, .n_learners = n_lrn,
+					   .stop = &px_stop };
+		memcpy(hc.learners, lrn, n_lrn * sizeof(lrn[0]));
+		return hostacc_serve(&hc) == 0 ? 0 : 1;
+	}
+	if (!strcmp(verb, "leader")) {
+		if (bind_a.ip == 0 || n_acc == 0)
+			goto bad;
+		struct innet_paxos_leader_conf lc = { .bind_ip = bind_a.ip, .bind_udp = bind_a.udp,
+						      .n_acceptors = n_acc, .active = active,
+						      .proposer_id = (uint8_t)id };
+		memcpy(lc.acceptors, acc, n_acc * sizeof(acc[0]));
+		char err[256];
+		struct innet_paxos_leader *l = innet_paxos_leader_create(&lc, err, sizeof(err));
+		if (l == NULL) {
+			fprintf(stderr, "innet paxos leader: %s\n", err);
+			return 1;
+		}
+		fprintf(stderr, "innet paxos leader: listening on %s (%s)\n", argv[optind], active ? "active" : "backup");
+		bool said = false;
+		while (!px_stop) {
+			innet_paxos_leader_step(l, 20);
+			if (!said && innet_paxos_leader_serving(l)) {
+				said = true;
+				fprintf(stderr, "innet paxos leader: serving with ballot 0x%x from %lu\n",
+					innet_paxos_leader_ballot(l), (unsigned long)innet_paxos_leader_next(l));
+			}
+		}
+		innet_paxos_leader_destroy(l);
+		return 0;
+	}
+	if (!strcmp(verb, "bench")) {
+		struct innet_paxos_conf pc;
+		memset(&pc, 0, sizeof(pc));
+		if (topo != NULL) {
+			char err[8192];
+			struct innet_topology *t = innet_topology_load(topo, err, sizeof(err));
+			if (t == NULL) {
+				fprintf(stderr, "innet paxos: %s\n", err);
+				return 2;
+			}
+			int h = name ? innet_topology_find(t, name) : -1;
+			int rc = h < 0 ? -1 : kv_topology_paxos_conf(t, h, &pc);
+			innet_topology_free(t);
+			if (rc != 0) {
+				fprintf(stderr, "innet paxos: no usable host '%s' in %s\n", name ? name : "", topo);
+				return 2;
+			}
+		} else {
+			if (bind_a.ip == 0 || coord.ip == 0 || n_acc == 0)
+				goto bad;
+			pc.bind_ip = bind_a.ip;
+			pc.bind_udp = bind_a.udp;
+			pc.coordinator = coord;
+			pc.n_acceptors = n_acc;
+			memcpy(pc.acceptors, acc, n_acc * sizeof(acc[0]));
+			pc.learner_id = 0;
+			pc.proposer_id = 1;
+		}
+		return run_bench(&pc, duration, w, size);
+	}
+bad:
+	px_usage(stderr);
+	return 2;
+}
