@@ -46,13 +46,13 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dnn/wire.h"
 #include "innet/dnn.h"
 #include "innet/program.h"
+#include "innet/routes.h"
 #include "innet/switch.h"
 
 enum { R_OWNER, R_ARRIVED, R_ACC, R_EVENTS };
@@ -63,8 +63,6 @@ enum { EV_COMPLETED, EV_RECLAIMED };
 #define LAYER_MAX_NEURONS  INNET_DNN_LAYER_MAX_NEURONS /* accumulators per pipeline (local array) */
 #define LAYER_MAX_POST     INNET_DNN_LAYER_MAX_POST
 #define LAYER_NO_STAGE     255u
-#define ROUTE_MAX_PORTS    8u
-#define ROUTES_CAPACITY    4096u
 
 enum layer_drop {
 	DNN_TOO_SHORT = INNET_DROP_PROGRAM,
@@ -86,11 +84,6 @@ static const char *const layer_drop_names[] = {
 	"too_short", "bad_magic", "bad_version", "wrong_service", "no_route", "no_stage", "bad_op",
 	"wrong_stage", "wrong_model", "bad_chunk", "bad_id", "slot_busy", "duplicate",
 };
-
-struct route {
-	uint16_t n;
-	uint16_t ports[ROUTE_MAX_PORTS];
-} __attribute__((packed));
 
 /* Everything the handler needs, in one allocation (freed with free()): the
  * weights and biases of this pipeline's units follow the struct. */
@@ -125,9 +118,7 @@ struct layer_conf {
 	/* Output chunks (next stage's chunks [seq_lo, seq_hi)). */
 	struct innet_dnn_chunk out_chunks[LAYER_MAX_CHUNKS];
 	/* Routes (installed by init). */
-	struct route routes[ROUTES_CAPACITY];
-	uint16_t route_nodes[ROUTES_CAPACITY];
-	uint32_t n_routes;
+	struct innet_routes routes;
 	/* Then: int8 weights[units * per_unit_w], pad to 4, int32 biases[units],
 	 * int8 wt[per_unit_w * units], pad to 4, (dense) int32 wd[units * per_unit_w]. */
 	const int8_t *weights;            /* [units][per_unit_w], as in the model */
@@ -140,10 +131,10 @@ struct layer_conf {
 
 static int route_port(struct innet_ctx *ctx, uint16_t node, uint32_t hash, uint16_t *port)
 {
-	struct route r;
-	if (innet_table_lookup(ctx, T_ROUTES, &node, &r) != 0 || r.n == 0 || r.n > ROUTE_MAX_PORTS)
+	struct innet_route r;
+	if (innet_route_get(ctx, T_ROUTES, node, &r) != 0 || r.n == INNET_ROUTE_GROUP)
 		return -1;
-	*port = r.ports[hash % r.n];
+	*port = innet_route_pick(&r, hash);
 	innet_alu(ctx, 1);
 	return 0;
 }
@@ -571,35 +562,6 @@ static void layer_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 		innet_reg_fetch_add(ctx, R_EVENTS, EV_RECLAIMED, 1);
 }
 
-static int parse_routes(struct innet_decl *d, json_t *routes, struct layer_conf *c)
-{
-	if (!json_is_array(routes) || json_array_size(routes) > ROUTES_CAPACITY)
-		return innet_decl_error(d, "setting 'routes' must be an array of {\"node\", \"ports\"} "
-					   "(\"auto\" in a topology file)");
-	size_t i;
-	json_t *r;
-	json_array_foreach(routes, i, r) {
-		json_t *node = json_object_get(r, "node"), *ports = json_object_get(r, "ports");
-		if (!json_is_object(r) || !json_is_integer(node) || json_integer_value(node) < 1 ||
-		    json_integer_value(node) > 65535 || !json_is_array(ports) ||
-		    json_array_size(ports) < 1 || json_array_size(ports) > ROUTE_MAX_PORTS)
-			return innet_decl_error(d, "routes[%zu] must be {\"node\": 1..65535, \"ports\": "
-						   "[1..%u ports]}", i, ROUTE_MAX_PORTS);
-		struct route *rt = &c->routes[c->n_routes];
-		size_t j;
-		json_t *p;
-		json_array_foreach(ports, j, p) {
-			if (!json_is_integer(p) || json_integer_value(p) < 0 ||
-			    json_integer_value(p) >= INNET_MAX_PORTS)
-				return innet_decl_error(d, "routes[%zu].ports[%zu] is not a port number", i, j);
-			rt->ports[j] = (uint16_t)json_integer_value(p);
-		}
-		rt->n = (uint16_t)json_array_size(ports);
-		c->route_nodes[c->n_routes++] = (uint16_t)json_integer_value(node);
-	}
-	return 0;
-}
-
 /* Fill the stage-specific part of c from the model and plan (setup only). */
 static int layer_from_plan(struct innet_decl *d, struct layer_conf **cp, const char *path,
 			   uint32_t stage, uint32_t pipe, uint32_t pipes, uint32_t max_vals,
@@ -756,8 +718,7 @@ static int layer_setup(struct innet_decl *d, struct innet_args *a)
 	c->slots = (uint32_t)slots;
 	c->timeout_ns = timeout_ms * 1000000ull;
 	c->transit_only = stage == LAYER_NO_STAGE;
-	json_t *routes = innet_args_json(a, "routes");
-	if (routes != NULL && (rc = parse_routes(d, routes, c)) != 0)
+	if ((rc = innet_routes_parse(d, innet_args_json(a, "routes"), 0, &c->routes)) != 0)
 		return rc;
 	if (!c->transit_only) {
 		if (model == NULL)
@@ -773,8 +734,7 @@ static int layer_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_EVENTS, "events", 8, 2)) != 0 ||
 	    (rc = innet_decl_timers(d, c->slots)) != 0)
 		return rc;
-	return innet_decl_table(d, T_ROUTES, "routes", sizeof(uint16_t), sizeof(struct route),
-				ROUTES_CAPACITY);
+	return innet_routes_decl_table(d, T_ROUTES);
 }
 
 static int layer_init(struct innet_cp *cp, void *priv)
@@ -782,24 +742,10 @@ static int layer_init(struct innet_cp *cp, void *priv)
 	struct layer_conf *c = priv;
 	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
 	c->node = sc->node_id;
-	if (!c->transit_only && !c->last && c->next_node == c->node) {
-		fprintf(stderr, "innet: program '%s': stages %u and %u are both on node %u; each stage "
-				"needs its own leaf\n", innet_cp_name(cp), c->stage, c->stage + 1, c->node);
-		return -EINVAL;
-	}
-	for (uint32_t i = 0; i < c->n_routes; i++) {
-		for (uint32_t j = 0; j < c->routes[i].n; j++)
-			if (c->routes[i].ports[j] >= sc->n_ports) {
-				fprintf(stderr, "innet: program '%s': route to node %u uses port %u; the "
-						"switch has %u ports\n", innet_cp_name(cp),
-					c->route_nodes[i], c->routes[i].ports[j], sc->n_ports);
-				return -EINVAL;
-			}
-		int rc = innet_cp_table_add(cp, T_ROUTES, &c->route_nodes[i], &c->routes[i]);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
+	if (!c->transit_only && !c->last && c->next_node == c->node)
+		return innet_cp_init_error(cp, "stages %u and %u are both on node %u; each stage needs "
+					       "its own leaf", c->stage, c->stage + 1, c->node);
+	return innet_routes_install(cp, T_ROUTES, &c->routes);
 }
 
 const struct innet_program innet_prog_dnn_layer = {
