@@ -566,6 +566,12 @@ struct innet_program {
 	/* A packet handed to the control plane (INNET_TO_CPU), on the control
 	 * thread: ordinary C, may allocate and use the innet_cp_* calls. */
 	void (*on_cpu)(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt);
+	/* A program-specific control command, `innet ctl prog INSTANCE WORD...`
+	 * (control thread, ordinary C; may be NULL). argv holds the words after
+	 * the instance name. Fill reply (a JSON object, struct json_t from
+	 * jansson) and return 0, or write a message to err and return -1. */
+	int (*on_ctl)(struct innet_cp *cp, void *priv, int argc, char **argv,
+		      struct json_t *reply, char *err, size_t errlen);
 };
 
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */

@@ -1073,6 +1073,28 @@ err:
 	return -1;
 }
 
+/* prog PROG WORD... : a program's own control command (innet_program.on_ctl). */
+static int cmd_prog(struct ctl_req *r, int argc, char **argv)
+{
+	struct innet_cp *cp = req_prog(r, argv[0]);
+	if (cp == NULL)
+		return -1;
+	if (cp->program->on_ctl == NULL)
+		return fail(r, "program '%s' (%s) has no commands of its own", cp->name,
+			    cp->program->name);
+	r->err[0] = '\0';
+	/* The control thread runs on_cpu and on_ctl: they never run at once. */
+	int rc = cp->program->on_ctl(cp, cp->priv, argc - 1, argv + 1, r->resp, r->err,
+				     sizeof(r->err));
+	if (rc != 0) {
+		if (r->err[0] == '\0')
+			snprintf(r->err, sizeof(r->err), "program '%s': command failed", cp->name);
+		return -1;
+	}
+	jset(r->resp, "program", jstr(cp->name));
+	return 0;
+}
+
 static int cmd_help(struct ctl_req *r, int argc, char **argv);
 
 struct ctl_cmd {
@@ -1111,6 +1133,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  "write the port's traffic to a pcap file (stop after MAXPKTS)", cmd_capture_start },
 	{ "capture", "stop", 1, 1, "capture stop PORT", "stop a capture and close its file",
 	  cmd_capture_stop },
+	{ "prog", NULL, 1, (int)CTL_MAX_WORDS - 2, "prog PROG WORD...",
+	  "a program's own command (e.g. 'prog lb help')", cmd_prog },
 	{ "resources", NULL, 0, 1, "resources [PROG]",
 	  "would the program fit a Tofino1, Tofino2 or Trio (resource model)", cmd_resources },
 	{ "help", NULL, 0, 0, "help", "this list", cmd_help },

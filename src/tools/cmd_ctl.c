@@ -67,6 +67,7 @@ static void usage(FILE *f)
 		"  stats | stats reset | watch [SECONDS]\n"
 		"  capture start PORT PATH [MAXPKTS]   capture stop PORT\n"
 		"  resources [PROG]\n"
+		"  prog PROG WORD...                   the program's own commands ('prog PROG help')\n"
 		"\n"
 		"exit status: 0 ok, 1 error response or connection failure, 2 usage error\n");
 }
@@ -661,6 +662,8 @@ static void render(const json_t *r, char **words, int n)
 		render_resources(r);
 	else if (!strcmp(w0, "help"))
 		render_help(r);
+	else if (!strcmp(w0, "prog") && json_is_string(json_object_get(r, "text")))
+		fputs(js(r, "text", ""), stdout); /* the program rendered it itself */
 	else if (json_object_size(r) <= 1)
 		printf("ok\n");
 	else {
