@@ -6,7 +6,7 @@
 #
 # netns mode (root; the measurement the issue asks for):
 #
-#   ns w0 10.77.0.2 ─veth, tbf 500 Mbit/s each way─ 10.77.0.1 ┐
+#   ns w0 10.77.0.2 ─veth, tbf 500 Mbit/s each way─ 10.77.0.1 ┐   (namespaces iag-arPID-*)
 #   ns w1 10.77.1.2 ─────────────── " ───────────── 10.77.1.1 ├ ns sw: ip_forward (MPI's TCP
 #   ns w2 10.77.2.2 ─────────────── " ───────────── 10.77.2.1 │  between workers), innet switch
 #   ns w3 10.77.3.2 ─────────────── " ───────────── 10.77.3.1 ┘  on 10.77.100.1 (agg program)
@@ -22,6 +22,8 @@
 # in alternation (innet, ring, default, default, ring, innet, ...).
 # Ring moves 2(n-1)/n of the array over each link each way, innet once:
 # bound 1.5x for 4 workers. Target: ratio = innet / mpi_ring >= 1.35.
+# Every veth has the same MTU (--mtu, default 9000: jumbo frames) for all
+# three: MPI's TCP uses the same links, the same MTU and the same tbf.
 #
 # loopback mode (any user; no target): the same three on 127.0.0.0/8, every
 # rank and the switch sharing the machine's CPUs, MPI over TCP on lo.
@@ -33,8 +35,11 @@ usage: bench/run allreduce [options]
   --iters N        all-reduces per run, median reported (default 3)
   --rounds R       runs per implementation, alternated (default 1)
   --rate R         tc rate per link and direction (default 500mbit)
-  --slots S        innet window (job slots) per worker (default 128)
-  --k K            innet elements per packet (default 358: 1472 B, fills a 1500 B MTU)
+  --slots S        innet window (job slots) per worker (default 64: 64 x 8968 B in
+                   flight fit the tbf's 1 MB queue)
+  --k K            innet elements per packet (default: fill the MTU: 2232 for 9000,
+                   358 for 1500; at most 2294)
+  --mtu M          MTU of every veth (netns mode; default 9000), for innet and MPI alike
   --threads T      switch worker threads (default 1: measured faster on 2 CPUs)
   --rto-us U       innet first retransmission timeout floor (default 20000: on
                    a shared 2-CPU machine a descheduled worker, not loss, makes
@@ -48,13 +53,14 @@ ar_mib=64
 ar_iters=3
 ar_rounds=1
 ar_rate=500mbit
-ar_slots=128
-ar_k=358
+ar_slots=64
+ar_k=""
+ar_mtu=9000
 ar_threads=1
 ar_rto=20000
 ar_mode=""
 AR_NS=()
-AR_PREFIX="innet-ar$$"
+AR_PREFIX="iag-ar$$"
 
 ar_parse() {
 	while [ $# -gt 0 ]; do
@@ -65,6 +71,7 @@ ar_parse() {
 		--rate) ar_rate=${2:?}; shift ;;
 		--slots) ar_slots=${2:?}; shift ;;
 		--k) ar_k=${2:?}; shift ;;
+		--mtu) ar_mtu=${2:?}; shift ;;
 		--threads) ar_threads=${2:?}; shift ;;
 		--rto-us) ar_rto=${2:?}; shift ;;
 		--mode) ar_mode=${2:?}; shift ;;
@@ -78,7 +85,12 @@ ar_parse() {
 	[[ $ar_iters =~ ^[1-9][0-9]?$ ]] || bench_usage_error "--iters: 1..99"
 	[[ $ar_rounds =~ ^[1-9]$ ]] || bench_usage_error "--rounds: 1..9"
 	[[ $ar_slots =~ ^[1-9][0-9]*$ ]] || bench_usage_error "--slots: a number"
-	if ! [[ $ar_k =~ ^[1-9][0-9]*$ ]] || [ "$ar_k" -gt 502 ]; then bench_usage_error "--k: 1..502"; fi
+	if ! [[ $ar_mtu =~ ^[1-9][0-9]*$ ]] || [ "$ar_mtu" -lt 1280 ] || [ "$ar_mtu" -gt 9000 ]; then
+		bench_usage_error "--mtu: 1280..9000"
+	fi
+	# default k: the largest whose datagram (40 B header + 4k, + 28 B IP/UDP) fits the MTU
+	[ -n "$ar_k" ] || ar_k=$(((ar_mtu - 28 - 40) / 4))
+	if ! [[ $ar_k =~ ^[1-9][0-9]*$ ]] || [ "$ar_k" -gt 2294 ]; then bench_usage_error "--k: 1..2294"; fi
 	[[ $ar_rate =~ ^[0-9]+[kmg]?bit$ ]] || bench_usage_error "--rate: like 500mbit"
 	if [ -z "$ar_mode" ]; then
 		if [ "$(id -u)" -eq 0 ]; then ar_mode=both; else ar_mode=loopback; fi
@@ -113,10 +125,10 @@ ar_setup_netns() {
 		ip link add eth0 netns "$ns" type veth peer name "v$w" netns "$sw"
 		ip -n "$ns" link set lo up
 		ip -n "$ns" addr add "10.77.$w.2/24" dev eth0
-		ip -n "$ns" link set eth0 up
+		ip -n "$ns" link set eth0 mtu "$ar_mtu" up
 		ip -n "$ns" route add default via "10.77.$w.1"
 		ip -n "$sw" addr add "10.77.$w.1/24" dev "v$w"
-		ip -n "$sw" link set "v$w" up
+		ip -n "$sw" link set "v$w" mtu "$ar_mtu" up
 		# one tbf per direction: worker -> switch on eth0, switch -> worker on vW
 		ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate "$ar_rate" burst 256kb limit 1mb
 		ip netns exec "$sw" tc qdisc replace dev "v$w" root tbf rate "$ar_rate" burst 256kb limit 1mb
@@ -171,8 +183,8 @@ ar_run() {
 			ar_switch sw_pid "$pfx" 10.77.100.1 10.77.0.2 10.77.1.2 10.77.2.2 10.77.3.2
 			mpi+=(-x INNET_AGG_SWITCH=10.77.100.1)
 		else
-			ar_switch sw_pid "" 127.0.77.1 127.0.77.10 127.0.77.10 127.0.77.10 127.0.77.10
-			mpi+=(-x INNET_AGG_SWITCH=127.0.77.1 -x INNET_AGG_BIND=127.0.77.10:30000)
+			ar_switch sw_pid "" 127.64.77.1 127.64.77.10 127.64.77.10 127.64.77.10 127.64.77.10
+			mpi+=(-x INNET_AGG_SWITCH=127.64.77.1 -x INNET_AGG_BIND=127.64.77.10:30000)
 		fi
 		mpi+=(-x LD_PRELOAD="$BENCH_ROOT/build/libinnet-mpi.so" -x INNET_AGG_SLOTS="$ar_slots"
 			-x INNET_AGG_K="$ar_k" -x INNET_AGG_VERBOSE=1 -x INNET_AGG_TIMEOUT_MS=10000 -x INNET_AGG_RTO_US="$ar_rto")
@@ -249,6 +261,7 @@ bench_main() {
 	bench_param rate "$ar_rate"
 	bench_param slots "$ar_slots"
 	bench_param k "$ar_k"
+	bench_param mtu "$ar_mtu"
 	bench_param switch_threads "$ar_threads"
 	bench_param rto_us "$ar_rto"
 	bench_param mode "$ar_mode"
@@ -261,7 +274,7 @@ bench_main() {
 		# shellcheck disable=SC2154 # ar_rc is assigned inside the trap
 		trap 'ar_rc=$?; set +e; ar_cleanup_ns; (exit $ar_rc); bench_cleanup' EXIT
 		ar_setup_netns
-		bench_log "netns: 4 workers, $ar_rate per link and direction"
+		bench_log "netns: 4 workers, $ar_rate per link and direction, MTU $ar_mtu"
 		ar_mode_run netns
 	fi
 	if [ "$ar_mode" != netns ]; then

@@ -61,6 +61,7 @@ class _Conf(ctypes.Structure):
         ("rto_us", ctypes.c_uint32),
         ("rto_max_us", ctypes.c_uint32),
         ("timeout_ms", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
     ]
 
 

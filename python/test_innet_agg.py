@@ -78,10 +78,11 @@ def check_floats(tc, xs, y, k):
 
 class TestBinding(unittest.TestCase):
     def test_conf_layout(self):
-        # struct innet_agg_conf on x86-64: 40 bytes, slots at 20, timeout_ms at 36
-        self.assertEqual(innet_agg.ctypes.sizeof(innet_agg._Conf), 40)
+        # struct innet_agg_conf on x86-64: 44 bytes, slots at 20, timeout_ms at 36, flags at 40
+        self.assertEqual(innet_agg.ctypes.sizeof(innet_agg._Conf), 44)
         self.assertEqual(innet_agg._Conf.slots.offset, 20)
         self.assertEqual(innet_agg._Conf.timeout_ms.offset, 36)
+        self.assertEqual(innet_agg._Conf.flags.offset, 40)
 
     def test_int32_exact_and_float32_bound(self):
         lens = [1, 255, 256, 257, 10000, 3 * 64 * 256 + 5]

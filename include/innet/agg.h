@@ -42,7 +42,11 @@ struct innet_agg_conf {
 	uint32_t rto_us;        /* first retransmission timeout; 0 = 2000 */
 	uint32_t rto_max_us;    /* backoff cap; 0 = 200000 */
 	uint32_t timeout_ms;    /* fail a call after this long without progress; 0 = 5000 */
+	uint32_t flags;         /* INNET_AGG_* below; 0 = defaults */
 };
+
+/* conf.flags */
+#define INNET_AGG_NO_GSO 0x1u   /* one datagram per send (no UDP GSO batching) */
 
 struct innet_agg_stats {
 	uint64_t calls;             /* all-reduce calls completed */

@@ -56,7 +56,7 @@ extern "C" {
 
 /* Largest packet (UDP payload) the runtime carries, and the headroom in front
  * of it that innet_pkt_push() can grow into. */
-#define INNET_PKT_MAX       2048u
+#define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 
 /* Limits on declarations. */
@@ -66,7 +66,7 @@ extern "C" {
 #define INNET_MAX_GROUP_MEMBERS 64u
 #define INNET_MAX_TIMERS    (1u << 20)
 #define INNET_MAX_PORTS     64u
-#define INNET_MAX_PROG_UDP  8u       /* UDP ports one program may bind */
+#define INNET_MAX_PROG_UDP  4096u    /* UDP ports one program may bind (ranges included) */
 #define INNET_MAX_DROP_REASONS 32u   /* program-defined reasons */
 #define INNET_MAX_RECIRC    16u      /* hard cap on recirculations per packet */
 
@@ -114,6 +114,9 @@ enum innet_drop_reason {
 	INNET_DROP_CPU_QUEUE_FULL,   /* control-plane queue full */
 	INNET_DROP_LINK_LOSS,        /* link emulation dropped it */
 	INNET_DROP_TX_ERROR,         /* the kernel refused to send it */
+	INNET_DROP_FRAME_TO_UDP_PORT,    /* a raw frame sent to a UDP port */
+	INNET_DROP_DATAGRAM_TO_RAW_PORT, /* a UDP datagram sent to a raw port */
+	INNET_DROP_NO_UDP_SOCKET,    /* datagram from a program that binds no UDP port */
 	INNET_DROP_RUNTIME_COUNT,
 	INNET_DROP_PROGRAM = 32      /* first program-defined reason */
 };
@@ -137,8 +140,8 @@ struct innet_out {
 /* The packet in hand. data points into a buffer with INNET_PKT_HEADROOM bytes
  * in front of it and room up to INNET_PKT_MAX behind it. */
 struct innet_pkt {
-	uint8_t *data;            /* first byte of the UDP payload */
-	uint32_t len;             /* payload bytes */
+	uint8_t *data;            /* first byte of the UDP payload (raw: of the frame) */
+	uint32_t len;             /* payload bytes (raw: frame bytes) */
 	uint16_t in_port;         /* ingress port index */
 	uint16_t dst_udp;         /* destination UDP port (selects the program) */
 	struct innet_addr src;    /* who sent it */
@@ -152,6 +155,7 @@ struct innet_pkt {
 };
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
+#define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
 
 /* A register array. Elements of 1, 2, 4 or 8 bytes support the atomic RMW
  * helpers; any other width is a byte blob (innet_reg_read_bytes/write_bytes). */
@@ -519,6 +523,11 @@ void innet_decl_priv_with(struct innet_decl *d, void *priv, void (*priv_free)(vo
  * number of ports (to check settings that name ports during setup). */
 uint16_t innet_decl_node_id(const struct innet_decl *d);
 uint32_t innet_decl_n_ports(const struct innet_decl *d);
+/* The UDP ports the instance binds (all of them, ranges expanded, in the
+ * order configured), *n set to their count (0 for a raw-only instance). Valid
+ * for the instance's lifetime: a program may keep the pointer (for example a
+ * load balancer's pool of source ports for out.src_udp). */
+const uint16_t *innet_decl_udp(const struct innet_decl *d, uint32_t *n);
 /* Fail the setup with a message (printf-style); returns -EINVAL. */
 int innet_decl_error(struct innet_decl *d, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -5,10 +5,16 @@
  * A switch has ports and programs. A port is one IPv4 address of the switch
  * (an "interface"; on loopback, 127.x.y.z) and, optionally, the address of the
  * peer at the other end of its link. A program is bound to one or more UDP
- * port numbers and listens on every port's address with each of them: a
- * datagram arriving at ADDR(port i):U enters the switch on port i and is
- * handed to the program bound to U (the parser's dispatch on the UDP
- * destination port).
+ * port numbers (single ports or ranges, up to INNET_MAX_PROG_UDP) and listens
+ * on every port's address with each of them: a datagram arriving at
+ * ADDR(port i):U enters the switch on port i and is handed to the program
+ * bound to U (the parser's dispatch on the UDP destination port).
+ *
+ * A port may instead be raw: a network interface (conf.iface) read and
+ * written whole frames at a time through AF_PACKET (root only). Every frame
+ * received on any raw port goes to the one program instance with conf.raw
+ * set, with pkt->data at the Ethernet header and INNET_PKT_F_RAW in
+ * pkt->flags; its verdicts send frames out of raw ports (docs/runtime.md).
  *
  *      peer 127.0.2.1 ──link── port 0 = 127.0.1.1 ┐            ┌ program "agg"   (udp 48879)
  *      peer 127.0.1.9 ──link── port 1 = 127.0.1.2 ├─ parser ───┤ program "paxos" (udp 34952)
@@ -35,6 +41,8 @@ extern "C" {
 #endif
 
 #define INNET_NAME_MAX 64u
+#define INNET_IFACE_MAX 16u            /* IFNAMSIZ: interface name with its NUL */
+#define INNET_MAX_SWITCH_UDP 8192u     /* UDP ports bound by all programs of a switch */
 
 /* Link emulation on a port (fault injection). Probabilities in [0, 1]. */
 struct innet_link_conf {
@@ -50,7 +58,8 @@ struct innet_link_conf {
 
 struct innet_port_conf {
 	char name[INNET_NAME_MAX];    /* e.g. "p0" or the neighbour's name */
-	uint32_t ip;                  /* local address (host order) */
+	char iface[INNET_IFACE_MAX];  /* raw port: the interface (AF_PACKET); "" = UDP port */
+	uint32_t ip;                  /* local address (host order); 0 for a raw port */
 	uint32_t peer_ip;             /* other end of the link; 0 = none */
 	uint16_t peer_udp;            /* 0 = same UDP port as the packet */
 	struct innet_link_conf link;  /* emulation; all zero = a perfect link */
@@ -59,10 +68,20 @@ struct innet_port_conf {
 struct innet_prog_conf {
 	char name[INNET_NAME_MAX];             /* instance name, e.g. "fwd" */
 	const struct innet_program *program;   /* from innet_program_find() */
-	uint16_t udp[INNET_MAX_PROG_UDP];      /* bound UDP ports */
-	uint32_t n_udp;
+	uint16_t udp[INNET_MAX_PROG_UDP];      /* bound UDP ports, ranges expanded (inline:
+	                                        * the conf stays a plain copyable value) */
+	uint32_t n_udp;                        /* 1..INNET_MAX_PROG_UDP (0 allowed if raw) */
+	bool raw;                              /* receives every frame of the raw ports */
 	char *args_json;                       /* settings as a JSON object text, or NULL */
 };
+
+/* Append UDP ports lo..hi (one port when lo == hi) to pc->udp. 0, or -EINVAL
+ * with a message in err: a port outside 1..65535, lo > hi, a port already in
+ * the list (named), more than INNET_MAX_PROG_UDP ports in all. */
+int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi, char *err,
+			    size_t errlen);
+/* Parse "N" or "A-B" (decimal) into *lo, *hi (no range checks). 0 or -EINVAL. */
+int innet_udp_range_parse(const char *s, uint32_t *lo, uint32_t *hi);
 
 struct innet_switch_conf {
 	char name[INNET_NAME_MAX];
@@ -249,8 +268,11 @@ struct innet_inject_result {
 	struct innet_inject_out out[INNET_INJECT_MAX_OUT];
 };
 
-/* Inject data as if it arrived on `port` at UDP port dst_udp from src.
- * 0, or -EINVAL (bad port, no program on dst_udp, len too large). */
+/* Inject data as if it arrived on `port` at UDP port dst_udp from src. On a
+ * raw port, dst_udp must be 0: data is a whole frame for the raw program
+ * (src is ignored; outputs to raw ports have dst and src_udp 0).
+ * 0, or -EINVAL (bad port, no program on dst_udp, dst_udp on a raw port,
+ * len too large). */
 int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 			const struct innet_addr *src, const void *data, uint32_t len,
 			struct innet_inject_result *res);

@@ -16,7 +16,21 @@
  *   R_COUNT  u32   contributions fully added (incremented after the adds)
  *   R_EXP    u8    max of the contributors' exponent proposals (biased)
  *   R_OFF    u32   element offset the contributors sent (echoed in results)
- *   R_VAL    u32   k accumulators at [idx * k, idx * k + k)
+ *   R_VAL    u32   k accumulators at [idx * k, idx * k + k)      bank A
+ *   R_VAL2   u32   k more at the same indices                    bank B
+ *   R_ADDER  u8    bit 0 EXCL: a contributor is adding into bank A
+ *                  bit 1 B_USED: some contributor added into bank B
+ *
+ * Two banks, because an atomic add costs ~8 ns here and a plain one a
+ * fraction of that (measured, docs/aggregation.md): a contributor that
+ * takes EXCL (fetch_or on R_ADDER: exactly one holder at a time) adds into
+ * bank A with plain loads and stores, then releases EXCL; one that finds
+ * EXCL held (another switch thread is adding into the same copy right now)
+ * adds into bank B with atomic adds. The result is A + B (B only if used).
+ * With one switch thread, or threads on different slots, every add is
+ * plain. The hand-over of bank A is ordered by the RMWs on R_ADDER, and
+ * every add happens before the count++ that the emitter reads, so the
+ * emitter sees all of them.
  *
  * The life of round r of a slot (ver = r & 1):
  *
@@ -58,7 +72,10 @@
 #include "innet/switch.h"
 #include "agg/wire.h"
 
-enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL };
+enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER };
+
+#define ADDER_EXCL    0x1u
+#define ADDER_B_USED  0x2u
 enum { T_JOBS, T_MEMBERS };
 
 enum agg_drop {
@@ -127,6 +144,46 @@ struct agg_conf {
 	struct agg_job_conf jobs[];
 };
 
+/* The per-element loops (k up to 2294 per packet) are the program's hot
+ * path; `flatten` inlines the register helpers into them (gcc and clang
+ * otherwise keep innet_reg_read/write as calls: measured 3x slower). */
+#define AGG_HOT __attribute__((flatten))
+
+/* Bank A, held exclusively: el[0..k) (big-endian) added with plain loads
+ * and stores, wrapping modulo 2^32. */
+static AGG_HOT void add_plain(struct innet_ctx *ctx, uint32_t base, const uint32_t *el, uint32_t k)
+{
+	for (uint32_t i = 0; i < k; i++)
+		innet_reg_write(ctx, R_VAL, base + i, innet_reg_read(ctx, R_VAL, base + i) + ntohl(el[i]));
+}
+
+/* Bank B, shared: atomic adds. */
+static AGG_HOT void add_atomic(struct innet_ctx *ctx, uint32_t base, const uint32_t *el, uint32_t k)
+{
+	for (uint32_t i = 0; i < k; i++)
+		innet_reg_fetch_add(ctx, R_VAL2, base + i, ntohl(el[i]));
+}
+
+/* el[0..k) = the sums (big-endian): bank A, plus bank B if it was used. */
+static AGG_HOT void read_sums(struct innet_ctx *ctx, uint32_t base, uint32_t *el, uint32_t k, bool b_used)
+{
+	if (b_used) {
+		for (uint32_t i = 0; i < k; i++)
+			el[i] = htonl((uint32_t)(innet_reg_read(ctx, R_VAL, base + i) +
+						 innet_reg_read(ctx, R_VAL2, base + i)));
+	} else {
+		for (uint32_t i = 0; i < k; i++)
+			el[i] = htonl((uint32_t)innet_reg_read(ctx, R_VAL, base + i));
+	}
+}
+
+/* Zero k elements of register r from base. */
+static AGG_HOT void zero_vals(struct innet_ctx *ctx, unsigned r, uint32_t base, uint32_t k)
+{
+	for (uint32_t i = 0; i < k; i++)
+		innet_reg_write(ctx, r, base + i, 0);
+}
+
 static inline uint32_t member_key(uint16_t job, uint8_t worker)
 {
 	return ((uint32_t)job << 8) | worker;
@@ -173,9 +230,9 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, uin
 	a->bitmap = htobe64(bitmap);
 	uint32_t *el = (uint32_t *)(a + 1);
 	uint32_t base = idx * c->k;
-	for (uint32_t i = 0; i < c->k; i++)
-		el[i] = htonl((uint32_t)innet_reg_read(ctx, R_VAL, base + i));
-	innet_alu(ctx, 12 + c->k);
+	bool b_used = innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED;
+	read_sums(ctx, base, el, c->k, b_used);
+	innet_alu(ctx, 12 + (b_used ? 2 : 1) * c->k);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
 
@@ -206,8 +263,10 @@ static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t
 	innet_reg_write(ctx, R_EXP, idx, 0);
 	innet_reg_write(ctx, R_OFF, idx, 0);
 	uint32_t base = idx * c->k;
-	for (uint32_t i = 0; i < c->k; i++)
-		innet_reg_write(ctx, R_VAL, base + i, 0);
+	zero_vals(ctx, R_VAL, base, c->k);
+	if (innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED)
+		zero_vals(ctx, R_VAL2, base, c->k);
+	innet_reg_write(ctx, R_ADDER, idx, 0);
 	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round));
 }
 
@@ -326,8 +385,15 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	innet_reg_write(ctx, R_OFF, idx, ntohl(a->offset));
 	const uint32_t *el = (const uint32_t *)(a + 1);
 	uint32_t base = idx * c->k;
-	for (uint32_t i = 0; i < c->k; i++)
-		innet_reg_fetch_add(ctx, R_VAL, base + i, ntohl(el[i]));
+	if (!(innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_EXCL) & ADDER_EXCL)) {
+		/* bank A is ours until we release it: plain adds (wrapping) */
+		add_plain(ctx, base, el, c->k);
+		innet_reg_fetch_and(ctx, R_ADDER, idx, ~(uint64_t)ADDER_EXCL);
+	} else {
+		/* another thread holds bank A right now: atomic adds into B */
+		innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_B_USED);
+		add_atomic(ctx, base, el, c->k);
+	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, a->exp);
 	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;
 	innet_alu(ctx, 2 * c->k + 4);
@@ -520,6 +586,8 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_EXP, "exp", 1, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_OFF, "offset", 4, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_VAL, "values", 4, copies * c->k)) != 0 ||
+	    (rc = innet_decl_reg(d, R_VAL2, "values_b", 4, copies * c->k)) != 0 ||
+	    (rc = innet_decl_reg(d, R_ADDER, "adder", 1, copies)) != 0 ||
 	    (rc = innet_decl_table(d, T_JOBS, "jobs", 4, sizeof(struct agg_job), c->max_jobs)) != 0 ||
 	    (rc = innet_decl_table(d, T_MEMBERS, "members", 4, sizeof(struct agg_member),
 				   c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||

@@ -24,6 +24,21 @@
  * again (RTO doubles up to rto_max); the switch answers a retransmission of
  * a finished round with the result (only to us) and ignores one for a round
  * in progress. No progress for timeout_ms: -ETIMEDOUT.
+ *
+ * The hot path (measured: docs/aggregation.md, "Where the time goes"). One
+ * loop iteration receives a batch of results (recvmmsg), and for each
+ * result takes the elements and builds the slot's next packet in place;
+ * the packets built in the iteration (and any retransmissions) go out
+ * together: equal-size datagrams to one address, so one sendmsg carries up
+ * to TX_SEGS of them as a UDP GSO "super-datagram" that the kernel cuts
+ * back into the same datagrams (a kernel or device that refuses GSO: one
+ * datagram per message from then on). Nothing is allocated per call or per
+ * packet; quantization works on float/double with power-of-two scales (exact)
+ * and one rounding, bit-identical to round(x * 2^(B - E)) in real numbers.
+ *
+ *   pkts     [slots][pkt_len]      the packet in flight per slot (resent as is)
+ *   rx_bufs  [RX_BATCH][pkt_len+1, 8-aligned] receive buffers (+1: a longer datagram shows)
+ *   tx_iov   [TX_MAX]              slots queued to send in this iteration
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -34,6 +49,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +58,13 @@
 #include "agg/wire.h"
 
 #define RX_BATCH 64
+#define TX_SEGS_MAX 64u       /* datagrams per GSO send (the kernel's UDP_MAX_SEGMENTS >= 64) */
+#define TX_GSO_BYTES 65000u   /* and payload bytes per GSO send (IPv4: < 65507) */
+#define TX_MSGS 32u           /* messages per sendmmsg */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 struct slot_state {
 	uint32_t round;       /* the slot's next round (persists across calls) */
@@ -51,6 +74,7 @@ struct slot_state {
 	uint32_t rto_us;
 	uint8_t next_exp;     /* float: agreed exponent (biased) for the slot's next chunk */
 	bool retransmitted;   /* the packet in flight was sent more than once (Karn) */
+	bool queued;          /* in tx_slots, to be sent at the end of this iteration */
 };
 
 struct innet_agg {
@@ -60,6 +84,18 @@ struct innet_agg {
 	struct slot_state *slots;   /* conf.slots */
 	uint8_t *pkts;              /* per slot: the packet in flight (for retransmission) */
 	uint32_t pkt_len;
+	uint8_t *rx_bufs;           /* RX_BATCH receive buffers of pkt_len + 1 bytes */
+	struct mmsghdr rx_msgs[RX_BATCH];
+	struct iovec rx_iov[RX_BATCH];
+	uint32_t *tx_slots;         /* slots queued to send (at most conf.slots) */
+	uint32_t n_tx;
+	struct iovec *tx_iov;       /* conf.slots */
+	struct mmsghdr tx_msgs[TX_MSGS];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} tx_cmsg[TX_MSGS];
+	uint32_t tx_segs;           /* datagrams per GSO message (1: GSO off) */
 	int broken;                 /* sticky error after -ETIMEDOUT / -ESTALE */
 	int qbits;                  /* B */
 	uint64_t srtt_ns;           /* smoothed round trip (RFC 6298), 0 = no sample yet */
@@ -126,8 +162,22 @@ struct innet_agg *innet_agg_open(const struct innet_agg_conf *conf)
 	a->pkt_len = INNET_AGG_HDR_LEN + 4 * conf->k;
 	a->slots = calloc(conf->slots, sizeof(*a->slots));
 	a->pkts = malloc((size_t)conf->slots * a->pkt_len);
-	if (a->slots == NULL || a->pkts == NULL)
+	/* buffers 8-byte aligned (elements are read as uint32_t), a byte
+	 * longer than a packet so that a longer datagram shows */
+	size_t rx_stride = ((size_t)a->pkt_len + 1 + 7) & ~(size_t)7;
+	a->rx_bufs = malloc((size_t)RX_BATCH * rx_stride);
+	a->tx_slots = malloc((size_t)conf->slots * sizeof(*a->tx_slots));
+	a->tx_iov = malloc((size_t)conf->slots * sizeof(*a->tx_iov));
+	if (a->slots == NULL || a->pkts == NULL || a->rx_bufs == NULL || a->tx_slots == NULL ||
+	    a->tx_iov == NULL)
 		goto err_free;
+	for (uint32_t i = 0; i < RX_BATCH; i++)
+		a->rx_iov[i] = (struct iovec){ a->rx_bufs + (size_t)i * rx_stride, a->pkt_len + 1 };
+	a->tx_segs = TX_GSO_BYTES / a->pkt_len;
+	if (a->tx_segs > TX_SEGS_MAX)
+		a->tx_segs = TX_SEGS_MAX;
+	if (a->tx_segs == 0 || (conf->flags & INNET_AGG_NO_GSO))
+		a->tx_segs = 1;
 	a->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (a->fd < 0)
 		goto err_free;
@@ -152,6 +202,9 @@ err_free:
 	e = errno;
 	free(a->slots);
 	free(a->pkts);
+	free(a->rx_bufs);
+	free(a->tx_slots);
+	free(a->tx_iov);
 	free(a);
 	errno = e;
 	return NULL;
@@ -166,6 +219,9 @@ void innet_agg_close(struct innet_agg *a)
 	close(a->fd);
 	free(a->slots);
 	free(a->pkts);
+	free(a->rx_bufs);
+	free(a->tx_slots);
+	free(a->tx_iov);
 	free(a);
 }
 
@@ -211,9 +267,16 @@ static uint8_t chunk_exp(const struct call *c, int64_t j)
 	size_t cnt = c->n - (size_t)j * c->a->conf.k;
 	if (cnt > c->a->conf.k)
 		cnt = c->a->conf.k;
-	float m = 0;
-	for (size_t i = 0; i < cnt; i++)
-		m = fmaxf(m, fabsf(x[i]));
+	/* max |x| of finite floats = max of their bits without the sign */
+	uint32_t mb = 0;
+	for (size_t i = 0; i < cnt; i++) {
+		uint32_t u;
+		memcpy(&u, &x[i], sizeof(u));
+		u &= 0x7fffffffu;
+		mb = u > mb ? u : mb;
+	}
+	float m;
+	memcpy(&m, &mb, sizeof(m));
 	if (m == 0)
 		return 0;
 	int e;
@@ -249,38 +312,108 @@ static void build_packet(struct call *c, uint32_t s)
 	} else {
 		ah->exp = chunk_exp(c, use_chunk(c, s, ss->use + 1));
 		const float *x = (const float *)c->in + first;
-		int e = (int)ss->next_exp - INNET_AGG_EXP_BIAS;
-		int32_t lim = (int32_t)1 << a->qbits;
-		for (size_t i = 0; i < cnt; i++) {
-			int32_t q;
-			if (ss->next_exp == 0) {
-				q = 0;
-				if (x[i] != 0)
-					a->st.clipped++;
-			} else {
-				double v = rint(ldexp((double)x[i], a->qbits - e));
-				if (v > lim || v < -lim) {
+		if (ss->next_exp == 0) {
+			/* agreed "all zero" (only after an exclusion can we have more) */
+			for (size_t i = 0; i < cnt; i++) {
+				a->st.clipped += x[i] != 0;
+				el[i] = 0;
+			}
+		} else {
+			/* x * 2^(B - E) is exact in double (a power-of-two scale of
+			 * a float), so lrint rounds once, half to even: q is
+			 * round(x * 2^(B - E)). |v| <= lim + 1/2 rounds into range. */
+			int e = (int)ss->next_exp - INNET_AGG_EXP_BIAS;
+			const double scale = ldexp(1.0, a->qbits - e);
+			const double lim = ldexp(1.0, a->qbits), over = lim + 0.5;
+			for (size_t i = 0; i < cnt; i++) {
+				double v = (double)x[i] * scale;
+				if (INNET_UNLIKELY(v > over || v < -over)) {
 					a->st.clipped++;
 					v = v > 0 ? lim : -lim;
 				}
-				q = (int32_t)v;
+				el[i] = htonl((uint32_t)(int32_t)lrint(v));
 			}
-			el[i] = htonl((uint32_t)q);
 		}
 	}
 	for (size_t i = cnt; i < k; i++)
 		el[i] = 0;
 }
 
-static int send_slot(struct call *c, uint32_t s, uint64_t now)
+/* Queue slot s's packet for the next flush_tx; its RTO runs from now. */
+static void send_slot(struct call *c, uint32_t s, uint64_t now)
 {
 	struct innet_agg *a = c->a;
-	const uint8_t *p = a->pkts + (size_t)s * a->pkt_len;
-	a->slots[s].sent_ns = now;
-	ssize_t r = sendto(a->fd, p, a->pkt_len, 0, (struct sockaddr *)&a->to, sizeof(a->to));
-	if (r < 0 && errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED && errno != EINTR)
-		return -errno;
-	/* a full send buffer is a loss: the RTO resends it */
+	struct slot_state *ss = &a->slots[s];
+	ss->sent_ns = now;
+	if (ss->queued)
+		return;
+	ss->queued = true;
+	a->tx_slots[a->n_tx++] = s;
+}
+
+/* Errors that lose the datagrams in hand (the RTO resends them): a full
+ * buffer, an ICMP error from an earlier send (the switch is not there). */
+static bool tx_transient(int err)
+{
+	return err == EAGAIN || err == ENOBUFS || err == ECONNREFUSED || err == EINTR ||
+	       err == EHOSTUNREACH || err == ENETUNREACH;
+}
+
+/* Send the queued packets: messages of tx_segs datagrams (UDP GSO when
+ * more than one), TX_MSGS messages per sendmmsg. 0 or -errno. */
+static int flush_tx(struct innet_agg *a)
+{
+	uint32_t i = 0;
+	while (i < a->n_tx) {
+		uint32_t m = 0;
+		for (; m < TX_MSGS && i < a->n_tx; m++) {
+			uint32_t segs = a->n_tx - i < a->tx_segs ? a->n_tx - i : a->tx_segs;
+			for (uint32_t j = i; j < i + segs; j++) {
+				a->tx_iov[j] = (struct iovec){ a->pkts + (size_t)a->tx_slots[j] * a->pkt_len,
+							       a->pkt_len };
+				a->slots[a->tx_slots[j]].queued = false;
+			}
+			struct msghdr *mh = &a->tx_msgs[m].msg_hdr;
+			*mh = (struct msghdr){ .msg_name = &a->to, .msg_namelen = sizeof(a->to),
+					       .msg_iov = &a->tx_iov[i], .msg_iovlen = segs };
+			if (segs > 1) {
+				mh->msg_control = a->tx_cmsg[m].buf;
+				mh->msg_controllen = sizeof(a->tx_cmsg[m].buf);
+				struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
+				cm->cmsg_level = SOL_UDP;
+				cm->cmsg_type = UDP_SEGMENT;
+				cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+				uint16_t seg = (uint16_t)a->pkt_len;
+				memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+			}
+			i += segs;
+		}
+		uint32_t sent = 0;
+		while (sent < m) {
+			int r = sendmmsg(a->fd, &a->tx_msgs[sent], m - sent, 0);
+			if (r > 0) {
+				sent += (uint32_t)r;
+				continue;
+			}
+			int err = errno;
+			struct msghdr *mh = &a->tx_msgs[sent].msg_hdr;
+			if (mh->msg_iovlen > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP)) {
+				/* no GSO here: these one by one, and none from now on */
+				a->tx_segs = 1;
+				for (size_t j = 0; j < mh->msg_iovlen; j++) {
+					struct msghdr one = { .msg_name = &a->to, .msg_namelen = sizeof(a->to),
+							      .msg_iov = &mh->msg_iov[j], .msg_iovlen = 1 };
+					if (sendmsg(a->fd, &one, 0) < 0 && !tx_transient(errno))
+						return -errno;
+				}
+			} else if (!tx_transient(err)) {
+				a->n_tx = 0;
+				return -err;
+			}
+			sent++; /* lost (the RTO resends it), or sent singly */
+		}
+	}
+	a->n_tx = 0;
 	return 0;
 }
 
@@ -319,7 +452,8 @@ static int advance(struct call *c, uint32_t s, uint64_t now, uint32_t *done)
 	ss->retransmitted = false;
 	ss->rto_us = rto_now(c->a);
 	c->a->st.packets_sent++;
-	return send_slot(c, s, now);
+	send_slot(c, s, now);
+	return 0;
 }
 
 /* A result for slot s (validated): take the elements, go on. */
@@ -344,12 +478,14 @@ static void take_result(struct call *c, uint32_t s, const struct innet_agg_hdr *
 			int32_t *y = (int32_t *)c->out + first;
 			for (size_t i = 0; i < cnt; i++)
 				y[i] = (int32_t)ntohl(el[i]);
+		} else if (ss->next_exp == 0) {
+			memset((float *)c->out + first, 0, cnt * sizeof(float));
 		} else {
+			/* sum * 2^(E - B) is exact in double: one rounding, to float */
 			float *y = (float *)c->out + first;
-			int e = (int)ss->next_exp - INNET_AGG_EXP_BIAS;
+			const double scale = ldexp(1.0, (int)ss->next_exp - INNET_AGG_EXP_BIAS - a->qbits);
 			for (size_t i = 0; i < cnt; i++)
-				y[i] = ss->next_exp == 0 ? 0.0f
-							 : (float)ldexp((double)(int32_t)ntohl(el[i]), e - a->qbits);
+				y[i] = (float)((double)(int32_t)ntohl(el[i]) * scale);
 		}
 	}
 	ss->next_exp = ah->exp;
@@ -384,15 +520,17 @@ static int run_call(struct call *c)
 	uint64_t last_progress = now;
 	uint32_t done = 0;
 	int rc = 0;
+	a->n_tx = 0;
 	for (uint32_t s = 0; s < c->w; s++) {
 		a->slots[s].use = 0;
 		a->slots[s].next_exp = 0;
+		a->slots[s].queued = false;
 		if ((rc = advance(c, s, now, &done)) != 0)
 			goto out;
 	}
-	uint8_t bufs[RX_BATCH][INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX];
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
+	if ((rc = flush_tx(a)) != 0)
+		goto out;
+	struct mmsghdr *msgs = a->rx_msgs;
 	uint64_t next_check = now + (uint64_t)a->conf.rto_us * 1000u;
 	while (done < c->w) {
 		now = mono_ns();
@@ -406,17 +544,15 @@ static int run_call(struct call *c)
 			goto out;
 		}
 		for (;;) {
-			for (int i = 0; i < RX_BATCH; i++) {
-				iov[i] = (struct iovec){ bufs[i], sizeof(bufs[i]) };
-				msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
-			}
+			for (int i = 0; i < RX_BATCH; i++)
+				msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &a->rx_iov[i], .msg_iovlen = 1 } };
 			int m = recvmmsg(a->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 			if (m <= 0)
 				break;
 			now = mono_ns();
 			for (int i = 0; i < m; i++) {
 				uint32_t len = msgs[i].msg_len;
-				const struct innet_hdr *h = (const struct innet_hdr *)bufs[i];
+				const struct innet_hdr *h = (const struct innet_hdr *)a->rx_iov[i].iov_base;
 				const struct innet_agg_hdr *ah = (const struct innet_agg_hdr *)(h + 1);
 				if (len < INNET_AGG_HDR_LEN || h->magic != INNET_MAGIC ||
 				    h->version != INNET_VERSION || h->service != INNET_SVC_AGG ||
@@ -453,6 +589,8 @@ static int run_call(struct call *c)
 				if ((rc = advance(c, s, now, &done)) != 0)
 					goto out;
 			}
+			if ((rc = flush_tx(a)) != 0)
+				goto out;
 			if (m < RX_BATCH)
 				break;
 		}
@@ -469,13 +607,14 @@ static int run_call(struct call *c)
 											  : ss->rto_us * 2;
 					a->st.retransmits++;
 					ss->retransmitted = true;
-					if ((rc = send_slot(c, s, now)) != 0)
-						goto out;
+					send_slot(c, s, now);
 					due = now + (uint64_t)ss->rto_us * 1000u;
 				}
 				if (due < next_check)
 					next_check = due;
 			}
+			if ((rc = flush_tx(a)) != 0)
+				goto out;
 		}
 		if (done < c->w && now - last_progress > (uint64_t)a->conf.timeout_ms * 1000000u) {
 			rc = -ETIMEDOUT;
@@ -488,8 +627,11 @@ static int run_call(struct call *c)
 	}
 	a->st.calls++;
 out:
-	for (uint32_t s = 0; s < c->w; s++)
+	a->n_tx = 0;
+	for (uint32_t s = 0; s < c->w; s++) {
 		a->slots[s].busy = false;
+		a->slots[s].queued = false;
+	}
 	if (rc == -ETIMEDOUT || rc == -ESTALE)
 		a->broken = rc;
 	return rc;

@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include "innet/program.h"
 #include "innet/wire.h"
 
 /* The default UDP port of the aggregation program. */
@@ -39,7 +40,9 @@
 
 /* Limits. */
 #define INNET_AGG_MAX_WORKERS 48u     /* bits of the contributor bitmap the switch keeps */
-#define INNET_AGG_K_MAX       502u    /* (INNET_PKT_MAX - 40) / 4 */
+#define INNET_AGG_K_MAX       2294u   /* (INNET_PKT_MAX - 40) / 4: a 9216-byte datagram */
+#define INNET_AGG_K_MTU9000   2232u   /* largest k whose datagram (+ IP, UDP) fits a 9000-byte MTU */
+#define INNET_AGG_K_MTU1500   358u    /* the same for a 1500-byte MTU */
 #define INNET_AGG_EXP_BIAS    127     /* exp on the wire = E + 127; 0 = "no exponent" */
 
 enum innet_agg_op {
@@ -71,9 +74,12 @@ struct innet_agg_hdr {
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct innet_agg_hdr) == 32, "agg header is 32 bytes on the wire");
-_Static_assert(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr) + 4 * INNET_AGG_K_MAX <= 2048,
+_Static_assert(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr) + 4 * INNET_AGG_K_MAX <= INNET_PKT_MAX,
 	       "a packet of K_MAX elements fits INNET_PKT_MAX");
 
 #define INNET_AGG_HDR_LEN ((uint32_t)(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr)))
+
+_Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MTU9000 + 28 <= 9000, "k for MTU 9000");
+_Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MTU1500 + 28 <= 1500, "k for MTU 1500");
 
 #endif /* INNET_AGG_WIRE_H */

@@ -13,6 +13,7 @@ extern const struct innet_program innet_prog_dnn_layer;
 extern const struct innet_program innet_prog_paxos_coordinator;
 extern const struct innet_program innet_prog_paxos_acceptor;
 extern const struct innet_program innet_prog_agg;
+extern const struct innet_program innet_prog_l2fwd;
 
 static const struct innet_program *const programs[] = {
 	&innet_prog_forward,
@@ -21,6 +22,7 @@ static const struct innet_program *const programs[] = {
 	&innet_prog_paxos_coordinator,
 	&innet_prog_paxos_acceptor,
 	&innet_prog_agg,
+	&innet_prog_l2fwd,
 	NULL,
 };
 

@@ -12,6 +12,10 @@
  *                   source and destination          sockaddrs; UDP checksum
  *                                                   computed (IPv4 pseudo-header)
  *
+ * A raw port (AF_PACKET, docs/runtime.md) carries whole Ethernet frames: its
+ * capture is written as they are, LINKTYPE_ETHERNET (DLT_EN10MB), nothing
+ * synthesized.
+ *
  * Ingress packets are recorded as the worker receives them (before ingress
  * link emulation); egress packets as the worker queues them (before egress
  * link emulation), so a packet the emulated link loses still appears.
@@ -50,7 +54,8 @@
 
 /* One port's capture. Owned by the port's atomic pointer; see the notes. */
 struct innet_capture {
-	pcap_t *pd;              /* pcap_open_dead(DLT_RAW): the dumper's format */
+	pcap_t *pd;              /* pcap_open_dead(DLT_RAW or DLT_EN10MB): the dumper's format */
+	bool frames;             /* a raw port: records are the frames as they are */
 	pcap_dumper_t *dumper;   /* the open file */
 	uint64_t max_pkts;       /* stop after this many packets; 0 = unlimited */
 	uint64_t n_pkts;         /* packets written so far */
@@ -163,8 +168,13 @@ void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
 	struct pcap_pkthdr h = {
 		.ts = { .tv_sec = ts.tv_sec, .tv_usec = (suseconds_t)(ts.tv_nsec / 1000) },
 	};
-	h.caplen = h.len = build_record(c, src, dst, data, len);
-	pcap_dump((u_char *)c->dumper, &h, c->buf);
+	if (c->frames) {
+		h.caplen = h.len = len;
+		pcap_dump((u_char *)c->dumper, &h, data);
+	} else {
+		h.caplen = h.len = build_record(c, src, dst, data, len);
+		pcap_dump((u_char *)c->dumper, &h, c->buf);
+	}
 	pcap_dump_flush(c->dumper);
 
 	if (c->max_pkts != 0 && ++c->n_pkts >= c->max_pkts) {
@@ -190,7 +200,8 @@ int innet_switch_capture_start(struct innet_switch *sw, uint32_t port, const cha
 	if (c == NULL)
 		return -ENOMEM;
 	c->max_pkts = max_pkts;
-	c->pd = pcap_open_dead(DLT_RAW, (int)CAP_SNAPLEN);
+	c->frames = sw->ports[port].conf.iface[0] != '\0';
+	c->pd = pcap_open_dead(c->frames ? DLT_EN10MB : DLT_RAW, (int)CAP_SNAPLEN);
 	if (c->pd == NULL) {
 		free(c);
 		return -ENOMEM;

@@ -398,7 +398,8 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 		json_t *p = json_object();
 		jset(p, "index", json_integer(i));
 		jset(p, "name", jstr(pc->name));
-		jset(p, "address", jip(pc->ip));
+		jset(p, "address", pc->iface[0] ? json_null() : jip(pc->ip));
+		jset(p, "iface", pc->iface[0] ? jstr(pc->iface) : json_null()); /* a raw port */
 		jset(p, "peer", pc->peer_ip ? jip(pc->peer_ip) : json_null());
 		jset(p, "peer_udp", json_integer(pc->peer_udp));
 		jset(p, "link", link_json(&pc->link));
@@ -415,6 +416,7 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 		jset(p, "program", jstr(cp->program->name));
 		jset(p, "model", json_string(model_name(cp->program->model)));
 		jset(p, "udp", udp_json(cp));
+		jset(p, "raw", json_boolean(cp->raw));
 		jset(p, "serial", json_boolean(cp->program->flags & INNET_PROG_SERIAL));
 		jpush(progs, p);
 	}

@@ -272,6 +272,12 @@ uint32_t innet_decl_n_ports(const struct innet_decl *d)
 	return d->cp->sw->n_ports;
 }
 
+const uint16_t *innet_decl_udp(const struct innet_decl *d, uint32_t *n)
+{
+	*n = d->cp->n_udp;
+	return d->cp->udp;
+}
+
 int innet_cp_init_error(struct innet_cp *cp, const char *fmt, ...)
 {
 	struct innet_switch *sw = cp->sw;

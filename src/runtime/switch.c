@@ -13,8 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "runtime/switch_pvt.h"
@@ -39,6 +43,9 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_CPU_QUEUE_FULL] = "cpu_queue_full",
 	[INNET_DROP_LINK_LOSS] = "link_loss",
 	[INNET_DROP_TX_ERROR] = "tx_error",
+	[INNET_DROP_FRAME_TO_UDP_PORT] = "frame_to_udp_port",
+	[INNET_DROP_DATAGRAM_TO_RAW_PORT] = "datagram_to_raw_port",
+	[INNET_DROP_NO_UDP_SOCKET] = "no_udp_socket",
 };
 
 static const char *const action_names[INNET_ACTION_COUNT] = {
@@ -101,8 +108,34 @@ static int check_conf(const struct innet_switch_conf *c, char *err, size_t errle
 		snprintf(err, errlen, "a switch needs 1..16 programs (got %u)", c->n_progs);
 		return -EINVAL;
 	}
+	uint32_t n_raw_ports = 0, n_raw_progs = 0;
 	for (uint32_t i = 0; i < c->n_ports; i++) {
 		const struct innet_port_conf *p = &c->ports[i];
+		if (p->iface[0] != '\0') {
+			n_raw_ports++;
+			if (strnlen(p->iface, INNET_IFACE_MAX) >= INNET_IFACE_MAX) {
+				snprintf(err, errlen, "port %u (%s): interface name longer than %u bytes", i,
+					 p->name, INNET_IFACE_MAX - 1);
+				return -EINVAL;
+			}
+			if (p->ip != 0 || p->peer_ip != 0) {
+				snprintf(err, errlen, "port %u (%s): a raw port (iface %s) has no address "
+					 "and no peer", i, p->name, p->iface);
+				return -EINVAL;
+			}
+			if (innet_link_active(&p->link)) {
+				snprintf(err, errlen, "port %u (%s): link emulation is not supported on a "
+					 "raw port", i, p->name);
+				return -EINVAL;
+			}
+			for (uint32_t j = 0; j < i; j++)
+				if (!strcmp(c->ports[j].iface, p->iface)) {
+					snprintf(err, errlen, "ports %u and %u are both raw on interface %s", j,
+						 i, p->iface);
+					return -EINVAL;
+				}
+			continue;
+		}
 		if (p->ip == 0) {
 			snprintf(err, errlen, "port %u (%s) has no address", i, p->name);
 			return -EINVAL;
@@ -120,15 +153,22 @@ static int check_conf(const struct innet_switch_conf *c, char *err, size_t errle
 			return -EINVAL;
 		}
 	}
+	uint32_t total_udp = 0;
 	for (uint32_t i = 0; i < c->n_progs; i++) {
 		const struct innet_prog_conf *p = &c->progs[i];
 		if (p->program == NULL || p->program->handle == NULL) {
 			snprintf(err, errlen, "program instance '%s' has no program", p->name);
 			return -EINVAL;
 		}
-		if (p->n_udp < 1 || p->n_udp > INNET_MAX_PROG_UDP) {
-			snprintf(err, errlen, "program '%s' must bind 1..%u UDP ports", p->name,
-				 INNET_MAX_PROG_UDP);
+		if ((p->n_udp < 1 && !p->raw) || p->n_udp > INNET_MAX_PROG_UDP) {
+			snprintf(err, errlen, "program '%s' must bind 1..%u UDP ports (got %u)", p->name,
+				 INNET_MAX_PROG_UDP, p->n_udp);
+			return -EINVAL;
+		}
+		total_udp += p->n_udp;
+		if (total_udp > INNET_MAX_SWITCH_UDP) {
+			snprintf(err, errlen, "programs bind more than %u UDP ports in all (at '%s')",
+				 INNET_MAX_SWITCH_UDP, p->name);
 			return -EINVAL;
 		}
 		for (uint32_t j = 0; j < i; j++)
@@ -140,7 +180,76 @@ static int check_conf(const struct innet_switch_conf *c, char *err, size_t errle
 			snprintf(err, errlen, "program '%s' declares too many drop reasons", p->name);
 			return -EINVAL;
 		}
+		if (p->raw && ++n_raw_progs > 1) {
+			snprintf(err, errlen, "program '%s': at most one raw program per switch", p->name);
+			return -EINVAL;
+		}
 	}
+	if (n_raw_ports > 0 && n_raw_progs == 0) {
+		snprintf(err, errlen, "the switch has raw ports but no raw program to receive their "
+			 "frames");
+		return -EINVAL;
+	}
+	if (n_raw_progs > 0 && n_raw_ports == 0) {
+		snprintf(err, errlen, "a program is raw but the switch has no raw port (iface)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int innet_udp_range_parse(const char *s, uint32_t *lo, uint32_t *hi)
+{
+	char *end;
+	if (s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long a = strtoul(s, &end, 10), b = a;
+	if (errno || a > 65535)
+		return -EINVAL;
+	if (*end == '-') {
+		const char *t = end + 1;
+		if (t[0] < '0' || t[0] > '9')
+			return -EINVAL;
+		b = strtoul(t, &end, 10);
+		if (errno || b > 65535)
+			return -EINVAL;
+	}
+	if (*end != '\0')
+		return -EINVAL;
+	*lo = (uint32_t)a;
+	*hi = (uint32_t)b;
+	return 0;
+}
+
+int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi, char *err,
+			    size_t errlen)
+{
+	if (lo < 1 || hi > 65535 || lo > hi) {
+		if (lo > hi)
+			snprintf(err, errlen, "UDP port range %u-%u is empty (first > last)", lo, hi);
+		else
+			snprintf(err, errlen, "UDP port %u is out of 1..65535", lo < 1 ? lo : hi);
+		return -EINVAL;
+	}
+	if (pc->n_udp > INNET_MAX_PROG_UDP || hi - lo + 1 > INNET_MAX_PROG_UDP - pc->n_udp) {
+		snprintf(err, errlen, "more than %u UDP ports for one program", INNET_MAX_PROG_UDP);
+		return -EINVAL;
+	}
+	/* Duplicates: a bitmap of the ports listed so far (8 KiB), O(n + range). */
+	uint64_t seen[65536 / 64] = { 0 };
+	for (uint32_t i = 0; i < pc->n_udp; i++)
+		seen[pc->udp[i] / 64] |= 1ull << (pc->udp[i] % 64);
+	for (uint32_t u = lo; u <= hi; u++)
+		if (seen[u / 64] & (1ull << (u % 64))) {
+			if (lo == hi)
+				snprintf(err, errlen, "UDP port %u is listed twice", u);
+			else
+				snprintf(err, errlen, "UDP port range %u-%u overlaps port %u listed before",
+					 lo, hi, u);
+			return -EINVAL;
+		}
+	for (uint32_t u = lo; u <= hi; u++)
+		pc->udp[pc->n_udp++] = (uint16_t)u;
 	return 0;
 }
 
@@ -148,8 +257,10 @@ static int open_sock(uint32_t ip, uint16_t udp, bool reuseport, char *err, size_
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, errlen, "socket for UDP port %u: %s%s", udp, strerror(e),
+			 e == EMFILE ? " (RLIMIT_NOFILE: raise ulimit -n or bind fewer UDP ports)" : "");
+		return -e;
 	}
 	int one = 1, buf = SOCK_BUF;
 	if (reuseport)
@@ -183,11 +294,105 @@ static int probe_free(uint32_t ip, uint16_t udp, char *err, size_t errlen)
 	return 0;
 }
 
+/* A raw port's AF_PACKET socket: every frame of the interface (ETH_P_ALL)
+ * but not the ones sent out of it (PACKET_IGNORE_OUTGOING), promiscuous,
+ * non-blocking; in a PACKET_FANOUT group (flow hash) when several workers
+ * share the port. The socket is created with protocol 0 (it receives
+ * nothing) and bound to the interface with ETH_P_ALL, so no frame of another
+ * interface slips in between. */
+static int open_raw(const char *iface, int fanout_id, char *err, size_t errlen)
+{
+	unsigned ifindex = if_nametoindex(iface);
+	if (ifindex == 0) {
+		snprintf(err, errlen, "raw port: no interface '%s' in this network namespace", iface);
+		return -ENODEV;
+	}
+	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "raw port %s: AF_PACKET socket: %s%s", iface, strerror(e),
+			 e == EPERM ? " (raw ports need root or CAP_NET_RAW)" : "");
+		return -e;
+	}
+	int one = 1, buf = SOCK_BUF;
+	if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "raw port %s: PACKET_IGNORE_OUTGOING: %s (Linux >= 4.20 needed)",
+			 iface, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+				   .sll_ifindex = (int)ifindex };
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "raw port %s: bind: %s", iface, strerror(e));
+		close(fd);
+		return -e;
+	}
+	struct packet_mreq mr = { .mr_ifindex = (int)ifindex, .mr_type = PACKET_MR_PROMISC };
+	if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "raw port %s: promiscuous mode: %s", iface, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (fanout_id >= 0) {
+		int arg = (fanout_id & 0xffff) | (PACKET_FANOUT_HASH << 16);
+		if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) < 0) {
+			int e = errno;
+			snprintf(err, errlen, "raw port %s: PACKET_FANOUT: %s", iface, strerror(e));
+			close(fd);
+			return -e;
+		}
+	}
+	return fd;
+}
+
+/* Raise the soft RLIMIT_NOFILE to the hard limit and check that `need`
+ * descriptors fit, so that a large UDP range fails here with the numbers
+ * instead of with EMFILE halfway through binding. */
+static int check_nofile(struct innet_switch *sw, uint32_t n_socks, char *err, size_t errlen)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl); /* best effort: checked below */
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* sockets, plus per worker an epoll and an eventfd, plus the process's
+	 * other descriptors (stdio, control socket and clients, files): 256 */
+	uint64_t need = (uint64_t)n_socks + 2ull * (sw->n_workers + INNET_EXTRA_WORKERS) + 256;
+	if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
+		snprintf(err, errlen, "needs about %llu file descriptors (%u sockets: UDP ports x %u "
+			 "ports x workers) but RLIMIT_NOFILE is %llu (hard limit %llu); raise it "
+			 "(ulimit -n) or bind fewer UDP ports",
+			 (unsigned long long)need, n_socks, sw->n_ports,
+			 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+		return -EMFILE;
+	}
+	return 0;
+}
+
 static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
 {
 	uint32_t max = 0;
-	for (uint32_t p = 0; p < sw->n_progs; p++)
-		max += sw->progs[p].n_udp * sw->n_ports * sw->n_workers;
+	for (uint32_t p = 0; p < sw->n_progs; p++) {
+		struct innet_cp *cp = &sw->progs[p];
+		uint32_t per = (cp->program->flags & INNET_PROG_SERIAL) ? 1 : sw->n_workers;
+		max += cp->n_udp * (sw->n_ports - sw->n_raw_ports) * per;
+		if (cp->raw)
+			max += sw->n_raw_ports * per;
+	}
+	int rc = check_nofile(sw, max, err, errlen);
+	if (rc != 0)
+		return rc;
 	sw->socks = calloc(max ? max : 1, sizeof(*sw->socks));
 	if (sw->socks == NULL)
 		return -ENOMEM;
@@ -195,9 +400,28 @@ static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
 		struct innet_cp *cp = &sw->progs[p];
 		bool serial = cp->program->flags & INNET_PROG_SERIAL;
 		uint32_t per = serial ? 1 : sw->n_workers;
+		for (uint32_t port = 0; cp->raw && port < sw->n_ports; port++) {
+			if (sw->ports[port].conf.iface[0] == '\0')
+				continue;
+			int fanout = per > 1 ? (int)((getpid() * 131u + port * 7919u + 1) & 0xffff) : -1;
+			for (uint32_t k = 0; k < per; k++) {
+				int fd = open_raw(sw->ports[port].conf.iface, fanout, err, errlen);
+				if (fd < 0)
+					return fd;
+				struct innet_sock *s = &sw->socks[sw->n_socks++];
+				s->fd = fd;
+				s->port = (uint16_t)port;
+				s->prog = (uint16_t)p;
+				s->udp = 0;
+				s->raw = true;
+				s->worker = (uint16_t)(serial ? cp->serial_worker : k);
+			}
+		}
 		for (uint32_t u = 0; u < cp->n_udp; u++)
 			for (uint32_t port = 0; port < sw->n_ports; port++) {
-				int rc = serial ? 0 : probe_free(sw->ports[port].conf.ip, cp->udp[u], err, errlen);
+				if (sw->ports[port].conf.iface[0] != '\0')
+					continue;
+				rc = serial ? 0 : probe_free(sw->ports[port].conf.ip, cp->udp[u], err, errlen);
 				if (rc != 0)
 					return rc;
 				for (uint32_t k = 0; k < per; k++) {
@@ -225,11 +449,10 @@ static int wire_workers(struct innet_switch *sw)
 		struct innet_worker *w = &sw->workers[wi];
 		for (uint32_t i = 0; i < sw->n_socks; i++) {
 			struct innet_sock *s = &sw->socks[i];
-			uint32_t slot = 0;
-			while (sw->progs[s->prog].udp[slot] != s->udp)
-				slot++;
-			int *fdp = &w->txfd[((size_t)s->port * sw->n_progs + s->prog) * INNET_MAX_PROG_UDP + slot];
-			if (*fdp == 0 || s->worker == wi)
+			int *fdp = s->raw ? &w->rawfd[s->port]
+					  : &w->txfd[(size_t)s->port * sw->udp_stride +
+						     sw->progs[s->prog].txfd_base + sw->udp_slot[s->udp]];
+			if (*fdp < 0 || s->worker == wi)
 				*fdp = s->fd;
 			if (s->worker == wi && wi < sw->n_workers) {
 				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
@@ -256,6 +479,7 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 	sw->n_ports = conf->n_ports;
 	sw->n_workers = conf->n_workers;
 	sw->cpu_wake_fd = -1;
+	sw->raw_prog = -1;
 	pthread_mutex_init(&sw->capture_lock, NULL);
 	pthread_mutexattr_t ma;
 	pthread_mutexattr_init(&ma);
@@ -266,6 +490,7 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 	for (uint32_t i = 0; i < sw->n_ports; i++) {
 		sw->ports[i].conf = conf->ports[i];
 		atomic_init(&sw->ports[i].capture, NULL);
+		sw->n_raw_ports += conf->ports[i].iface[0] != '\0';
 	}
 	for (uint32_t i = 0; i < conf->n_progs; i++) {
 		const struct innet_prog_conf *pc = &conf->progs[i];
@@ -275,10 +500,22 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		cp->sw = sw;
 		cp->index = i;
 		cp->n_udp = pc->n_udp;
-		memcpy(cp->udp, pc->udp, sizeof(cp->udp));
+		cp->raw = pc->raw;
+		cp->txfd_base = sw->udp_stride;
+		sw->udp_stride += pc->n_udp;
+		if (pc->raw)
+			sw->raw_prog = (int32_t)i;
 		cp->serial_worker = i % sw->n_workers;
 		pthread_mutex_init(&cp->cp_lock, NULL);
 		sw->n_progs = i + 1;
+		if (pc->n_udp > 0) {
+			cp->udp = malloc(pc->n_udp * sizeof(*cp->udp));
+			if (cp->udp == NULL) {
+				rc = -ENOMEM;
+				goto err_destroy;
+			}
+			memcpy(cp->udp, pc->udp, pc->n_udp * sizeof(*cp->udp));
+		}
 		if (cp->program->model == INNET_MODEL_PISA)
 			cp->reg_ops_budget = cp->program->pisa_reg_ops_per_pass ? cp->program->pisa_reg_ops_per_pass : 48;
 		else
@@ -301,6 +538,7 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 				goto err_destroy;
 			}
 			sw->udp_to_prog[pc->udp[u]] = (uint8_t)(i + 1);
+			sw->udp_slot[pc->udp[u]] = (uint16_t)u;
 		}
 		rc = innet_state_setup(cp, pc, err, errlen);
 		if (rc != 0)
@@ -432,6 +670,7 @@ void innet_switch_destroy(struct innet_switch *sw)
 	}
 	for (uint32_t i = 0; i < sw->n_progs; i++) {
 		innet_state_free(&sw->progs[i]);
+		free(sw->progs[i].udp);
 		pthread_mutex_destroy(&sw->progs[i].cp_lock);
 	}
 	if (sw->cpu_wake_fd >= 0)

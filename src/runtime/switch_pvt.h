@@ -12,7 +12,8 @@
  *    │   ├─ tables[]         exact-match tables (seqlock per entry)
  *    │   ├─ groups[]         multicast groups   (seqlock per group, cp writes)
  *    │   └─ timers[]         one-shot timers    (atomic deadline/arg)
- *    ├─ socks[n_socks]       one UDP socket per (port, program, udp[, worker])
+ *    ├─ socks[n_socks]       one UDP socket per (port, program, udp[, worker]),
+ *    │                       one AF_PACKET socket per (raw port[, worker])
  *    ├─ workers[n_workers+3] data-plane threads, then the timer thread's, the
  *    │                       control thread's and the injector's own "worker"
  *    │                       (tx queue, contexts, counters); each on its own
@@ -74,8 +75,10 @@ struct innet_cp {
 	const struct innet_program *program;
 	struct innet_switch *sw;
 	uint32_t index;                       /* in sw->progs */
-	uint16_t udp[INNET_MAX_PROG_UDP];
+	uint16_t *udp;                        /* [n_udp] bound UDP ports (NULL if none) */
 	uint32_t n_udp;
+	uint32_t txfd_base;                   /* its first slot in a txfd row (see worker) */
+	bool raw;                             /* receives the raw ports' frames */
 	void *priv;
 	void (*priv_free)(void *priv);        /* NULL: free() */
 	struct innet_reg regs[INNET_MAX_REGS];
@@ -99,19 +102,21 @@ struct innet_port {
 	_Atomic(struct innet_capture *) capture;
 };
 
-/* One bound UDP socket. */
+/* One bound UDP socket, or one AF_PACKET socket of a raw port. */
 struct innet_sock {
 	int fd;
 	uint16_t port;        /* switch port index */
 	uint16_t prog;        /* program index */
-	uint16_t udp;         /* bound UDP port */
+	uint16_t udp;         /* bound UDP port; 0 for a raw port */
 	uint16_t worker;      /* worker that receives on it */
+	bool raw;             /* AF_PACKET socket of a raw port */
 };
 
 /* One queued send. */
 struct innet_tx {
 	int fd;
 	uint16_t port;
+	bool raw;             /* a frame on a packet socket: no address, no GSO */
 };
 
 /* A packet held back by link emulation (delay or reorder). */
@@ -157,7 +162,16 @@ struct innet_worker {
 	struct innet_prog_stats *pstats;       /* [n_progs] */
 	struct innet_port_stats *portstats;    /* [n_ports] */
 	struct innet_link_state *links;        /* [n_ports] */
-	int *txfd;               /* [(port * n_progs + prog) * MAX_PROG_UDP + slot] */
+	/* The socket to send from, per (port, program, local UDP port): a row
+	 * per switch port, and in it each program's slots from its txfd_base,
+	 * one per bound UDP port in cp->udp order (sw->udp_slot maps a UDP
+	 * port to its slot):
+	 *
+	 *   txfd: | port 0: prog0 udp[0..n0) | prog1 udp[0..n1) | ... | port 1: ...
+	 *           ^ row = port * sw->udp_stride, + cp->txfd_base + slot
+	 */
+	int *txfd;               /* [n_ports * udp_stride] */
+	int *rawfd;              /* [n_ports]: raw port's packet socket to send on, or -1 */
 	/* rx */
 	struct mmsghdr rx_msgs[INNET_BURST];
 	struct iovec rx_iov[INNET_BURST];
@@ -198,6 +212,10 @@ struct innet_switch {
 	struct innet_cp progs[16];
 	uint32_t n_progs;
 	uint8_t udp_to_prog[65536];            /* program index + 1, 0 = none */
+	uint16_t udp_slot[65536];              /* index of the UDP port in its program's udp[] */
+	uint32_t udp_stride;                   /* UDP ports bound by all programs: a txfd row */
+	int32_t raw_prog;                      /* the raw program's index, or -1 */
+	uint32_t n_raw_ports;
 	struct innet_sock *socks;
 	uint32_t n_socks;
 	uint32_t n_workers;                    /* data-plane workers */

@@ -394,7 +394,7 @@ static void known_programs(char *out, size_t len)
 /* One entry of a "programs" array into pc. Returns 0 or -1 (reported). */
 static int parse_program(struct parser *p, json_t *o, const char *path, struct innet_prog_conf *pc)
 {
-	static const char *const keys[] = { "name", "program", "udp", "args", NULL };
+	static const char *const keys[] = { "name", "program", "udp", "raw", "args", NULL };
 	char kp[PATH_LEN], ip[PATH_LEN];
 	const char *prog = NULL;
 	json_t *udp, *args;
@@ -425,12 +425,17 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 	else if (r == 0 && pc->program != NULL)
 		snprintf(pc->name, sizeof(pc->name), "%s", pc->program->name);
 
-	path_key(kp, path, "udp");
-	if (get_value(p, o, path, "udp", true, &udp) <= 0) {
+	if (get_bool(p, o, path, "raw", &pc->raw) < 0)
 		ok = -1;
-	} else if (!json_is_array(udp) || json_array_size(udp) == 0 ||
+	path_key(kp, path, "udp");
+	int have_udp = get_value(p, o, path, "udp", !pc->raw, &udp);
+	if (have_udp < 0 || (have_udp == 0 && !pc->raw)) {
+		ok = -1;
+	} else if (have_udp == 0) {
+		/* a raw program with no UDP port */
+	} else if (!json_is_array(udp) || (json_array_size(udp) == 0 && !pc->raw) ||
 		   json_array_size(udp) > INNET_MAX_PROG_UDP) {
-		errs_add(&p->e, kp, "expected an array of 1 to %u UDP ports, got %s",
+		errs_add(&p->e, kp, "expected an array of 1 to %u UDP ports or \"A-B\" ranges, got %s",
 			 INNET_MAX_PROG_UDP, json_is_array(udp) ? "a longer or empty array" :
 			 json_kind(udp));
 		ok = -1;
@@ -438,19 +443,27 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 		size_t i;
 		json_t *u;
 		json_array_foreach(udp, i, u) {
+			uint32_t lo, hi;
+			char msg[160];
 			path_idx(ip, kp, i);
-			json_int_t x = json_is_integer(u) ? json_integer_value(u) : -1;
-			if (x < 1 || x > 65535) {
-				errs_add(&p->e, ip, "expected a UDP port (1-65535)");
+			if (json_is_integer(u)) {
+				json_int_t x = json_integer_value(u);
+				lo = hi = x < 1 || x > 65535 ? 0 : (uint32_t)x;
+			} else if (!json_is_string(u) ||
+				   innet_udp_range_parse(json_string_value(u), &lo, &hi) != 0) {
+				lo = hi = 0;
+			}
+			if (lo == 0 || hi == 0) {
+				errs_add(&p->e, ip, "expected a UDP port (1-65535) or a range \"A-B\"");
 				ok = -1;
 				continue;
 			}
-			for (uint32_t j = 0; j < pc->n_udp; j++)
-				if (pc->udp[j] == x) {
-					errs_add(&p->e, ip, "UDP port %lld listed twice", (long long)x);
-					ok = -1;
-				}
-			pc->udp[pc->n_udp++] = (uint16_t)x;
+			if (innet_prog_conf_add_udp(pc, lo, hi, msg, sizeof(msg)) != 0) {
+				errs_add(&p->e, ip, "%s", msg);
+				ok = -1;
+				if (pc->n_udp >= INNET_MAX_PROG_UDP || hi - lo + 1 > INNET_MAX_PROG_UDP)
+					break;
+			}
 		}
 	}
 	if (get_value(p, o, path, "args", false, &args) > 0) {
@@ -488,12 +501,17 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 			 json_array_size(arr), INNET_TOPO_MAX_PROGS);
 		return -1;
 	}
+	uint8_t *owner = calloc(65536, 1); /* UDP port -> program index + 1 */
+	if (owner == NULL)
+		return -ENOMEM;
 	json_array_foreach(arr, i, o) {
 		struct innet_prog_conf *pc = &progs[*n];
 		path_idx(ep, path, i);
 		int r = parse_program(p, o, ep, pc);
-		if (r == -ENOMEM)
+		if (r == -ENOMEM) {
+			free(owner);
 			return r;
+		}
 		(*n)++;
 		if (r < 0) {
 			ok = -1;
@@ -505,16 +523,37 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 				errs_add(&p->e, up, "duplicate program name '%s'", pc->name);
 				ok = -1;
 			}
-			for (uint32_t k = 0; k < pc->n_udp; k++)
-				for (uint32_t m = 0; m < progs[j].n_udp; m++)
-					if (pc->udp[k] == progs[j].udp[m]) {
-						path_key(up, ep, "udp");
-						errs_add(&p->e, up, "UDP port %u is already bound by "
-							 "program '%s'", pc->udp[k], progs[j].name);
-						ok = -1;
-					}
+			if (pc->raw && progs[j].raw) {
+				path_key(up, ep, "raw");
+				errs_add(&p->e, up, "program '%s' is raw already: at most one raw "
+					 "program per switch", progs[j].name);
+				ok = -1;
+			}
 		}
+		/* UDP ports over all programs so far: owner[port] = program + 1 */
+		uint32_t total = 0;
+		for (uint32_t j = 0; j < *n; j++)
+			total += progs[j].n_udp;
+		path_key(up, ep, "udp");
+		if (total > INNET_MAX_SWITCH_UDP) {
+			errs_add(&p->e, up, "the switch's programs bind %u UDP ports, more than %u in all",
+				 total, INNET_MAX_SWITCH_UDP);
+			ok = -1;
+		}
+		for (uint32_t k = 0; k < pc->n_udp; k++) {
+			uint8_t o2 = owner[pc->udp[k]];
+			if (o2 != 0) {
+				errs_add(&p->e, up, "UDP port %u is already bound by program '%s'",
+					 pc->udp[k], progs[o2 - 1].name);
+				ok = -1;
+				break; /* one message per program pair is enough */
+			}
+		}
+		for (uint32_t k = 0; k < pc->n_udp; k++)
+			if (owner[pc->udp[k]] == 0)
+				owner[pc->udp[k]] = (uint8_t)*n;
 	}
+	free(owner);
 	return ok;
 }
 
@@ -676,6 +715,48 @@ static int link_addr(struct parser *p, json_t *o, const char *path, const char *
 	return claim_addr(p, *out, kp) == -ENOMEM ? -ENOMEM : 1;
 }
 
+static bool emu_active(const struct innet_link_conf *e);
+
+/* A raw port: "a_iface"/"b_iface" names the interface a switch end reads and
+ * writes frames on (AF_PACKET) instead of an address. */
+static void link_iface(struct parser *p, json_t *o, const char *path, const char *key,
+		       struct innet_topo_node *n, uint32_t port, uint32_t addr,
+		       const struct innet_link_conf *emu)
+{
+	char kp[PATH_LEN];
+	const char *s;
+
+	if (get_str(p, o, path, key, false, &s) <= 0)
+		return;
+	path_key(kp, path, key);
+	size_t len = strlen(s);
+	if (len == 0 || len >= INNET_IFACE_MAX || strpbrk(s, "/ \t\n:") != NULL) {
+		errs_add(&p->e, kp, "'%.80s' is not an interface name (1 to %u characters, no '/', "
+			 "':' or spaces)", s, INNET_IFACE_MAX - 1);
+		return;
+	}
+	if (n->kind != INNET_TOPO_SWITCH) {
+		errs_add(&p->e, kp, "'%s' is a host: only a switch end can be a raw port", n->name);
+		return;
+	}
+	if (addr != 0) {
+		errs_add(&p->e, kp, "a raw port has no address: drop the %c_addr of this end",
+			 key[0]);
+		return;
+	}
+	if (emu_active(emu)) {
+		errs_add(&p->e, kp, "link emulation is not supported on a raw port");
+		return;
+	}
+	for (uint32_t k = 0; k < port; k++)
+		if (!strcmp(n->conf->ports[k].iface, s)) {
+			errs_add(&p->e, kp, "switch '%s' already has a raw port on '%s' (port %u)",
+				 n->name, s, k);
+			return;
+		}
+	snprintf(n->conf->ports[port].iface, sizeof(n->conf->ports[port].iface), "%s", s);
+}
+
 static int add_port(struct parser *p, uint32_t sw, uint32_t peer, uint32_t li, const char *path,
 		    uint32_t *port)
 {
@@ -705,8 +786,8 @@ static int node_add_link(struct innet_topo_node *n, uint32_t li)
 
 static int parse_link(struct parser *p, json_t *o, uint32_t li)
 {
-	static const char *const keys[] = { "a", "b", "a_addr", "b_addr", "loss", "dup",
-					    "reorder", "delay_us", "jitter_us", NULL };
+	static const char *const keys[] = { "a", "b", "a_addr", "b_addr", "a_iface", "b_iface",
+					    "loss", "dup", "reorder", "delay_us", "jitter_us", NULL };
 	struct innet_topology *t = p->t;
 	struct innet_topo_link *l = &t->links[li];
 	char path[PATH_LEN];
@@ -748,6 +829,8 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 		return 0;
 	if (nb->kind == INNET_TOPO_SWITCH && add_port(p, (uint32_t)b, (uint32_t)a, li, path, &l->b_port) < 0)
 		return 0;
+	link_iface(p, o, path, "a_iface", na, l->a_port, p->a_addr[li], &l->emu);
+	link_iface(p, o, path, "b_iface", nb, l->b_port, p->b_addr[li], &l->emu);
 	l->a = (uint32_t)a;
 	l->b = (uint32_t)b;
 	if (l->a_port != INNET_TOPO_NO_PORT && l->b_port != INNET_TOPO_NO_PORT) {
@@ -806,6 +889,8 @@ static int resolve(struct parser *p)
 			if (ports[s] == INNET_TOPO_NO_PORT)
 				continue;
 			struct innet_port_conf *pc = &t->nodes[ends[s]].conf->ports[ports[s]];
+			if (pc->iface[0] != '\0')
+				continue; /* a raw port: no address, no emulation */
 			pc->ip = given[s];
 			if (pc->ip == 0 && alloc_addr(p, &next, &pc->ip) < 0)
 				return -1;
@@ -830,6 +915,8 @@ static int resolve(struct parser *p)
 				snprintf(pc->name, sizeof(pc->name), "%.48s#%u", peer->name, dup);
 			pc->peer_ip = peer->kind == INNET_TOPO_HOST ? peer->addr
 								    : peer->conf->ports[pe->port].ip;
+			if (pc->iface[0] != '\0')
+				pc->peer_ip = 0; /* frames go out of the interface as they are */
 			if (emu_active(&pc->link)) {
 				pc->link.on_egress = true;
 				pc->link.on_ingress = peer->kind == INNET_TOPO_HOST;

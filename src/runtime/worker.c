@@ -8,6 +8,11 @@
  *                                                       ├─ TO_CPU ─► cpu ring ─► control thread
  *                                                       └─ DROP (reason counted)
  *
+ * Raw ports (AF_PACKET) take the same path with whole Ethernet frames: a
+ * burst from a raw port's packet socket goes to the raw program, and frames
+ * it forwards are queued on the egress raw port's packet socket (no address,
+ * no GSO) in the same tx queue.
+ *
  * Nothing here allocates, locks or logs per packet, except link emulation
  * holding a packet back (a copy; fault injection only) and pcap capture while
  * it is switched on. Counters are this worker's own and summed on request.
@@ -63,7 +68,8 @@ static void flush_record(struct innet_worker *w)
 		o->dst.udp = ntohs(w->tx_addr[i].sin_port);
 		struct sockaddr_in local;
 		socklen_t sl = sizeof(local);
-		o->src_udp = getsockname(w->tx[i].fd, (struct sockaddr *)&local, &sl) == 0 ?
+		o->src_udp = !w->tx[i].raw &&
+					     getsockname(w->tx[i].fd, (struct sockaddr *)&local, &sl) == 0 ?
 				     ntohs(local.sin_port) : 0;
 		o->len = (uint32_t)w->tx_iov[i].iov_len;
 		memcpy(o->data, w->tx_iov[i].iov_base, o->len);
@@ -148,7 +154,7 @@ void innet_worker_flush(struct innet_worker *w)
 		while (j < w->n_tx && w->tx[j].fd == w->tx[i].fd)
 			j++;
 		/* entries [i, j) share a socket: one sendmmsg (or a few) */
-		bool gso = !sw->conf.no_gso &&
+		bool gso = !sw->conf.no_gso && !w->tx[i].raw &&
 			   !atomic_load_explicit(&sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
 		uint32_t m = build_msgs(w, i, j, gso);
 		uint32_t s = 0;
@@ -179,7 +185,8 @@ void innet_worker_flush(struct innet_worker *w)
 	w->n_emit = 0;
 }
 
-/* Queue one send, with no link emulation. */
+/* Queue one send, with no link emulation. dst NULL: a frame on a raw port's
+ * packet socket (bound to its interface: no address). */
 static void tx_push(struct innet_worker *w, int fd, uint16_t port, const void *data, uint32_t len,
 		    const struct sockaddr_in *dst)
 {
@@ -188,12 +195,19 @@ static void tx_push(struct innet_worker *w, int fd, uint16_t port, const void *d
 	uint32_t i = w->n_tx++;
 	w->tx[i].fd = fd;
 	w->tx[i].port = port;
-	w->tx_addr[i] = *dst;
+	w->tx[i].raw = dst == NULL;
 	w->tx_iov[i].iov_base = (void *)data;
 	w->tx_iov[i].iov_len = len;
 	struct msghdr *mh = &w->tx_msgs[i].msg_hdr;
-	mh->msg_name = &w->tx_addr[i];
-	mh->msg_namelen = sizeof(struct sockaddr_in);
+	if (INNET_LIKELY(dst != NULL)) {
+		w->tx_addr[i] = *dst;
+		mh->msg_name = &w->tx_addr[i];
+		mh->msg_namelen = sizeof(struct sockaddr_in);
+	} else {
+		memset(&w->tx_addr[i], 0, sizeof(w->tx_addr[i]));
+		mh->msg_name = NULL;
+		mh->msg_namelen = 0;
+	}
 	mh->msg_iov = &w->tx_iov[i];
 	mh->msg_iovlen = 1;
 	mh->msg_control = NULL;
@@ -280,31 +294,59 @@ static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t loca
 		tx_push(w, fd, port, data, len, dst);
 }
 
-static inline uint32_t src_slot(const struct innet_cp *cp, uint16_t udp)
+/* The slot of local UDP port udp in cp's list (O(1): sw->udp_slot), or 0
+ * (the first) if cp does not bind it. */
+static inline uint32_t src_slot(const struct innet_switch *sw, const struct innet_cp *cp, uint16_t udp)
 {
-	for (uint32_t s = 0; s < cp->n_udp; s++)
-		if (cp->udp[s] == udp)
-			return s;
-	return 0;
+	return sw->udp_to_prog[udp] == cp->index + 1 ? sw->udp_slot[udp] : 0;
+}
+
+/* What send_out is given: a UDP payload, a raw frame, or (emit, control-plane
+ * sends) whatever the egress port carries. */
+enum send_kind {
+	SEND_DATAGRAM,
+	SEND_FRAME,
+	SEND_ANY,
+};
+
+/* A frame out of raw port `port`. */
+static void send_frame(struct innet_worker *w, uint16_t port, const void *data, uint32_t len)
+{
+	struct innet_port *pt = &w->sw->ports[port];
+	if (INNET_UNLIKELY(atomic_load_explicit(&pt->capture, memory_order_relaxed) != NULL)) {
+		struct sockaddr_in none = { .sin_family = AF_INET };
+		innet_capture_packet(w->sw, port, true, &none, &none, data, len);
+	}
+	tx_push(w, w->rawfd[port], port, data, len, NULL);
 }
 
 /* Send data out of `port` for program cp. Returns 0 or a drop reason. */
 static unsigned send_out(struct innet_worker *w, struct innet_cp *cp, uint16_t port, uint32_t ip,
 			 uint16_t udp, uint16_t src_udp, uint16_t dst_udp_default, const void *data,
-			 uint32_t len)
+			 uint32_t len, enum send_kind kind)
 {
 	struct innet_switch *sw = w->sw;
 	if (INNET_UNLIKELY(port >= sw->n_ports))
 		return INNET_DROP_BAD_PORT;
 	const struct innet_port_conf *pc = &sw->ports[port].conf;
+	if (INNET_UNLIKELY(pc->iface[0] != '\0')) {
+		if (kind == SEND_DATAGRAM)
+			return INNET_DROP_DATAGRAM_TO_RAW_PORT;
+		send_frame(w, port, data, len);
+		return 0;
+	}
+	if (INNET_UNLIKELY(kind == SEND_FRAME))
+		return INNET_DROP_FRAME_TO_UDP_PORT;
+	if (INNET_UNLIKELY(cp->n_udp == 0))
+		return INNET_DROP_NO_UDP_SOCKET;
 	if (ip == 0)
 		ip = pc->peer_ip;
 	if (INNET_UNLIKELY(ip == 0))
 		return INNET_DROP_NO_PEER;
 	if (udp == 0)
 		udp = pc->peer_udp ? pc->peer_udp : dst_udp_default;
-	uint32_t slot = src_slot(cp, src_udp ? src_udp : dst_udp_default);
-	int fd = w->txfd[((size_t)port * sw->n_progs + cp->index) * INNET_MAX_PROG_UDP + slot];
+	uint32_t slot = src_slot(sw, cp, src_udp ? src_udp : dst_udp_default);
+	int fd = w->txfd[(size_t)port * sw->udp_stride + cp->txfd_base + slot];
 	struct sockaddr_in dst;
 	sin_set(&dst, ip, udp);
 	tx_send(w, fd, port, cp->udp[slot], data, len, &dst);
@@ -332,7 +374,8 @@ static uint32_t group_snapshot(struct innet_cp *cp, uint16_t group, struct innet
 }
 
 static unsigned send_group(struct innet_worker *w, struct innet_cp *cp, uint16_t group, uint16_t src_udp,
-			   uint16_t dst_udp_default, const void *data, uint32_t len, uint64_t *sent)
+			   uint16_t dst_udp_default, const void *data, uint32_t len, uint64_t *sent,
+			   enum send_kind kind)
 {
 	if (INNET_UNLIKELY(group >= cp->n_groups))
 		return INNET_DROP_BAD_GROUP;
@@ -343,7 +386,7 @@ static unsigned send_group(struct innet_worker *w, struct innet_cp *cp, uint16_t
 	unsigned first_err = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned r = send_out(w, cp, m[i].port, m[i].ip, m[i].udp, src_udp, dst_udp_default, data,
-				      len);
+				      len, kind);
 		if (r == 0)
 			(*sent)++;
 		else if (first_err == 0)
@@ -360,8 +403,10 @@ int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const st
 	uint8_t *buf = emit_buf(w);
 	memcpy(buf, data, len);
 	uint64_t sent = 0;
-	unsigned r = is_group ? send_group(w, cp, out->group, src_udp, cp->udp[0], buf, len, &sent)
-			      : send_out(w, cp, out->port, out->ip, out->udp, src_udp, cp->udp[0], buf, len);
+	uint16_t def_udp = cp->n_udp ? cp->udp[0] : 0;
+	unsigned r = is_group ? send_group(w, cp, out->group, src_udp, def_udp, buf, len, &sent, SEND_ANY)
+			      : send_out(w, cp, out->port, out->ip, out->udp, src_udp, def_udp, buf, len,
+					 SEND_ANY);
 	if (!is_group && r == 0)
 		sent = 1;
 	INNET_STAT_ADD(w->pstats[cp->index].tx_pkts, sent);
@@ -479,7 +524,8 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		}
 		INNET_STAT_INC(w->pstats[cp->index].recirculations);
 		pkt->recirc++;
-		uint8_t next = sw->udp_to_prog[pkt->dst_udp];
+		uint32_t next = (pkt->flags & INNET_PKT_F_RAW) ? (uint32_t)(sw->raw_prog + 1)
+							       : sw->udp_to_prog[pkt->dst_udp];
 		if (next == 0) {
 			act = INNET_DROP;
 			pkt->out.reason = INNET_DROP_NO_PROGRAM;
@@ -493,6 +539,7 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 
 	unsigned r = 0;
 	uint64_t sent = 0;
+	enum send_kind kind = (pkt->flags & INNET_PKT_F_RAW) ? SEND_FRAME : SEND_DATAGRAM;
 	w->last_action = (uint8_t)act;
 	w->last_reason = 0;
 	switch (act) {
@@ -502,17 +549,17 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		return;
 	case INNET_FORWARD:
 		r = send_out(w, cp, pkt->out.port, pkt->out.ip, pkt->out.udp, pkt->out.src_udp,
-			     pkt->dst_udp, pkt->data, pkt->len);
+			     pkt->dst_udp, pkt->data, pkt->len, kind);
 		sent = (r == 0);
 		break;
 	case INNET_REFLECT:
 		r = send_out(w, cp, pkt->in_port, pkt->src.ip, pkt->src.udp, pkt->out.src_udp,
-			     pkt->dst_udp, pkt->data, pkt->len);
+			     pkt->dst_udp, pkt->data, pkt->len, kind);
 		sent = (r == 0);
 		break;
 	case INNET_MULTICAST:
 		r = send_group(w, cp, pkt->out.group, pkt->out.src_udp, pkt->dst_udp, pkt->data, pkt->len,
-			       &sent);
+			       &sent, kind);
 		break;
 	case INNET_TO_CPU:
 		punt(w, cp, pkt);
@@ -577,9 +624,44 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
 }
 
+/* Receive and process one burst of frames from a raw port's packet socket. */
+static int rx_burst_raw(struct innet_worker *w, const struct innet_sock *s)
+{
+	for (uint32_t i = 0; i < INNET_BURST; i++) {
+		w->rx_msgs[i].msg_hdr.msg_namelen = 0; /* the sockaddr_ll is not needed */
+		w->rx_msgs[i].msg_hdr.msg_flags = 0;
+		w->rx_iov[i].iov_len = INNET_PKT_MAX;
+	}
+	int n = recvmmsg(s->fd, w->rx_msgs, INNET_BURST, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return 0;
+	innet_worker_set_now(w);
+	struct innet_port_stats *ps = &w->portstats[s->port];
+	struct innet_port *pt = &w->sw->ports[s->port];
+	static const struct sockaddr_in none = { .sin_family = AF_INET };
+	for (int i = 0; i < n; i++) {
+		uint32_t len = w->rx_msgs[i].msg_len;
+		uint8_t *data = w->rx_iov[i].iov_base;
+		INNET_STAT_INC(ps->rx_pkts);
+		INNET_STAT_ADD(ps->rx_bytes, len);
+		if (INNET_UNLIKELY(w->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+			INNET_STAT_INC(w->pstats[s->prog].rx_pkts);
+			drop(w, &w->sw->progs[s->prog], INNET_DROP_TRUNCATED);
+			continue;
+		}
+		if (INNET_UNLIKELY(atomic_load_explicit(&pt->capture, memory_order_relaxed) != NULL))
+			innet_capture_packet(w->sw, s->port, false, &none, &none, data, len);
+		deliver(w, s->prog, s->port, 0, data, len, &none, INNET_PKT_F_RAW);
+	}
+	innet_worker_flush(w);
+	return n;
+}
+
 /* Receive and process one burst from s; returns the number of datagrams. */
 static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
 {
+	if (INNET_UNLIKELY(s->raw))
+		return rx_burst_raw(w, s);
 	for (uint32_t i = 0; i < INNET_BURST; i++) {
 		w->rx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
 		w->rx_msgs[i].msg_hdr.msg_flags = 0;
@@ -698,15 +780,19 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 				  ((sizeof(*w->pstats) * (sw->n_progs ? sw->n_progs : 1)) + 63) & ~(size_t)63);
 	w->portstats = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->portstats));
 	w->links = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->links));
-	w->txfd = calloc((size_t)(sw->n_ports ? sw->n_ports : 1) * (sw->n_progs ? sw->n_progs : 1) *
-				 INNET_MAX_PROG_UDP,
-			 sizeof(int));
+	size_t n_txfd = (size_t)sw->n_ports * sw->udp_stride;
+	w->txfd = malloc((n_txfd ? n_txfd : 1) * sizeof(int));
+	w->rawfd = malloc((sw->n_ports ? sw->n_ports : 1) * sizeof(int));
 	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_BURST * INNET_BUF_SIZE);
 	w->emit_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_EMIT_MAX * INNET_BUF_SIZE);
 	w->cpu.slots = calloc(INNET_CPU_RING, sizeof(*w->cpu.slots));
-	if (!w->ctx || !w->pstats || !w->portstats || !w->links || !w->txfd || !w->rx_bufs ||
-	    !w->emit_bufs || !w->cpu.slots)
+	if (!w->ctx || !w->pstats || !w->portstats || !w->links || !w->txfd || !w->rawfd ||
+	    !w->rx_bufs || !w->emit_bufs || !w->cpu.slots)
 		return -ENOMEM;
+	for (size_t i = 0; i < n_txfd; i++)
+		w->txfd[i] = -1;     /* filled in by the switch once its sockets are bound */
+	for (uint32_t p = 0; p < sw->n_ports; p++)
+		w->rawfd[p] = -1;
 	memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
 	for (uint32_t i = 0; i < INNET_BURST; i++) {
 		w->rx_iov[i].iov_base = w->rx_bufs + (size_t)i * INNET_BUF_SIZE + INNET_PKT_HEADROOM;
@@ -766,6 +852,7 @@ void innet_worker_fini(struct innet_worker *w)
 	free(w->portstats);
 	free(w->links);
 	free(w->txfd);
+	free(w->rawfd);
 	free(w->rx_bufs);
 	free(w->emit_bufs);
 	free(w->cpu.slots);
@@ -802,7 +889,11 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 			const struct innet_addr *src, const void *data, uint32_t len,
 			struct innet_inject_result *res)
 {
-	if (port >= sw->n_ports || sw->udp_to_prog[dst_udp] == 0 || len > INNET_PKT_MAX)
+	if (port >= sw->n_ports || len > INNET_PKT_MAX)
+		return -EINVAL;
+	bool raw = sw->ports[port].conf.iface[0] != '\0';
+	/* a raw port carries frames to the raw program (dst_udp 0), nothing else */
+	if (raw ? (dst_udp != 0 || sw->raw_prog < 0) : sw->udp_to_prog[dst_udp] == 0)
 		return -EINVAL;
 	pthread_mutex_lock(&sw->inject_lock);
 	struct innet_worker *w = INNET_INJECT_WORKER(sw);
@@ -813,10 +904,16 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	uint8_t *buf = emit_buf_pinned(w);
 	memcpy(buf, data, len);
 	struct sockaddr_in sin;
-	sin_set(&sin, src->ip, src->udp);
+	if (raw)
+		sin_set(&sin, 0, 0);
+	else
+		sin_set(&sin, src->ip, src->udp);
 	w->last_action = INNET_DROP;
 	w->last_reason = 0;
-	deliver(w, sw->udp_to_prog[dst_udp] - 1u, port, dst_udp, buf, len, &sin, 0);
+	if (raw)
+		deliver(w, (uint32_t)sw->raw_prog, port, 0, buf, len, &sin, INNET_PKT_F_RAW);
+	else
+		deliver(w, sw->udp_to_prog[dst_udp] - 1u, port, dst_udp, buf, len, &sin, 0);
 	w->pinned_emit = -1;
 	innet_worker_flush(w);
 	res->action = (enum innet_action)w->last_action;

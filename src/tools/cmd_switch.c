@@ -24,13 +24,16 @@ static void switch_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: innet switch --topology FILE --name SWITCH [options]\n"
-		"       innet switch [--name NAME] --port IP[=PEER[:UDP]]... --program PROG[/INST]@UDP[,UDP]\n"
+		"       innet switch [--name NAME] --port IP[=PEER[:UDP]]|iface:DEV... --program PROG[/INST]@PORTS\n"
 		"                    [--args JSON] [--program ...] [options]\n\n"
 		"Run one programmable switch until SIGINT/SIGTERM (or --duration).\n\n"
 		"  -t, --topology FILE   take the switch's ports and programs from a topology file\n"
 		"  -n, --name NAME       the switch (in the topology), or this switch's name\n"
-		"  -p, --port SPEC       add a port: local IPv4 address, optionally =PEER[:UDP]\n"
-		"  -P, --program SPEC    bind program PROG (instance name INST) to UDP ports\n"
+		"  -p, --port SPEC       add a port: local IPv4 address, optionally =PEER[:UDP];\n"
+		"                        or iface:DEV, a raw port on interface DEV (AF_PACKET, root)\n"
+		"  -P, --program SPEC    bind program PROG (instance name INST) to PORTS: a comma\n"
+		"                        list of UDP ports and ranges A-B, and/or \"raw\" (the raw\n"
+		"                        ports' frames), e.g. lb@5353,20000-20255 or l2fwd@raw\n"
 		"  -a, --args JSON       settings (a JSON object) for the last --program\n"
 		"  -l, --link SPEC       emulate the last --port's link: loss=P,dup=P,reorder=P,\n"
 		"                        delay_us=N,jitter_us=N,seed=N,ingress=0|1,egress=0|1\n"
@@ -68,12 +71,21 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* IP[=PEER[:UDP]] */
+/* IP[=PEER[:UDP]], or iface:DEV */
 static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t index)
 {
 	char buf[128];
 	if (strlen(spec) >= sizeof(buf))
 		return -EINVAL;
+	if (!strncmp(spec, "iface:", 6)) {
+		const char *dev = spec + 6;
+		if (dev[0] == '\0' || strlen(dev) >= sizeof(p->iface) || strchr(dev, '/') ||
+		    strchr(dev, ' '))
+			return -EINVAL;
+		snprintf(p->iface, sizeof(p->iface), "%s", dev);
+		snprintf(p->name, sizeof(p->name), "%s", dev);
+		return 0;
+	}
 	strcpy(buf, spec);
 	char *peer = strchr(buf, '=');
 	if (peer != NULL)
@@ -96,9 +108,11 @@ static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t inde
 	return 0;
 }
 
-/* PROG[/INST]@UDP[,UDP] */
-static int parse_program(const char *spec, struct innet_prog_conf *pc)
+/* PROG[/INST]@PORTS, PORTS a comma list of UDP, A-B or raw. -EINVAL with a
+ * message in err (or "" for the usage line), -ENOENT: unknown program. */
+static int parse_program(const char *spec, struct innet_prog_conf *pc, char *err, size_t errlen)
 {
+	err[0] = '\0';
 	char buf[256];
 	if (strlen(spec) >= sizeof(buf))
 		return -EINVAL;
@@ -119,12 +133,20 @@ static int parse_program(const char *spec, struct innet_prog_conf *pc)
 	memcpy(pc->name, iname, strlen(iname) + 1);
 	char *save = NULL;
 	for (char *tok = strtok_r(at, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t u;
-		if (pc->n_udp == INNET_MAX_PROG_UDP || parse_u64(tok, 65535, &u) != 0 || u == 0)
+		uint32_t lo, hi;
+		if (!strcmp(tok, "raw")) {
+			pc->raw = true;
+			continue;
+		}
+		if (innet_udp_range_parse(tok, &lo, &hi) != 0)
 			return -EINVAL;
-		pc->udp[pc->n_udp++] = (uint16_t)u;
+		char msg[160];
+		if (innet_prog_conf_add_udp(pc, lo, hi, msg, sizeof(msg)) != 0) {
+			snprintf(err, errlen, "%s", msg);
+			return -EINVAL;
+		}
 	}
-	return pc->n_udp ? 0 : -EINVAL;
+	return pc->n_udp || pc->raw ? 0 : -EINVAL;
 }
 
 static int parse_link(const char *spec, struct innet_link_conf *l)
@@ -205,7 +227,8 @@ int cmd_switch(int argc, char **argv)
 		case 'p':
 			if (conf.n_ports == INNET_MAX_PORTS ||
 			    parse_port(optarg, &conf.ports[conf.n_ports], conf.n_ports) != 0) {
-				fprintf(stderr, "innet switch: bad --port '%s' (want IP[=PEER[:UDP]])\n", optarg);
+				fprintf(stderr, "innet switch: bad --port '%s' (want IP[=PEER[:UDP]] or "
+						"iface:DEV)\n", optarg);
 				goto out;
 			}
 			conf.n_ports++;
@@ -215,7 +238,8 @@ int cmd_switch(int argc, char **argv)
 				fprintf(stderr, "innet switch: at most 16 programs\n");
 				goto out;
 			}
-			rc = parse_program(optarg, &conf.progs[conf.n_progs]);
+			char perr[200];
+			rc = parse_program(optarg, &conf.progs[conf.n_progs], perr, sizeof(perr));
 			if (rc == -ENOENT) {
 				fprintf(stderr, "innet switch: unknown program in '%s'; known:", optarg);
 				for (const struct innet_program *const *p = innet_program_list(); *p; p++)
@@ -225,8 +249,12 @@ int cmd_switch(int argc, char **argv)
 				goto out;
 			}
 			if (rc != 0) {
-				fprintf(stderr, "innet switch: bad --program '%s' (want PROG[/INST]@UDP[,UDP])\n",
-					optarg);
+				if (perr[0] != '\0')
+					fprintf(stderr, "innet switch: bad --program '%s': %s\n", optarg, perr);
+				else
+					fprintf(stderr, "innet switch: bad --program '%s' (want PROG[/INST]@PORTS, "
+							"PORTS a comma list of UDP ports, ranges A-B, raw)\n",
+						optarg);
 				rc = 2;
 				goto out;
 			}

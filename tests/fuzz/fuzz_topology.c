@@ -47,7 +47,7 @@ static void check_conf(const struct innet_switch_conf *c)
 	for (uint32_t i = 0; i < c->n_progs; i++) {
 		const struct innet_prog_conf *pc = &c->progs[i];
 		CHECK(pc->program != NULL);
-		CHECK(pc->n_udp >= 1 && pc->n_udp <= INNET_MAX_PROG_UDP);
+		CHECK((pc->n_udp >= 1 || pc->raw) && pc->n_udp <= INNET_MAX_PROG_UDP);
 		if (pc->args_json != NULL) {
 			json_error_t jerr;
 			json_t *v = json_loads(pc->args_json, 0, &jerr);

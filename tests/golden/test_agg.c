@@ -457,6 +457,53 @@ static void test_pending(void **state)
 	expect_multicast7("complete", 1, 0, 0, 0, 30, 0);
 }
 
+/* The two accumulator banks: a contributor that finds bank A held by
+ * another switch thread (staged: the adder register's EXCL bit set by
+ * hand) adds atomically into bank B; the result is A + B, wrapping; the
+ * reset for the copy's next use zeroes B and the adder word. */
+static void test_two_banks(void **state)
+{
+	int ra = innet_cp_reg_find(cp, "adder"), rb = innet_cp_reg_find(cp, "values_b");
+	assert_true(ra >= 0 && rb >= 0);
+	uint32_t idx = 2 * 0 + 0; /* job 7 slot 0 = global slot 0, copy 0 */
+	uint64_t v;
+	struct contrib c = { .job = 7, .slot = 0, .round = 0, .worker = 0, .base = 1000, .step = 1 };
+	contribute(&c);
+	expect_consumed("w0 into bank A");
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)ra, idx, &v), 0);
+	assert_int_equal(v, 0); /* EXCL released, B unused */
+	assert_int_equal(innet_cp_reg_write(cp, (unsigned)ra, idx, 0x1), 0); /* "another thread" */
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 0, .worker = 1, .base = INT32_MAX, .step = -3 };
+	contribute(&c);
+	expect_consumed("w1 into bank B");
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)ra, idx, &v), 0);
+	assert_int_equal(v, 0x3); /* EXCL (not ours), B used */
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)rb, idx * K + 5, &v), 0);
+	assert_int_equal(v, (uint32_t)(INT32_MAX - 15));
+	assert_int_equal(innet_cp_reg_write(cp, (unsigned)ra, idx, 0x2), 0); /* "it" releases A */
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 0, .worker = 2, .base = -5, .step = 7 };
+	contribute(&c);
+	expect_multicast7("A + B, wrapped", 0, 0, 0, 0, 1000ll + INT32_MAX - 5, 1 - 3 + 7);
+	/* round 1 (copy 1) completes: copy 0 is reset for round 2 */
+	for (uint8_t w = 0; w < 3; w++) {
+		c = (struct contrib){ .job = 7, .slot = 0, .round = 1, .worker = w, .base = 1, .step = 0 };
+		contribute(&c);
+	}
+	expect_multicast7("round 1", 0, 1, 0, 0, 3, 0);
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)ra, idx, &v), 0);
+	assert_int_equal(v, 0);
+	for (uint32_t i = 0; i < K; i++) {
+		assert_int_equal(innet_cp_reg_read(cp, (unsigned)rb, idx * K + i, &v), 0);
+		assert_int_equal(v, 0);
+	}
+	/* round 2 in copy 0: nothing left over from round 0 */
+	for (uint8_t w = 0; w < 3; w++) {
+		c = (struct contrib){ .job = 7, .slot = 0, .round = 2, .worker = w, .base = -w, .step = 2 };
+		contribute(&c);
+	}
+	expect_multicast7("round 2 after the reset", 0, 2, 0, 0, -3, 6);
+}
+
 /* ---- straggler timer, on a started switch with real member sockets ---- */
 
 static int sock_bind(uint32_t ip, uint16_t port)
@@ -480,7 +527,7 @@ static void test_straggler_timer(void **state)
 {
 	int fd[2] = { sock_bind(test_ip(21), 6011), sock_bind(test_ip(22), 6012) };
 	assert_int_equal(innet_switch_start(sw), 0);
-	uint8_t buf[2048];
+	uint8_t buf[INNET_PKT_MAX];
 
 	/* job 9 slot 1 round 0: only worker 0 contributes; after 30 ms the
 	 * timer multicasts the partial sum with bitmap 0b01 */
@@ -538,8 +585,8 @@ static void test_settings(void **state)
 	} cases_s[] = {
 		{ NULL, NULL },
 		{ "{\"k\": 256, \"slots\": 4096}", NULL },
-		{ "{\"k\": 502}", NULL },
-		{ "{\"k\": 503}", "out of range" },
+		{ "{\"k\": 2294}", NULL },  /* INNET_AGG_K_MAX: a 9216-byte datagram */
+		{ "{\"k\": 2295}", "out of range" },
 		{ "{\"k\": 0}", "out of range" },
 		{ "{\"jobs\": [{\"id\": 1, \"workers\": 48}]}", NULL },
 		{ "{\"jobs\": [{\"id\": 1, \"workers\": 49}]}", "workers must be in [1, 48]" },
@@ -596,6 +643,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_banks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_timer, setup, teardown),
 		cmocka_unit_test(test_settings),
 	};

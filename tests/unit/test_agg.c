@@ -317,6 +317,38 @@ static void test_faults(void **state)
 	assert_int_equal(st.drops[INNET_DROP_PROGRAM + 11], 0); /* spoofed */
 }
 
+/* Jumbo packets: k = INNET_AGG_K_MAX (a 9216-byte datagram), sent in UDP
+ * GSO batches, under 5% loss, duplication and reordering both ways, two
+ * switch threads (both accumulator banks in use): int32 bit-exact, float
+ * within the bound. */
+static void test_jumbo_faults(void **state)
+{
+	const uint32_t k = INNET_AGG_K_MAX;
+	struct job_def jobs[2] = { { .id = 4, .workers = 4, .slots = 48 }, { .id = 11, .workers = 4, .slots = 48 } };
+	struct innet_switch *sw = make_switch(k, jobs, 2, 2, 0.05);
+	static const size_t lens_i[] = { 100 * INNET_AGG_K_MAX + 7, 1, INNET_AGG_K_MAX };
+	static const size_t lens_f[] = { INNET_AGG_K_MAX + 17 };
+	struct run runs[4];
+	setup_runs(runs, &jobs[0], k, lens_i, 3, false, 10000);
+	run_job(runs, 4);
+	expect_all_ok(runs, 4, "jumbo int32 under faults");
+	uint64_t rtx = 0;
+	for (int w = 0; w < 4; w++)
+		rtx += runs[w].st.retransmits;
+	assert_true(rtx > 0);
+	setup_runs(runs, &jobs[1], k, lens_f, 1, true, 10000);
+	run_job(runs, 4);
+	expect_all_ok(runs, 4, "jumbo float under faults");
+	struct innet_port_stats ps;
+	innet_switch_port_stats(sw, 0, &ps);
+	assert_true(ps.link_lost > 10);
+	assert_int_equal(ps.rx_pkts > 0, true);
+	struct innet_prog_stats st;
+	innet_cp_stats(innet_switch_prog(sw, "agg"), &st);
+	assert_int_equal(st.drops[INNET_DROP_TRUNCATED], 0);
+	assert_int_equal(st.drops[INNET_DROP_PROGRAM + 6], 0); /* bad_length */
+}
+
 /* 32 workers, one job, four switch threads adding into the same slots. */
 static void test_32_workers_concurrent(void **state)
 {
@@ -457,6 +489,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_i32_exact, teardown),
 		cmocka_unit_test_teardown(test_f32_bound, teardown),
 		cmocka_unit_test_teardown(test_faults, teardown),
+		cmocka_unit_test_teardown(test_jumbo_faults, teardown),
 		cmocka_unit_test_teardown(test_32_workers_concurrent, teardown),
 		cmocka_unit_test_teardown(test_two_jobs, teardown),
 		cmocka_unit_test_teardown(test_dead_worker, teardown),

@@ -244,7 +244,7 @@ static void test_declarations_rejected(void **state)
 		{ &prog_out_of_order, "program 'p': register 'second' declared as id 1, expected 0" },
 		{ &prog_zero_width, "register 'zw': width 0 x count 4 is invalid" },
 		{ &prog_zero_count, "register 'zc': width 8 x count 0 is invalid" },
-		{ &prog_too_wide, "register 'wide': width 2049 x count 1 is invalid" },
+		{ &prog_too_wide, "register 'wide': width 9217 x count 1 is invalid" }, /* INNET_PKT_MAX + 1 */
 		{ &prog_too_many_regs, "too many register arrays (max 32)" },
 		{ &prog_pisa_timers, "timers need the Trio model" },
 		{ &prog_trio_timers_no_cb, "timers declared but the program has no on_timer" },
@@ -708,7 +708,7 @@ static void test_create_errors(void **state)
 
 	c = one_prog_conf(1, &prog_cp, UDP_BASE + 10, NULL);
 	c.progs[0].n_udp = 0;
-	expect_create_error(&c, EINVAL, "program 'p' must bind 1..8 UDP ports");
+	expect_create_error(&c, EINVAL, "program 'p' must bind 1..4096 UDP ports (got 0)");
 
 	c = one_prog_conf(1, &prog_cp, UDP_BASE + 10, NULL);
 	c.n_workers = 0;

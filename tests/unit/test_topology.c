@@ -524,8 +524,8 @@ static const struct bad_case bad_cases[] = {
 			     "'udp': [0]}]}", H0, L0),
 	  "$.switches[0].programs[0].udp[0]: expected a UDP port (1-65535)" },
 	{ "too many udp ports", TOPO("", "{'name': 's0', 'node': 1, 'programs': [{'program': "
-				    "'forward', 'udp': [1,2,3,4,5,6,7,8,9]}]}", H0, L0),
-	  "$.switches[0].programs[0].udp: expected an array of 1 to 8 UDP ports" },
+				    "'forward', 'udp': [9, '1-4096']}]}", H0, L0),
+	  "$.switches[0].programs[0].udp[1]: more than 4096 UDP ports for one program" },
 	{ "udp port bound twice", TOPO("", "{'name': 's0', 'node': 1, 'programs': [{'program': "
 				       "'forward', 'udp': [5]}, {'program': 'counter', 'udp': [5]}]}",
 				       H0, L0),
