@@ -12,7 +12,12 @@
 # compared. RESULT: ops/s and p99 for each, ratio = innet / redis per test
 # (the issue's target: >= 0.5). Every innet kv command goes through the log:
 # a GET costs a consensus instance like a SET (reads are linearizable through
-# the log); with -P 16 one instance carries a connection's whole batch.
+# the log). Replica r0 batches: every connection's pipelined commands form a
+# group, and the groups queued while `--window` (default 8) of its entries
+# are in flight go into the next log entry, up to one packet
+# (INNET_PKT_MAX - 56 bytes). After the innet runs, r0's INFO counters
+# (commands per entry, time per stage of its event loop) are logged and
+# kept as parameters: where the time goes.
 
 bench_usage() {
 	cat <<'EOF2'
@@ -22,12 +27,14 @@ usage: bench/run kv [options]
                     x4 at -P 16)
   --clients N       redis-benchmark -c (default 50)
   --quick           1 round, 10000 requests
+  --window N        innet kv --window (entries of a replica in flight; default 8)
 EOF2
 }
 
 kvb_rounds=3
 kvb_n=50000
 kvb_c=50
+kvb_window=8
 KVB_PORT=6392
 KVB_REDIS=127.0.0.1
 
@@ -83,6 +90,7 @@ bench_main() {
 		--requests) kvb_n=$2; shift 2 ;;
 		--clients) kvb_c=$2; shift 2 ;;
 		--quick) kvb_rounds=1; kvb_n=10000; shift ;;
+		--window) kvb_window=$2; shift 2 ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
 		esac
@@ -95,6 +103,7 @@ bench_main() {
 	bench_param requests_p1 "$kvb_n"
 	bench_param requests_p16 "$((kvb_n * 4))"
 	bench_param clients "$kvb_c"
+	bench_param window "$kvb_window"
 	bench_param acceptors 3
 	bench_param replicas 3
 	bench_param redis "$(redis-server --version | cut -d' ' -f3)"
@@ -106,7 +115,7 @@ bench_main() {
 		redis-cli -h "$KVB_REDIS" -p "$KVB_PORT" PING >/dev/null 2>&1 && break
 		sleep 0.05
 	done
-	timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" \
+	timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" --window "$kvb_window" \
 		>"$BENCH_TMP/kv-up.out" 2>&1 || kvb_die "innet kv up failed: $(tail -n 3 "$BENCH_TMP/kv-up.out")"
 	local p r t order
 	for p in 1 16; do
@@ -137,6 +146,19 @@ bench_main() {
 			"ratio_set_p${p}=$(bench_calc %.2f "$mis / $mrs")" \
 			"ratio_get_p${p}=$(bench_calc %.2f "$mig / $mrg")"
 	done
+	# Where the time goes, from r0's counters over the whole run.
+	local info k v
+	info=$(timeout 10 redis-cli -h 127.3.101.1 -p "$KVB_PORT" INFO 2>/dev/null | tr -d '\r') || true
+	for k in entries_proposed groups_proposed commands_proposed bytes_proposed window_full \
+		us_wait us_clients us_propose us_learn us_apply us_reply votes resent; do
+		v=$(echo "$info" | awk -F: -v k="$k" '$1 == k { print $2 }')
+		[ -n "$v" ] && bench_param "r0_$k" "$v"
+	done
+	v=$(echo "$info" | awk -F: '$1 == "entries_proposed" { e = $2 } $1 == "commands_proposed" { c = $2 }
+		END { if (e > 0) printf "%.1f", c / e }')
+	bench_log "r0: $(echo "$info" | grep -E '^(entries_proposed|commands_proposed|window_full|us_[a-z]+):' |
+		tr '\n' ' ')commands per entry $v"
+	[ -n "$v" ] && bench_param r0_commands_per_entry "$v"
 	kvb_down
 	bench_stop "$kvb_redis" || true
 }

@@ -39,7 +39,9 @@
 extern "C" {
 #endif
 
-#define INNET_PAXOS_VALUE_MAX  1400u    /* = PAXOS_VALUE_MAX (src/consensus/wire.h) */
+/* Largest value: one innet packet less 56 bytes of headers (1992 with
+ * INNET_PKT_MAX 2048) = PAXOS_VALUE_MAX (src/consensus/wire.h). */
+#define INNET_PAXOS_VALUE_MAX  (INNET_PKT_MAX - 56u)
 #define INNET_PAXOS_MAX_ACCEPTORS 64u
 #define INNET_PAXOS_NO_TRIM    0xFFFFu  /* learner_id of an endpoint that never reports */
 #define INNET_PAXOS_MAX_BACKUPS 4u      /* backup coordinators a proposer fails over to */
@@ -123,12 +125,26 @@ int innet_paxos_submit(struct innet_paxos *p, const void *value, uint32_t len, u
 
 /* Next instance to deliver: everything below was delivered. */
 uint64_t innet_paxos_delivered(const struct innet_paxos *p);
+/* After -ESTALE: the acceptors' trim (a snapshot must reach at least this
+ * instance); 0 when not stale. */
+uint64_t innet_paxos_stale_trim(const struct innet_paxos *p);
 /* Report the delivered watermark to every acceptor (TRIM). 0 or -errno. */
 int innet_paxos_trim(struct innet_paxos *p);
 /* Continue from instance `next` (after installing a snapshot that covers
  * everything below it); forgets buffered votes. */
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);
 void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out);
+
+/* The learner's deduplication state (per client id: the highest sequence
+ * delivered and the 64 below it), which a snapshot taken at
+ * innet_paxos_delivered() must carry: a resend chosen again after the
+ * snapshot point is skipped only if the new replica knows it was delivered.
+ * Format: u32 n, then n x (u32 client, u32 last, u64 window), big-endian.
+ * _size: bytes needed; _save: bytes written (0 if len is too small); _load:
+ * replaces the state, 0 or -EINVAL (malformed) / -ENOMEM. */
+size_t innet_paxos_dedup_size(const struct innet_paxos *p);
+size_t innet_paxos_dedup_save(const struct innet_paxos *p, void *buf, size_t len);
+int innet_paxos_dedup_load(struct innet_paxos *p, const void *buf, size_t len);
 
 /* ---- Leader: a coordinator as a host process ------------------------------
  *

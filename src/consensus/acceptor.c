@@ -29,7 +29,7 @@
  *   TRIM(l, w):  lwm[l] = max(lwm[l], w); trim = max(trim, min(lwm)).
  *
  * Why Trio and SERIAL: a vote spans several registers (rnd, vrnd, value up to
- * 1400 bytes = 175 register words). That is far beyond a PISA pass (48
+ * PAXOS_VALUE_MAX = INNET_PKT_MAX - 56 bytes: over a thousand register words). That is far beyond a PISA pass (48
  * stateful operations) and beyond any Tofino SRAM word, whereas a Trio PFE
  * thread runs to completion over shared memory. The invariant "value and
  * vrnd change together, only if b >= rnd" spans those registers, so all of an

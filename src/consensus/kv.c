@@ -9,27 +9,55 @@
  * the log after every write acknowledged before it was sent.
  *
  * Per connection, at most one group of commands is in flight: every command
- * the connection has pipelined so far (up to one packet), so a pipelined
- * client gets its replies in order. The groups of all connections that are
- * ready in one event-loop pass go into one log entry (cross-connection
- * batching: with 50 clients and no pipelining, one consensus instance serves
- * up to ~35 commands instead of one), at most KV_MAX_BATCHES entries of a
- * replica in flight. Commands that need no log (PING, ECHO, QUIT, CONFIG,
- * COMMAND, errors found locally) are answered at once when nothing of the
- * connection is in flight, else after.
+ * the connection has pipelined so far (up to one value), so a pipelined
+ * client gets its replies in order. Batching across connections: a replica
+ * keeps at most `window` (--window, default 8) log entries of its own in
+ * flight; groups that queue up while the window is full all go into the next
+ * entry, up to PAXOS_VALUE_MAX (INNET_PKT_MAX - 56) bytes. The busier the
+ * replica, the fuller the entries (~170 commands at redis-benchmark -P 16,
+ * 50 clients); an idle one sends a lone command at once. Commands that need
+ * no log (PING, ECHO, QUIT, CONFIG, COMMAND, INFO, SNAPSHOT, errors found
+ * locally) are answered at once when nothing of the connection is in
+ * flight, else after.
  *
- *   log entry value: u16 0xFFFF, u16 n_groups, then per group: u32 client
- *   (the connection's id), u16 n_commands, then per command: u16 argc, then
- *   per argument: u16 length, bytes (big-endian). (An entry starting with
- *   any other u16 n is the older single-group form: n commands.)
+ *   log entry value, KV batch version 1 (docs/protocol.md 2.2):
+ *
+ *   +-----+-----+---------+-------+-------------+
+ *   | 'K' | 'V' | version | flags | u16 n_groups|   entry header, flags 0
+ *   +-----+-----+---------+-------+-------------+
+ *   n_groups x  +---------------------------+----------------+
+ *               | u32 client (connection id)| u16 n_commands |
+ *               +---------------------------+----------------+
+ *               n_commands x: u16 argc, argc x (u16 length, bytes)
+ *
+ *   big-endian. An entry that is not a well-formed version-1 batch is
+ *   skipped whole by every replica (counted: entries_bad), so replicas stay
+ *   equal; all replicas of a log run the same version.
+ *
+ * Per-stage counters (INFO; stderr at exit) say where a replica's time goes:
+ * waiting, reading clients, proposing, learning, applying, replying.
  *
  * Request ids: each replica has a random client id and counts seq from 1 per
  * entry, so a resend chosen twice is applied once (the learner
  * deduplicates). The replica that proposed an entry answers each group's
  * connection when it applies the entry.
  *
- * Not done: snapshots / state transfer (a replica that restarts replays the
- * log from the acceptors, which works while the log is not trimmed past it).
+ * Snapshots (state transfer): a replica whose next instance the acceptors
+ * trimmed away (innet_paxos_process says -ESTALE: it restarted empty, or was
+ * away while the others went on) cannot catch up from the log. It asks its
+ * peers, one after the other, with the RESP command SNAPSHOT and installs
+ * the first answer that reaches at least the acceptors' trim:
+ *
+ *   'K' 'V' 'S' version 1 | u64 next (every instance below it is applied)
+ *   | u32 dlen, the learner's dedup state (innet_paxos_dedup_save)
+ *   | u64 n_keys, then per key: u32 klen, key, u32 vlen, value  (big-endian)
+ *
+ * The peer builds it between two log entries (one thread), so it is the
+ * state at exactly `next`; the dedup state makes a resend chosen again after
+ * `next` be skipped as it would be by the peer. Then the replica continues
+ * from `next` (innet_paxos_restart_at). Its own groups in flight get an
+ * "outcome unknown" error (they may be inside the snapshot). Without a peer
+ * that answers it keeps trying every second and says so on stderr.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -52,9 +80,12 @@
 #define KV_MAX_ARGS    1024
 #define KV_INBUF_MAX   (1u << 20)
 #define KV_MAX_CONNS   4096
-#define KV_MAX_BATCHES 16        /* entries of one replica in flight (< the dedup window 64) */
 #define KV_QUEUED      UINT64_MAX /* conn.inflight: its group waits for the next entry */
-#define KV_ENTRY_HDR   4u         /* u16 0xFFFF, u16 n_groups */
+#define KV_ENTRY_MAGIC0  'K'
+#define KV_ENTRY_MAGIC1  'V'
+#define KV_ENTRY_VERSION 1u
+#define KV_SNAPSHOT_VERSION 1u
+#define KV_ENTRY_HDR   6u         /* 'K' 'V' version flags, u16 n_groups */
 #define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
 #define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
 
@@ -301,6 +332,17 @@ void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_
 		    struct kv_buf *out)
 {
 	const char *cmd = argv[0];
+	/* Arity is checked here too, not only where clients' commands enter: a
+	 * log entry from elsewhere (kv_entry_valid checks its framing only) must
+	 * not make a replica read past argv. */
+	int li = logged_index(cmd);
+	if (li >= 0) {
+		int ar = logged[li].arity;
+		if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
+			buf_str(out, "-ERR wrong number of arguments\r\n");
+			return;
+		}
+	}
 	if (!strcasecmp(cmd, "get")) {
 		struct kv_item *it = get(s, argv[1], lens[1]);
 		if (it)
@@ -476,7 +518,6 @@ ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_
 struct conn {
 	int fd;
 	uint32_t client;
-	uint32_t seq;
 	uint64_t inflight;        /* entry in flight with its group (0 = none, KV_QUEUED) */
 	uint32_t inflight_cmds;   /* commands in its group */
 	uint32_t qlen;            /* encoded commands of the group */
@@ -485,6 +526,29 @@ struct conn {
 	bool eof;                 /* the client stopped sending: close once answered */
 	uint32_t events;
 	struct kv_buf in, out;
+};
+
+/* Per-stage counters of one replica (INFO, and stderr at exit). The times
+ * are wall-clock nanoseconds spent in each stage of the event loop. */
+struct kv_stats {
+	uint64_t loops;            /* event-loop passes */
+	uint64_t entries_proposed; /* log entries this replica proposed */
+	uint64_t groups_proposed;  /* connection groups in them */
+	uint64_t cmds_proposed;    /* commands in them */
+	uint64_t bytes_proposed;   /* value bytes in them */
+	uint64_t window_full;      /* proposals deferred: `window` entries already in flight */
+	uint64_t entries_applied;  /* log entries applied (every replica's) */
+	uint64_t cmds_applied;
+	uint64_t entries_bad;      /* entries skipped: not the KV batch format (counted, logged) */
+	uint64_t snapshots_served; /* SNAPSHOT answered */
+	uint64_t snapshots_installed;
+	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
+	uint64_t ns_wait;          /* epoll_wait */
+	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
+	uint64_t ns_propose;       /* encoding entries, sending REQUESTs */
+	uint64_t ns_learn;         /* innet_paxos_process: 2B/NACK handling, delivery (incl. apply, reply) */
+	uint64_t ns_apply;         /* applying entries to the store */
+	uint64_t ns_reply;         /* sending replies to the connections of applied groups */
 };
 
 struct server {
@@ -502,11 +566,23 @@ struct server {
 	uint8_t entry[PAXOS_VALUE_MAX];
 	uint32_t client;          /* this replica's client id (entries' request ids) */
 	uint32_t seq;
+	uint32_t window;          /* entries of ours in flight at most */
 	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
 	uint32_t n_queue;
-	uint64_t batches[KV_MAX_BATCHES]; /* entries in flight (0 = free) */
+	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint32_t n_batches;
+	bool bad_logged;
+	bool stale;               /* the acceptors trimmed past us: waiting for a snapshot */
+	uint64_t snap_try_ns;     /* last snapshot attempt */
+	struct kv_stats st;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static size_t encoded_len(int argc, const size_t *lens)
 {
@@ -520,6 +596,22 @@ static void put16(uint8_t *p, size_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v & 0xffff);
+}
+
+static uint32_t get16(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 8 | p[1];
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return get16(p) << 16 | get16(p + 2);
 }
 
 static struct conn *conn_by_client(struct server *s, uint32_t client)
@@ -544,8 +636,67 @@ static void conn_update(struct server *s, struct conn *c)
 	}
 }
 
+static void snapshot_build(struct server *s, struct kv_buf *b);
+
+static void info_field(struct kv_buf *b, const char *name, uint64_t v)
+{
+	char tmp[96];
+	int n = snprintf(tmp, sizeof(tmp), "%s:%llu\r\n", name, (unsigned long long)v);
+	kv_buf_append(b, tmp, (size_t)n);
+}
+
+/* INFO: redis-style "name:value" lines; the per-stage counters. */
+static void info_text(struct server *s, struct kv_buf *b)
+{
+	const struct kv_stats *t = &s->st;
+	struct innet_paxos_stats ps;
+	innet_paxos_get_stats(s->px, &ps);
+	buf_str(b, "# innet kv\r\n");
+	info_field(b, "entry_version", KV_ENTRY_VERSION);
+	info_field(b, "value_max", PAXOS_VALUE_MAX);
+	info_field(b, "window", s->window);
+	info_field(b, "connected_clients", s->n_conns);
+	info_field(b, "log_next", innet_paxos_delivered(s->px));
+	info_field(b, "keys", s->store->n);
+	info_field(b, "digest", kv_store_digest(s->store));
+	buf_str(b, "# batching\r\n");
+	info_field(b, "loops", t->loops);
+	info_field(b, "entries_proposed", t->entries_proposed);
+	info_field(b, "groups_proposed", t->groups_proposed);
+	info_field(b, "commands_proposed", t->cmds_proposed);
+	info_field(b, "bytes_proposed", t->bytes_proposed);
+	info_field(b, "window_full", t->window_full);
+	info_field(b, "entries_applied", t->entries_applied);
+	info_field(b, "commands_applied", t->cmds_applied);
+	info_field(b, "entries_bad", t->entries_bad);
+	buf_str(b, "# snapshots\r\n");
+	info_field(b, "stale", s->stale);
+	info_field(b, "snapshots_served", t->snapshots_served);
+	info_field(b, "snapshots_installed", t->snapshots_installed);
+	info_field(b, "snapshot_failures", t->snapshot_failures);
+	buf_str(b, "# time_us\r\n");
+	info_field(b, "us_wait", t->ns_wait / 1000);
+	info_field(b, "us_clients", t->ns_clients / 1000);
+	info_field(b, "us_propose", t->ns_propose / 1000);
+	info_field(b, "us_learn", t->ns_learn / 1000);
+	info_field(b, "us_apply", t->ns_apply / 1000);
+	info_field(b, "us_reply", t->ns_reply / 1000);
+	buf_str(b, "# paxos\r\n");
+	info_field(b, "delivered", ps.delivered);
+	info_field(b, "noops", ps.noops);
+	info_field(b, "duplicates", ps.duplicates);
+	info_field(b, "votes", ps.votes);
+	info_field(b, "recover_sent", ps.recover_sent);
+	info_field(b, "phase1_started", ps.phase1_started);
+	info_field(b, "proposed", ps.proposed);
+	info_field(b, "resent", ps.resent);
+	info_field(b, "nacks", ps.nacks);
+	info_field(b, "bad_packets", ps.bad_packets);
+	info_field(b, "failovers", ps.failovers);
+}
+
 /* Answer a command that needs no log. Returns false if it is not one. */
-static bool local_command(struct conn *c, int argc, char **argv, size_t *lens)
+static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
 {
 	const char *cmd = argv[0];
 	if (!strcasecmp(cmd, "ping")) {
@@ -565,6 +716,23 @@ static bool local_command(struct conn *c, int argc, char **argv, size_t *lens)
 		c->closing = true;
 	} else if (!strcasecmp(cmd, "config") || !strcasecmp(cmd, "command")) {
 		buf_str(&c->out, "*0\r\n"); /* nothing to configure; redis-benchmark asks */
+	} else if (!strcasecmp(cmd, "snapshot")) {
+		if (argc != 1) {
+			buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
+		} else if (s->stale) {
+			buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
+		} else {
+			struct kv_buf b = { 0 };
+			snapshot_build(s, &b);
+			buf_bulk(&c->out, b.p, b.len);
+			kv_buf_free(&b);
+			s->st.snapshots_served++;
+		}
+	} else if (!strcasecmp(cmd, "info")) {
+		struct kv_buf b = { 0 };
+		info_text(s, &b);
+		buf_bulk(&c->out, b.p, b.len);
+		kv_buf_free(&b);
 	} else if (!strcasecmp(cmd, "select")) {
 		if (argc == 2 && lens[1] == 1 && argv[1][0] == '0')
 			buf_str(&c->out, "+OK\r\n");
@@ -593,7 +761,7 @@ static bool local_command(struct conn *c, int argc, char **argv, size_t *lens)
 		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
-						   "(at most %u bytes encoded)\r\n", KV_GROUP_MAX);
+						   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
 			buf_str(&c->out, msg);
 			return true;
 		}
@@ -602,13 +770,14 @@ static bool local_command(struct conn *c, int argc, char **argv, size_t *lens)
 	return true;
 }
 
-/* Parse what the connection sent; answer local commands, batch logged ones
- * and propose the batch. Stops while a batch is in flight. */
+/* Parse what the connection sent; answer local commands and queue the
+ * logged ones as the connection's group (server_propose puts it into an
+ * entry). Stops while a group is queued or in flight. */
 static void conn_work(struct server *s, struct conn *c)
 {
 	if (c->inflight || c->closing)
 		return;
-	size_t blen = 2, consumed = 0;
+	size_t blen = 0, consumed = 0;
 	uint32_t n_cmds = 0;
 	while (!c->closing && consumed < c->in.len) {
 		int argc = 0;
@@ -625,7 +794,7 @@ static void conn_work(struct server *s, struct conn *c)
 		}
 		if (r < 0) {
 			if (n_cmds > 0)
-				break; /* answer the batch first */
+				break; /* answer the group first */
 			buf_str(&c->out, err);
 			c->closing = true;
 			break;
@@ -636,43 +805,32 @@ static void conn_work(struct server *s, struct conn *c)
 		}
 		bool is_logged = logged_index(s->argv[0]) >= 0;
 		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (!is_logged || blen - 2 + el > KV_GROUP_MAX))
-			break; /* keep order: after the batch */
-		if (n_cmds == 0 && local_command(c, argc, s->argv, s->lens)) {
+		if (n_cmds > 0 && (!is_logged || blen + el > KV_GROUP_MAX))
+			break; /* keep order: after the group */
+		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
 			consumed += (size_t)r;
 			continue;
 		}
-		if (n_cmds > 0 && local_command(c, argc, s->argv, s->lens)) {
-			/* cannot happen: is_logged and fits were checked */
-			consumed += (size_t)r;
-			break;
-		}
-		put16(s->batch + blen, (size_t)argc);
-		blen += 2;
+		uint8_t *q = c->q + blen;
+		put16(q, (size_t)argc);
+		q += 2;
 		for (int i = 0; i < argc; i++) {
-			put16(s->batch + blen, s->lens[i]);
-			memcpy(s->batch + blen + 2, s->argv[i], s->lens[i]);
-			blen += 2 + s->lens[i];
+			put16(q, s->lens[i]);
+			memcpy(q + 2, s->argv[i], s->lens[i]);
+			q += 2 + s->lens[i];
 		}
+		blen += el;
 		n_cmds++;
 		consumed += (size_t)r;
 	}
 	buf_consume(&c->in, consumed);
 	if (n_cmds > 0) {
-		/* queued: server_propose puts it in the next entry */
-		c->qlen = (uint32_t)(blen - 2);
-		memcpy(c->q, s->batch + 2, c->qlen);
+		c->qlen = (uint32_t)blen;
 		c->inflight = KV_QUEUED;
 		c->inflight_cmds = n_cmds;
 		s->queue[s->n_queue++] = c;
 	}
 	conn_update(s, c);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v & 0xffff);
 }
 
 static void conn_flush(struct server *s, struct conn *c);
@@ -693,23 +851,33 @@ static void entry_failed(struct server *s, uint64_t req, const char *msg)
 	}
 }
 
-/* Put the queued groups into entries and propose them (up to KV_MAX_BATCHES
- * in flight). */
+/* Put the queued groups into entries, in order, as many as one value holds,
+ * and propose them while fewer than `window` of ours are in flight. Groups
+ * that arrive while the window is full wait here and go out together in the
+ * next entry: the fuller the window, the larger the batch. */
 static void server_propose(struct server *s)
 {
-	while (s->n_queue > 0 && s->n_batches < KV_MAX_BATCHES) {
+	while (s->n_queue > 0) {
+		if (s->n_batches >= s->window) {
+			s->st.window_full++;
+			return;
+		}
 		uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
 		size_t pos = KV_ENTRY_HDR;
-		uint32_t ng = 0;
+		uint32_t ng = 0, ncmds = 0;
 		while (ng < s->n_queue && pos + KV_GROUP_HDR + s->queue[ng]->qlen <= PAXOS_VALUE_MAX) {
 			struct conn *c = s->queue[ng++];
 			put32(s->entry + pos, c->client);
 			put16(s->entry + pos + 4, c->inflight_cmds);
 			memcpy(s->entry + pos + KV_GROUP_HDR, c->q, c->qlen);
 			pos += KV_GROUP_HDR + c->qlen;
+			ncmds += c->inflight_cmds;
 		}
-		put16(s->entry, 0xFFFF);
-		put16(s->entry + 2, ng);
+		s->entry[0] = KV_ENTRY_MAGIC0;
+		s->entry[1] = KV_ENTRY_MAGIC1;
+		s->entry[2] = KV_ENTRY_VERSION;
+		s->entry[3] = 0; /* flags */
+		put16(s->entry + 4, ng);
 		int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
 		if (rc == -EAGAIN)
 			return; /* an older entry holds the dedup window: later */
@@ -722,7 +890,11 @@ static void server_propose(struct server *s)
 			entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
 			continue;
 		}
-		for (uint32_t i = 0; i < KV_MAX_BATCHES; i++)
+		s->st.entries_proposed++;
+		s->st.groups_proposed += ng;
+		s->st.cmds_proposed += ncmds;
+		s->st.bytes_proposed += pos;
+		for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
 			if (s->batches[i] == 0) {
 				s->batches[i] = req;
 				break;
@@ -734,7 +906,7 @@ static void server_propose(struct server *s)
 /* Entry req of ours is no longer in flight. */
 static void batch_end(struct server *s, uint64_t req)
 {
-	for (uint32_t i = 0; i < KV_MAX_BATCHES; i++)
+	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
 		if (s->batches[i] == req) {
 			s->batches[i] = 0;
 			s->n_batches--;
@@ -776,24 +948,54 @@ static void conn_flush(struct server *s, struct conn *c)
 	conn_update(s, c);
 }
 
-/* Apply n commands encoded at v[*pos..len), replies to out. False if malformed. */
-static bool apply_cmds(struct server *s, const uint8_t *v, uint32_t len, size_t *pos, uint32_t n,
-		       struct kv_buf *out)
+/* Walk n commands encoded at v[*pos..len): true if well-formed. */
+static bool check_cmds(const uint8_t *v, uint32_t len, size_t *pos, uint32_t n)
 {
 	for (uint32_t k = 0; k < n; k++) {
 		if (*pos + 2 > len)
 			return false;
-		int argc = v[*pos] << 8 | v[*pos + 1];
+		uint32_t argc = get16(v + *pos);
+		*pos += 2;
+		if (argc == 0 || argc > KV_MAX_ARGS)
+			return false;
+		for (uint32_t i = 0; i < argc; i++) {
+			if (*pos + 2 > len || *pos + 2 + get16(v + *pos) > len)
+				return false;
+			*pos += 2 + get16(v + *pos);
+		}
+	}
+	return true;
+}
+
+/* True if v is a complete, well-formed entry of the KV batch format. */
+bool kv_entry_valid(const uint8_t *v, uint32_t len)
+{
+	if (len < KV_ENTRY_HDR || v[0] != KV_ENTRY_MAGIC0 || v[1] != KV_ENTRY_MAGIC1 ||
+	    v[2] != KV_ENTRY_VERSION || v[3] != 0)
+		return false;
+	uint32_t ng = get16(v + 4);
+	size_t pos = KV_ENTRY_HDR;
+	for (uint32_t g = 0; g < ng; g++) {
+		if (pos + KV_GROUP_HDR > len)
+			return false;
+		uint32_t cmds = get16(v + pos + 4);
+		pos += KV_GROUP_HDR;
+		if (!check_cmds(v, len, &pos, cmds))
+			return false;
+	}
+	return pos == len;
+}
+
+/* Apply n (checked) commands encoded at v[*pos..), replies to out. */
+static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t n,
+		       struct kv_buf *out)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		int argc = (int)get16(v + *pos);
 		*pos += 2;
 		size_t used = 0;
-		if (argc <= 0 || argc > KV_MAX_ARGS)
-			return false;
 		for (int i = 0; i < argc; i++) {
-			if (*pos + 2 > len)
-				return false;
-			size_t l = (size_t)v[*pos] << 8 | v[*pos + 1];
-			if (*pos + 2 + l > len)
-				return false;
+			size_t l = get16(v + *pos);
 			s->argv[i] = s->scratch + used;
 			s->lens[i] = l;
 			memcpy(s->scratch + used, v + *pos + 2, l);
@@ -803,63 +1005,60 @@ static bool apply_cmds(struct server *s, const uint8_t *v, uint32_t len, size_t 
 		}
 		kv_store_apply(s->store, argc, s->argv, s->lens, out);
 	}
-	return true;
+	s->st.cmds_applied += n;
 }
 
-/* A log entry: apply every command; reply to our connections' groups. */
+/* A log entry: apply every command; reply to our connections' groups. An
+ * entry not in the KV batch format (malformed, or another version) is
+ * skipped as a whole — by every replica alike, so their states stay equal —
+ * counted and logged once. */
 static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t *v, uint32_t len)
 {
 	struct server *s = arg;
-	if (len < 2)
-		return;
-	uint32_t n = (uint32_t)v[0] << 8 | v[1];
-	size_t pos = 2;
-	if (n != 0xFFFF) {
-		/* single-group form: the request id names the connection */
-		struct conn *c = conn_by_client(s, (uint32_t)(req >> 32));
-		if (c != NULL && c->inflight != req)
-			c = NULL;
-		apply_cmds(s, v, len, &pos, n, c ? &c->out : &s->scratch_out);
-		s->scratch_out.len = 0;
-		if (c != NULL) {
-			c->inflight = 0;
-			conn_work(s, c);
-			conn_flush(s, c);
-		}
-		return;
-	}
 	bool ours = (uint32_t)(req >> 32) == s->client;
 	if (ours)
 		batch_end(s, req);
-	if (len < KV_ENTRY_HDR)
+	if (!kv_entry_valid(v, len)) {
+		s->st.entries_bad++;
+		if (!s->bad_logged) {
+			fprintf(stderr, "innet kv: instance %llu: not a KV batch entry of version %u "
+					"(first bytes %02x %02x %02x %02x): skipped (counted as "
+					"entries_bad)\n", (unsigned long long)instance,
+				KV_ENTRY_VERSION, len > 0 ? v[0] : 0, len > 1 ? v[1] : 0,
+				len > 2 ? v[2] : 0, len > 3 ? v[3] : 0);
+			s->bad_logged = true;
+		}
+		if (ours)
+			entry_failed(s, req, "-ERR internal error: malformed log entry\r\n");
 		return;
-	uint32_t ng = (uint32_t)v[2] << 8 | v[3];
-	pos = KV_ENTRY_HDR;
+	}
+	uint64_t t0 = now_ns();
+	s->st.entries_applied++;
+	uint32_t ng = get16(v + 4);
+	size_t pos = KV_ENTRY_HDR;
 	struct conn *answered[KV_MAX_CONNS];
 	uint32_t n_ans = 0;
 	for (uint32_t g = 0; g < ng; g++) {
-		if (pos + KV_GROUP_HDR > len)
-			break;
-		uint32_t client = (uint32_t)v[pos] << 24 | (uint32_t)v[pos + 1] << 16 |
-				  (uint32_t)v[pos + 2] << 8 | v[pos + 3];
-		uint32_t cmds = (uint32_t)v[pos + 4] << 8 | v[pos + 5];
+		uint32_t client = get32(v + pos);
+		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
 		if (c != NULL && c->inflight != req)
 			c = NULL;
-		bool ok = apply_cmds(s, v, len, &pos, cmds, c ? &c->out : &s->scratch_out);
+		apply_cmds(s, v, &pos, cmds, c ? &c->out : &s->scratch_out);
 		s->scratch_out.len = 0;
 		if (c != NULL && n_ans < KV_MAX_CONNS)
 			answered[n_ans++] = c;
-		if (!ok)
-			break; /* a malformed entry cannot come from a replica; skip the rest */
 	}
+	uint64_t t1 = now_ns();
 	for (uint32_t i = 0; i < n_ans; i++) {
 		struct conn *c = answered[i];
 		c->inflight = 0;
 		conn_work(s, c); /* the next pipelined commands */
 		conn_flush(s, c);
 	}
+	s->st.ns_apply += t1 - t0;
+	s->st.ns_reply += now_ns() - t1;
 }
 
 static void on_done(void *arg, uint64_t req, int status, uint64_t instance)
@@ -924,18 +1123,233 @@ static void conn_read(struct server *s, struct conn *c)
 		if (n < 0)
 			break;
 		kv_buf_append(&c->in, buf, (size_t)n);
+		if ((size_t)n < sizeof(buf))
+			break; /* drained: save the recv that would say EAGAIN */
 	}
 	conn_work(s, c);
 	conn_flush(s, c);
 }
 
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* The state at innet_paxos_delivered() (format: the file's header). */
+static void snapshot_build(struct server *s, struct kv_buf *b)
+{
+	uint8_t hdr[16] = { 'K', 'V', 'S', KV_SNAPSHOT_VERSION };
+	put64(hdr + 4, innet_paxos_delivered(s->px));
+	size_t dlen = innet_paxos_dedup_size(s->px);
+	put32(hdr + 12, (uint32_t)dlen);
+	kv_buf_append(b, hdr, sizeof(hdr));
+	uint8_t *d = malloc(dlen);
+	if (d == NULL)
+		abort();
+	innet_paxos_dedup_save(s->px, d, dlen);
+	kv_buf_append(b, d, dlen);
+	free(d);
+	uint8_t n[8];
+	put64(n, s->store->n);
+	kv_buf_append(b, n, 8);
+	for (size_t i = 0; i < s->store->cap; i++)
+		for (const struct kv_item *it = s->store->tab[i]; it; it = it->next) {
+			uint8_t l[4];
+			put32(l, (uint32_t)it->klen);
+			kv_buf_append(b, l, 4);
+			kv_buf_append(b, it->key, it->klen);
+			put32(l, (uint32_t)it->vlen);
+			kv_buf_append(b, l, 4);
+			kv_buf_append(b, it->val, it->vlen);
+		}
+}
+
+/* Ask peer for a snapshot: the bulk payload into b. Blocking, bounded by
+ * 2 s per step (the replica cannot serve while stale anyway). 0 or -1 with
+ * why in err. */
+static int snapshot_fetch(const struct innet_addr *peer, struct kv_buf *b, char *err, size_t errlen)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(peer->ip),
+				 .sin_port = htons(peer->udp) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 2 };
+	static const char req[] = "*1\r\n$8\r\nSNAPSHOT\r\n";
+	int rc = -1;
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		goto out;
+	}
+	size_t want = SIZE_MAX, hdr = 0;
+	char buf[65536];
+	while (b->len < want) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0) {
+			snprintf(err, errlen, "%s", n == 0 ? "connection closed" : strerror(errno));
+			goto out;
+		}
+		kv_buf_append(b, buf, (size_t)n);
+		if (hdr == 0) {
+			char *nl = memchr(b->p, '\n', b->len);
+			if (nl == NULL)
+				continue;
+			if (b->p[0] != '$') {
+				*nl = '\0';
+				snprintf(err, errlen, "%.200s", b->p);
+				goto out;
+			}
+			hdr = (size_t)(nl - b->p) + 1;
+			want = hdr + strtoull(b->p + 1, NULL, 10) + 2;
+		}
+	}
+	memmove(b->p, b->p + hdr, want - hdr - 2);
+	b->len = want - hdr - 2;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}
+
+/* Fail our groups in flight or queued: their entries may or may not be in
+ * the snapshot. */
+static void fail_inflight(struct server *s)
+{
+	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
+		if (s->batches[i] != 0) {
+			uint64_t req = s->batches[i];
+			batch_end(s, req);
+			entry_failed(s, req, "-ERR replica restored from a snapshot: the command may "
+					     "or may not have been applied\r\n");
+		}
+}
+
+/* Install snapshot v[0..len) if it reaches at least min_next. 0, or -1
+ * with why in err (the state is untouched then). */
+static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint64_t min_next,
+			    char *err, size_t errlen)
+{
+	if (len < 16 || memcmp(v, "KVS", 3) != 0 || v[3] != KV_SNAPSHOT_VERSION) {
+		snprintf(err, errlen, "not a version-%u snapshot", KV_SNAPSHOT_VERSION);
+		return -1;
+	}
+	uint64_t next = get64(v + 4);
+	size_t dlen = get32(v + 12), pos = 16 + dlen;
+	if (next < min_next) {
+		snprintf(err, errlen, "it is at instance %llu, below the acceptors' trim %llu",
+			 (unsigned long long)next, (unsigned long long)min_next);
+		return -1;
+	}
+	if (pos + 8 > len) {
+		snprintf(err, errlen, "truncated");
+		return -1;
+	}
+	uint64_t n = get64(v + pos);
+	pos += 8;
+	struct kv_store *st = kv_store_create();
+	if (st == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		if (pos + 4 > len || pos + 4 + get32(v + pos) + 4 > len)
+			goto bad;
+		size_t kl = get32(v + pos);
+		const char *k = (const char *)v + pos + 4;
+		pos += 4 + kl;
+		size_t vl = get32(v + pos);
+		if (pos + 4 + vl > len)
+			goto bad;
+		set(st, k, kl, (const char *)v + pos + 4, vl);
+		pos += 4 + vl;
+	}
+	if (pos != len || st->n != n || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
+		goto bad;
+	kv_store_destroy(s->store);
+	s->store = st;
+	innet_paxos_restart_at(s->px, next);
+	fail_inflight(s);
+	return 0;
+bad:
+	kv_store_destroy(st);
+	snprintf(err, errlen, "malformed");
+	return -1;
+}
+
+/* Stale: try every peer for a snapshot (at most once a second). */
+static void snapshot_catch_up(struct server *s)
+{
+	uint64_t t = now_ns();
+	if (t - s->snap_try_ns < 1000000000ull)
+		return;
+	s->snap_try_ns = t;
+	uint64_t trim = innet_paxos_stale_trim(s->px);
+	for (uint32_t i = 0; i < s->c->n_peers; i++) {
+		const struct innet_addr *pa = &s->c->peers[i];
+		struct in_addr ia = { htonl(pa->ip) };
+		struct kv_buf b = { 0 };
+		char err[256];
+		if (snapshot_fetch(pa, &b, err, sizeof(err)) == 0 &&
+		    snapshot_install(s, (const uint8_t *)b.p, b.len, trim, err, sizeof(err)) == 0) {
+			fprintf(stderr, "innet kv: installed a snapshot from %s:%u at instance %llu "
+					"(%zu keys, %zu bytes)\n", inet_ntoa(ia), pa->udp,
+				(unsigned long long)innet_paxos_delivered(s->px), s->store->n, b.len);
+			s->st.snapshots_installed++;
+			s->stale = false;
+			kv_buf_free(&b);
+			return;
+		}
+		fprintf(stderr, "innet kv: no usable snapshot from %s:%u: %s\n", inet_ntoa(ia), pa->udp,
+			err);
+		s->st.snapshot_failures++;
+		kv_buf_free(&b);
+	}
+	if (s->c->n_peers == 0)
+		fprintf(stderr, "innet kv: the acceptors trimmed the log past this replica and it has "
+				"no peer replica to take a snapshot from\n");
+}
+
+static void stats_print(const struct server *s)
+{
+	const struct kv_stats *t = &s->st;
+	fprintf(stderr, "innet kv: entries proposed %llu (groups %llu, commands %llu, bytes %llu, "
+			"window full %llu), applied %llu (commands %llu, bad %llu); time us: wait %llu "
+			"clients %llu propose %llu learn %llu (apply %llu reply %llu)\n",
+		(unsigned long long)t->entries_proposed, (unsigned long long)t->groups_proposed,
+		(unsigned long long)t->cmds_proposed, (unsigned long long)t->bytes_proposed,
+		(unsigned long long)t->window_full, (unsigned long long)t->entries_applied,
+		(unsigned long long)t->cmds_applied, (unsigned long long)t->entries_bad,
+		(unsigned long long)t->ns_wait / 1000, (unsigned long long)t->ns_clients / 1000,
+		(unsigned long long)t->ns_propose / 1000, (unsigned long long)t->ns_learn / 1000,
+		(unsigned long long)t->ns_apply / 1000, (unsigned long long)t->ns_reply / 1000);
+}
+
 int kv_serve(const struct kv_conf *conf)
 {
+	if (conf->window > KV_MAX_WINDOW) {
+		fprintf(stderr, "innet kv: window %u is over %u\n", conf->window, KV_MAX_WINDOW);
+		return -EINVAL;
+	}
 	struct server *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	s->c = conf;
+	s->window = conf->window ? conf->window : KV_WINDOW_DEFAULT;
 	s->scratch = malloc(KV_INBUF_MAX + 1);
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
@@ -969,17 +1383,18 @@ int kv_serve(const struct kv_conf *conf)
 	e.data.ptr = &px_tag;
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, innet_paxos_fd(s->px), &e);
 	s->client = innet_paxos_client_new(s->px);
-	fprintf(stderr, "innet kv: serving RESP on %s:%u\n", inet_ntoa(a.sin_addr), conf->listen_port);
+	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, values up to %u bytes)\n",
+		inet_ntoa(a.sin_addr), conf->listen_port, s->window, (unsigned)PAXOS_VALUE_MAX);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
-	struct timespec last_trim;
-	clock_gettime(CLOCK_MONOTONIC, &last_trim);
-	bool stale_reported = false;
+	uint64_t last_trim = now_ns();
 	while (!*conf->stop) {
 		struct epoll_event evs[64];
 		int to = innet_paxos_timeout_ms(s->px);
 		if (to < 0 || to > 100)
 			to = 100;
+		uint64_t t0 = now_ns();
 		int n = epoll_wait(s->ep, evs, 64, to);
+		uint64_t t1 = now_ns();
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
 			if (tag == NULL) {
@@ -994,22 +1409,33 @@ int kv_serve(const struct kv_conf *conf)
 					conn_flush(s, c);
 			}
 		}
+		uint64_t t2 = now_ns();
 		server_propose(s);
-		if (innet_paxos_process(s->px) == -ESTALE && !stale_reported) {
-			fprintf(stderr, "innet kv: the acceptors trimmed the log past this replica; "
-					"it needs a snapshot (not implemented)\n");
-			stale_reported = true;
+		uint64_t t3 = now_ns();
+		if (innet_paxos_process(s->px) == -ESTALE) {
+			if (!s->stale)
+				fprintf(stderr, "innet kv: the acceptors trimmed the log past this "
+						"replica (at %llu, trim %llu): asking peers for a snapshot\n",
+					(unsigned long long)innet_paxos_delivered(s->px),
+					(unsigned long long)innet_paxos_stale_trim(s->px));
+			s->stale = true;
+			snapshot_catch_up(s);
 		}
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - last_trim.tv_sec) * 1000 + (t.tv_nsec - last_trim.tv_nsec) / 1000000 >=
-		    trim_ms) {
+		uint64_t t4 = now_ns();
+		if (t4 - last_trim >= trim_ms * 1000000ull) {
 			innet_paxos_trim(s->px);
-			last_trim = t;
+			last_trim = t4;
 		}
 		server_propose(s);
+		uint64_t t5 = now_ns();
+		s->st.loops++;
+		s->st.ns_wait += t1 - t0;
+		s->st.ns_clients += t2 - t1;
+		s->st.ns_propose += (t3 - t2) + (t5 - t4);
+		s->st.ns_learn += t4 - t3;
 	}
 	rc = 0;
+	stats_print(s);
 	while (s->n_conns > 0)
 		conn_close(s, s->conns[0]);
 	close(s->ep);

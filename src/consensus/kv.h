@@ -7,16 +7,27 @@
 #define INNET_CONSENSUS_KV_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "innet/consensus.h"
+
+#define KV_MAX_PEERS      16u  /* other replicas to ask for a snapshot */
+#define KV_MAX_WINDOW     32u  /* entries of one replica in flight (< the dedup window 64) */
+#define KV_WINDOW_DEFAULT 8u
 
 struct kv_conf {
 	uint32_t listen_ip;                 /* RESP clients connect here (host order) */
 	uint16_t listen_port;
 	struct innet_paxos_conf paxos;      /* the replica's learner/proposer */
 	uint32_t trim_ms;                   /* report the watermark this often (default 50) */
+	uint32_t window;                    /* entries of this replica in flight, 1..KV_MAX_WINDOW
+	                                     * (0: KV_WINDOW_DEFAULT) */
+	struct innet_addr peers[KV_MAX_PEERS]; /* other replicas' RESP addresses (ip, TCP port):
+	                                     * a snapshot comes from one of them when the
+	                                     * acceptors trimmed the log past this replica */
+	uint32_t n_peers;
 	volatile sig_atomic_t *stop;        /* serve until *stop != 0 */
 };
 
@@ -49,6 +60,10 @@ uint64_t kv_store_digest(const struct kv_store *s);
  * a RESP error message in err (protocol error: the connection closes). */
 ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_t *lens,
 		      int max_args, char *scratch, size_t scratch_len, char *err, size_t errlen);
+
+/* True if v[0..len) is a complete, well-formed log entry of the KV batch
+ * format (docs/protocol.md 2.2); replicas skip any other entry whole. */
+bool kv_entry_valid(const uint8_t *v, uint32_t len);
 
 void kv_buf_append(struct kv_buf *b, const void *p, size_t n);
 void kv_buf_free(struct kv_buf *b);

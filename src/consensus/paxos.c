@@ -664,6 +664,11 @@ uint64_t innet_paxos_delivered(const struct innet_paxos *p)
 	return p->next;
 }
 
+uint64_t innet_paxos_stale_trim(const struct innet_paxos *p)
+{
+	return p->stale_trim > p->next ? p->stale_trim : 0;
+}
+
 int innet_paxos_trim(struct innet_paxos *p)
 {
 	if (p->c.learner_id == INNET_PAXOS_NO_TRIM)
@@ -685,6 +690,65 @@ void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next)
 		p->hi = next;
 	p->stall_ns = 0;
 	p->stale_trim = 0;
+}
+
+/* Dedup state on the wire of a snapshot: u32 n, then n x (u32 client,
+ * u32 last, u64 below), big-endian. */
+size_t innet_paxos_dedup_size(const struct innet_paxos *p)
+{
+	return 4 + (size_t)p->dd_n * 16;
+}
+
+size_t innet_paxos_dedup_save(const struct innet_paxos *p, void *buf, size_t len)
+{
+	if (len < innet_paxos_dedup_size(p))
+		return 0;
+	uint8_t *b = buf;
+	uint32_t n = htonl(p->dd_n);
+	memcpy(b, &n, 4);
+	size_t pos = 4;
+	for (uint32_t i = 0; i < p->dd_cap; i++) {
+		const struct dedup *d = &p->dd[i];
+		if (d->client == 0)
+			continue;
+		uint32_t c = htonl(d->client), l = htonl(d->last);
+		uint64_t w = htobe64(d->below);
+		memcpy(b + pos, &c, 4);
+		memcpy(b + pos + 4, &l, 4);
+		memcpy(b + pos + 8, &w, 8);
+		pos += 16;
+	}
+	return pos;
+}
+
+int innet_paxos_dedup_load(struct innet_paxos *p, const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+	uint32_t n;
+	if (len < 4)
+		return -EINVAL;
+	memcpy(&n, b, 4);
+	n = ntohl(n);
+	if (len != 4 + (size_t)n * 16)
+		return -EINVAL;
+	free(p->dd);
+	p->dd = NULL;
+	p->dd_cap = p->dd_n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c, l;
+		uint64_t w;
+		memcpy(&c, b + 4 + 16 * (size_t)i, 4);
+		memcpy(&l, b + 8 + 16 * (size_t)i, 4);
+		memcpy(&w, b + 12 + 16 * (size_t)i, 8);
+		if (c == 0)
+			return -EINVAL;
+		struct dedup *d = dd_find(p, ntohl(c), true);
+		if (d == NULL)
+			return -ENOMEM;
+		d->last = ntohl(l);
+		d->below = be64toh(w);
+	}
+	return 0;
 }
 
 void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out)

@@ -42,10 +42,15 @@
 
 #include <stdint.h>
 
+#include "innet/program.h"
 #include "innet/wire.h"
 
 #define PAXOS_UDP_DEFAULT  34952u   /* switches' Paxos programs */
-#define PAXOS_VALUE_MAX    1400u    /* bytes of value one packet carries */
+/* Bytes of value one packet carries: whatever an innet packet has left after
+ * the 56 bytes of headers (INNET_PKT_MAX - 56: 1992 with 2048-byte packets).
+ * Above a link's MTU the kernel fragments the datagram (loopback's MTU is
+ * 64 KiB; on 1500-byte veths a full value travels as two IP fragments). */
+#define PAXOS_VALUE_MAX    (INNET_PKT_MAX - 56u)
 #define PAXOS_MAX_ACCEPTORS 64u     /* learners track votes in a 64-bit mask */
 
 enum paxos_type {
@@ -97,6 +102,7 @@ struct paxos_msg {
 
 #define PAXOS_HDR_LEN ((uint32_t)(sizeof(struct innet_hdr) + sizeof(struct paxos_hdr)))
 _Static_assert(sizeof(struct innet_hdr) + sizeof(struct paxos_hdr) == 56, "56 bytes of headers");
-_Static_assert(PAXOS_HDR_LEN + PAXOS_VALUE_MAX <= 2048, "one value fits one innet packet");
+_Static_assert(PAXOS_HDR_LEN + PAXOS_VALUE_MAX == INNET_PKT_MAX, "one value fits one innet packet");
+_Static_assert(PAXOS_VALUE_MAX <= 0xFFFFu, "vlen is 16 bits");
 
 #endif /* INNET_CONSENSUS_WIRE_H */

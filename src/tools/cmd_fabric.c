@@ -6,6 +6,19 @@
  *   innet fabric down FILE     stop what `up` recorded, clean the state dir
  *   innet fabric status FILE   which switches are running
  *   innet fabric show FILE     the resolved topology; starts nothing
+ *   innet fabric stop FILE SW [--kill]      stop one switch of a running fabric
+ *   innet fabric start FILE SW [--set I.K=V]  start it again, same settings
+ *   innet fabric restart FILE SW [--kill] [--set I.K=V]   both
+ *
+ * stop/start/restart act on one switch recorded in fabric.json: stop signals
+ * its pid (SIGTERM, or SIGKILL at once with --kill: a crash); start runs
+ * `innet switch --topology T --name SW --workers W` with the topology file
+ * and worker count that `up` recorded, appends to its log, waits for its ctl
+ * socket and records the new pid. --set INSTANCE.KEY=JSON overrides one
+ * setting of one of its program instances for this start: the topology is
+ * copied to <state_dir>/<switch>.restart.json with the setting changed (e.g.
+ * `--set acc.join=true` restarts a Paxos acceptor silent, as its join rule
+ * requires; docs/consensus.md).
  *
  * State lives in the topology's state_dir:
  *
@@ -46,12 +59,18 @@ static const char usage_text[] =
 	"usage: innet fabric up FILE [--workers N] [--foreground] [--timeout SEC] [--machine TAG]\n"
 	"       innet fabric down (FILE | --state DIR) [--machine TAG]\n"
 	"       innet fabric status (FILE | --state DIR) [--machine TAG]\n"
-	"       innet fabric show FILE [--json]\n\n"
+	"       innet fabric show FILE [--json]\n"
+	"       innet fabric stop (FILE | --state DIR) SWITCH [--kill]\n"
+	"       innet fabric start (FILE | --state DIR) SWITCH [--set INST.KEY=JSON]... [--timeout SEC]\n"
+	"       innet fabric restart (FILE | --state DIR) SWITCH [--kill] [--set INST.KEY=JSON]...\n\n"
 	"Run a topology of switches (one 'innet switch' process each) on this machine.\n\n"
 	"  up       check FILE, start every switch, wait until each control socket answers\n"
 	"  down     stop the switches 'up' started (SIGTERM, then SIGKILL after 5 s)\n"
 	"  status   show which switches are running; exit 0 only if all are\n"
-	"  show     print the resolved topology: ports, addresses, peers, routes\n\n"
+	"  show     print the resolved topology: ports, addresses, peers, routes\n"
+	"  stop     stop one switch of a running fabric (SIGTERM; SIGKILL after 5 s)\n"
+	"  start    start a stopped switch again with the settings 'up' used\n"
+	"  restart  stop, then start\n\n"
 	"  -w, --workers N     worker threads per switch (overrides the file)\n"
 	"  -f, --foreground    stay; stop the fabric on SIGINT/SIGTERM\n"
 	"  -t, --timeout SEC   how long 'up' waits for the switches (default 10)\n"
@@ -59,6 +78,9 @@ static const char usage_text[] =
 	"                      this machine's state in fabric.TAG.json (up, down, status)\n"
 	"  -s, --state DIR     use the state directory DIR instead of FILE's\n"
 	"  -j, --json          'show' prints JSON\n"
+	"  -k, --kill          stop/restart: SIGKILL at once (a crash), no SIGTERM\n"
+	"      --set I.K=JSON  start/restart: setting K of program instance I is JSON for\n"
+	"                      this start (e.g. --set acc.join=true); repeatable\n"
 	"  -h, --help          this text\n\n"
 	"Exit status: 0 ok, 1 failure, 2 bad usage or bad topology file.\n"
 	"See docs/man/innet-fabric.md and docs/topology.md.\n";
@@ -73,8 +95,14 @@ struct proc {
 	int status;       /* its wait status */
 };
 
+#define MAX_SETS 16
+
 struct opts {
 	const char *file;
+	const char *node;       /* stop, start, restart: the switch */
+	const char *sets[MAX_SETS]; /* --set INST.KEY=JSON */
+	unsigned n_sets;
+	bool kill;
 	const char *state;
 	const char *machine;
 	uint64_t workers;
@@ -709,12 +737,12 @@ static int mkdir_p(const char *dir)
  * stdout and stderr to its log, in its own session (so that a terminal's
  * Ctrl-C reaches only us: we stop the switches in order). */
 static pid_t spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
-			  uint64_t workers, const sigset_t *mask)
+			  uint64_t workers, const sigset_t *mask, bool append)
 {
 	char wbuf[24];
 	const char *argv[] = { exe, "switch", "--topology", file, "--name", sw,
 			       workers ? "--workers" : NULL /* ends argv here */, wbuf, NULL };
-	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
 
 	snprintf(wbuf, sizeof(wbuf), "%llu", (unsigned long long)workers);
 	if (fd < 0)
@@ -904,7 +932,7 @@ static int fabric_up(const struct opts *o)
 			continue;
 		unlink(p->ctl);
 		log_path(t->state_dir, p->name, log, sizeof(log));
-		p->pid = spawn_switch(exe, file, p->name, log, o->workers, &old);
+		p->pid = spawn_switch(exe, file, p->name, log, o->workers, &old, false);
 		if (p->pid < 0) {
 			fprintf(stderr, "innet fabric: cannot start switch %s: %s\n", p->name,
 				strerror(errno));
@@ -1027,6 +1055,319 @@ static int fabric_status(const struct opts *o)
 	return running == started && started > 0 ? 0 : 1;
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* stop, start, restart: one switch of a running fabric                      */
+
+/* fabric.json of the fabric (FILE's state_dir, or --state DIR) and the index
+ * of switch o->node in its "switches". NULL (reported) if there is none. */
+static json_t *load_state_json(const struct opts *o, char *dir, size_t dirlen, size_t *idx,
+			       int *rc)
+{
+	char path[PATH_MAX];
+	json_error_t je;
+	json_t *sw;
+	size_t i;
+
+	if ((*rc = state_dir_of(o, dir, dirlen)) != 0)
+		return NULL;
+	*rc = 1;
+	state_path(dir, state_file, path, sizeof(path));
+	if (access(path, F_OK) != 0) {
+		fprintf(stderr, "innet fabric: no fabric is up here: no %s\n", path);
+		return NULL;
+	}
+	json_t *root = json_load_file(path, 0, &je);
+	json_t *sws = json_object_get(root, "switches");
+	if (root == NULL || !json_is_array(sws) ||
+	    !json_is_string(json_object_get(root, "topology"))) {
+		fprintf(stderr, "innet fabric: %s: unreadable state%s%s\n", path,
+			root ? "" : ": ", root ? "" : je.text);
+		json_decref(root);
+		return NULL;
+	}
+	json_array_foreach(sws, i, sw) {
+		const char *name = json_string_value(json_object_get(sw, "name"));
+		if (name != NULL && !strcmp(name, o->node)) {
+			*idx = i;
+			*rc = 0;
+			return root;
+		}
+	}
+	fprintf(stderr, "innet fabric: the fabric in %s has no switch '%s'\n", dir, o->node);
+	*rc = 2;
+	json_decref(root);
+	return NULL;
+}
+
+static void proc_of(json_t *sw, struct proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%s", json_string_value(json_object_get(sw, "name")) ?: "?");
+	snprintf(p->ctl, sizeof(p->ctl), "%s", json_string_value(json_object_get(sw, "ctl")) ?: "");
+	json_int_t pid = json_integer_value(json_object_get(sw, "pid"));
+	p->pid = pid > 1 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+/* Write fabric.json (root) back atomically. 0 or -1 (reported). */
+static int save_state_json(const char *dir, json_t *root)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], tmpname[sizeof(state_file) + 8];
+
+	state_path(dir, state_file, path, sizeof(path));
+	snprintf(tmpname, sizeof(tmpname), ".%s.tmp", state_file);
+	state_path(dir, tmpname, tmp, sizeof(tmp));
+	if (json_dump_file(root, tmp, JSON_INDENT(2)) < 0 || rename(tmp, path) < 0) {
+		fprintf(stderr, "innet fabric: cannot write %s: %s\n", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* Stop one switch: SIGTERM (SIGKILL after STOP_GRACE_MS), or SIGKILL at
+ * once with --kill. 0 stopped or not running, 1 still running. */
+static int stop_one(struct proc *p, bool kill_now)
+{
+	if (!proc_alive(p)) {
+		printf("switch %s is not running\n", p->name);
+		return 0;
+	}
+	kill(p->pid, kill_now ? SIGKILL : SIGTERM);
+	if (wait_gone(p, 1, kill_now ? 2000 : STOP_GRACE_MS) != 0 && !kill_now) {
+		fprintf(stderr, "innet fabric: %s (pid %d) ignored SIGTERM; killing it\n", p->name,
+			(int)p->pid);
+		kill(p->pid, SIGKILL);
+		wait_gone(p, 1, 1000);
+	}
+	if (proc_alive(p)) {
+		fprintf(stderr, "innet fabric: %s (pid %d) is still running\n", p->name, (int)p->pid);
+		return 1;
+	}
+	printf("stopped switch %s (pid %d%s)\n", p->name, (int)p->pid, kill_now ? ", killed" : "");
+	return 0;
+}
+
+static int fabric_stop(const struct opts *o)
+{
+	char dir[PATH_MAX];
+	size_t idx;
+	int rc;
+	json_t *root = load_state_json(o, dir, sizeof(dir), &idx, &rc);
+	struct proc p;
+
+	if (root == NULL)
+		return rc;
+	proc_of(json_array_get(json_object_get(root, "switches"), idx), &p);
+	rc = stop_one(&p, o->kill);
+	json_decref(root);
+	return rc;
+}
+
+/* Apply one --set INST.KEY=JSON to the switch called sw in topology JSON
+ * top. 0, or 2 (reported). */
+static int apply_set(json_t *top, const char *sw, const char *set)
+{
+	char inst[INNET_NAME_MAX + 1];
+	const char *dot = strchr(set, '.'), *eq = strchr(set, '=');
+	json_error_t je;
+	json_t *s, *pr;
+	size_t i, k;
+
+	if (dot == NULL || eq == NULL || dot > eq || dot == set || eq == dot + 1 ||
+	    (size_t)(dot - set) >= sizeof(inst)) {
+		fprintf(stderr, "innet fabric: --set wants INSTANCE.KEY=JSON, not '%s'\n", set);
+		return 2;
+	}
+	memcpy(inst, set, (size_t)(dot - set));
+	inst[dot - set] = '\0';
+	char key[256];
+	if ((size_t)(eq - dot - 1) >= sizeof(key)) {
+		fprintf(stderr, "innet fabric: --set: key too long in '%s'\n", set);
+		return 2;
+	}
+	memcpy(key, dot + 1, (size_t)(eq - dot - 1));
+	key[eq - dot - 1] = '\0';
+	json_t *val = json_loads(eq + 1, JSON_DECODE_ANY, &je);
+	if (val == NULL) {
+		fprintf(stderr, "innet fabric: --set %s: the value is not JSON: %s\n", set, je.text);
+		return 2;
+	}
+	json_array_foreach(json_object_get(top, "switches"), i, s) {
+		if (!json_is_string(json_object_get(s, "name")) ||
+		    strcmp(json_string_value(json_object_get(s, "name")), sw) != 0)
+			continue;
+		json_array_foreach(json_object_get(s, "programs"), k, pr) {
+			const char *n = json_string_value(json_object_get(pr, "name"));
+			if (n == NULL || strcmp(n, inst) != 0)
+				continue;
+			json_t *args = json_object_get(pr, "args");
+			if (args == NULL) {
+				args = json_object();
+				json_object_set_new(pr, "args", args);
+			}
+			if (!json_is_object(args) || json_object_set_new(args, key, val) < 0) {
+				fprintf(stderr, "innet fabric: --set %s: the instance's \"args\" is not "
+					"an object\n", set);
+				return 2;
+			}
+			return 0;
+		}
+	}
+	json_decref(val);
+	fprintf(stderr, "innet fabric: --set %s: switch %s has no program instance '%s' in the "
+		"topology file\n", set, sw, inst);
+	return 2;
+}
+
+/* The topology file to start sw from: the recorded one, or with --set a copy
+ * in the state dir with those settings changed (checked by loading it). */
+static int start_topology(const struct opts *o, const char *dir, const char *file, char *out,
+			  size_t len)
+{
+	json_error_t je;
+	int rc = 2;
+
+	snprintf(out, len, "%s", file);
+	if (o->n_sets == 0)
+		return 0;
+	json_t *top = json_load_file(file, 0, &je);
+	if (top == NULL) {
+		fprintf(stderr, "innet fabric: %s: %s\n", file, je.text);
+		return 2;
+	}
+	for (unsigned i = 0; i < o->n_sets; i++)
+		if ((rc = apply_set(top, o->node, o->sets[i])) != 0)
+			goto out;
+	rc = 1;
+	if (snprintf(out, len, "%s/%s.restart.json", dir, o->node) >= (int)len)
+		goto out;
+	if (json_dump_file(top, out, JSON_INDENT(1)) < 0) {
+		fprintf(stderr, "innet fabric: cannot write %s: %s\n", out, strerror(errno));
+		goto out;
+	}
+	struct innet_topology *t = load(out, &rc);
+	if (t == NULL)
+		goto out;
+	innet_topology_free(t);
+	rc = 0;
+out:
+	json_decref(top);
+	return rc;
+}
+
+/* Start switch o->node; topo_ready: the topology file start_topology()
+ * made already (restart checks --set before it stops anything), or NULL. */
+static int start_switch(const struct opts *o, const char *topo_ready)
+{
+	char dir[PATH_MAX], topo[PATH_MAX], exe[PATH_MAX], log[PATH_MAX];
+	size_t idx;
+	int rc;
+	json_t *root = load_state_json(o, dir, sizeof(dir), &idx, &rc);
+	struct proc p;
+	sigset_t none;
+
+	if (root == NULL)
+		return rc;
+	json_t *sw = json_array_get(json_object_get(root, "switches"), idx);
+	proc_of(sw, &p);
+	if (proc_alive(&p)) {
+		fprintf(stderr, "innet fabric: switch %s is running (pid %d); stop it first (or use "
+			"restart)\n", p.name, (int)p.pid);
+		rc = 1;
+		goto out;
+	}
+	if (topo_ready != NULL)
+		snprintf(topo, sizeof(topo), "%s", topo_ready);
+	else if ((rc = start_topology(o, dir, json_string_value(json_object_get(root, "topology")),
+				      topo, sizeof(topo))) != 0)
+		goto out;
+	rc = 1;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len < 0) {
+		fprintf(stderr, "innet fabric: cannot find my executable: %s\n", strerror(errno));
+		goto out;
+	}
+	exe[len] = '\0';
+	json_int_t workers = json_integer_value(json_object_get(sw, "workers"));
+	log_path(dir, p.name, log, sizeof(log));
+	if (p.ctl[0]) {
+		struct stat st;
+		if (lstat(p.ctl, &st) == 0 && S_ISSOCK(st.st_mode))
+			unlink(p.ctl);
+	}
+	sigemptyset(&none);
+	p.pid = spawn_switch(exe, topo, p.name, log, workers > 0 ? (uint64_t)workers : 0, &none, true);
+	if (p.pid < 0) {
+		fprintf(stderr, "innet fabric: cannot start switch %s: %s\n", p.name, strerror(errno));
+		goto out;
+	}
+	p.child = true;
+	p.exited = false;
+	uint64_t deadline = now_ms() + o->timeout_s * 1000;
+	for (;;) {
+		char why[128];
+		if (!proc_alive(&p)) {
+			describe_exit(&p, why, sizeof(why));
+			fprintf(stderr, "innet fabric: switch %s %s before its control socket came up\n",
+				p.name, why);
+			print_log_tail(log, 5);
+			goto out;
+		}
+		if (ctl_accepts(p.ctl))
+			break;
+		if (now_ms() >= deadline) {
+			fprintf(stderr, "innet fabric: timed out after %llu s waiting for the control "
+				"socket of %s; stopping it\n", (unsigned long long)o->timeout_s, p.name);
+			stop_one(&p, true);
+			goto out;
+		}
+		sleep_ms(POLL_MS);
+	}
+	json_object_set_new(sw, "pid", json_integer(p.pid));
+	json_object_set_new(sw, "log", json_string(log));
+	if (o->n_sets > 0)
+		json_object_set_new(sw, "topology", json_string(topo));
+	else
+		json_object_del(sw, "topology");
+	if (save_state_json(dir, root) < 0) {
+		stop_one(&p, false);
+		goto out;
+	}
+	printf("started switch %s (pid %d)%s%s\n", p.name, (int)p.pid, o->n_sets ? " from " : "",
+	       o->n_sets ? topo : "");
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+static int fabric_start(const struct opts *o)
+{
+	return start_switch(o, NULL);
+}
+
+static int fabric_restart(const struct opts *o)
+{
+	char dir[PATH_MAX], topo[PATH_MAX];
+	size_t idx;
+	int rc;
+	json_t *root = load_state_json(o, dir, sizeof(dir), &idx, &rc);
+	struct proc p;
+
+	if (root == NULL)
+		return rc;
+	proc_of(json_array_get(json_object_get(root, "switches"), idx), &p);
+	rc = start_topology(o, dir, json_string_value(json_object_get(root, "topology")), topo,
+			    sizeof(topo));
+	json_decref(root);
+	if (rc != 0)
+		return rc;
+	if ((rc = stop_one(&p, o->kill)) != 0)
+		return rc;
+	return start_switch(o, topo);
+}
+
 /* ------------------------------------------------------------------------ */
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -1050,6 +1391,8 @@ int cmd_fabric(int argc, char **argv)
 		{ "machine", required_argument, NULL, 'm' },
 		{ "state", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "kill", no_argument, NULL, 'k' },
+		{ "set", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1062,12 +1405,15 @@ int cmd_fabric(int argc, char **argv)
 		{ "down", fabric_down, "sm" },
 		{ "status", fabric_status, "sm" },
 		{ "show", fabric_show, "j" },
+		{ "stop", fabric_stop, "smk" },
+		{ "start", fabric_start, "smxt" },
+		{ "restart", fabric_restart, "smkxt" },
 	};
 	struct opts o = { .timeout_s = 10 };
 	int c, sub = -1;
 
 	if (argc < 2)
-		return usage_error("missing subcommand (up, down, status or show)");
+		return usage_error("missing subcommand (up, down, status, show, stop, start or restart)");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		fputs(usage_text, stdout);
 		return 0;
@@ -1082,7 +1428,7 @@ int cmd_fabric(int argc, char **argv)
 	argv++;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":w:ft:m:s:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":w:ft:m:s:jkh", longopts, NULL)) != -1) {
 		char opt[3] = { '-', (char)optopt, '\0' };
 		if (c == 'h') {
 			fputs(usage_text, stdout);
@@ -1108,10 +1454,22 @@ int cmd_fabric(int argc, char **argv)
 		case 'm': o.machine = optarg; break;
 		case 's': o.state = optarg; break;
 		case 'j': o.json = true; break;
+		case 'k': o.kill = true; break;
+		case 'x':
+			if (o.n_sets == MAX_SETS)
+				return usage_error("at most %d --set options", MAX_SETS);
+			o.sets[o.n_sets++] = optarg;
+			break;
 		}
 	}
-	if (optind < argc)
+	bool one_switch = strchr(subs[sub].allowed, 'k') || strchr(subs[sub].allowed, 'x');
+	if (optind < argc && (!one_switch || o.state == NULL))
 		o.file = argv[optind++];
+	if (one_switch) {
+		if (optind == argc)
+			return usage_error("'%s' needs the SWITCH to act on", subs[sub].name);
+		o.node = argv[optind++];
+	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o.file != NULL && o.state != NULL)

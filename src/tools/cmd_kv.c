@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,10 +52,19 @@ static void on_signal(int sig)
 
 static void kv_usage(FILE *f)
 {
-	fprintf(f, "usage: innet kv up FILE [--port P]\n"
+	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
 		   "       innet kv down FILE\n"
-		   "       innet kv serve --topology FILE --name HOST [--port P]\n"
-		   "       innet kv leader --topology FILE --name HOST\n\n"
+		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
+		   "       innet kv leader --topology FILE --name HOST\n"
+		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
+		   "       innet kv rejoin FILE ACCEPTOR\n\n"
+		   "  up      the fabric and every replica / backup coordinator, in the background\n"
+		   "  start   one replica (or backup coordinator) again; a replica the acceptors\n"
+		   "          trimmed past installs a snapshot from a peer replica\n"
+		   "  stop    one of them (SIGTERM; --kill: SIGKILL, a crash)\n"
+		   "  rejoin  restart acceptor switch ACCEPTOR with empty state, silent, and join it\n"
+		   "          from the other acceptors and the coordinator (docs/consensus.md)\n"
+		   "  --window N  entries of a replica in flight (1..32, default 8)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
 		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
@@ -241,7 +251,9 @@ static int leader(const char *file, const char *name)
 	return 0;
 }
 
-static int serve(const char *file, const char *name, uint16_t port)
+static bool is_replica(const struct innet_topology *t, uint32_t h);
+
+static int serve(const char *file, const char *name, uint16_t port, uint32_t window)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -255,11 +267,16 @@ static int serve(const char *file, const char *name, uint16_t port)
 		innet_topology_free(t);
 		return 2;
 	}
-	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .stop = &kv_stop };
+	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
+			     .stop = &kv_stop };
 	if (kv_topology_paxos_conf(t, h, &c.paxos) != 0) {
 		innet_topology_free(t);
 		return 2;
 	}
+	/* Peers for snapshots: the other replicas, at the same RESP port. */
+	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
+		if (r != (uint32_t)h && is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
+			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
 	innet_topology_free(t);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
@@ -336,6 +353,211 @@ static bool is_kv_process(pid_t pid, const char *name)
 	return kv && serve_ && nm;
 }
 
+
+/* ---- rejoin: an acceptor switch restarted with empty state ---------------- */
+
+/* One request on a switch's control socket: line in, one JSON line out
+ * (src/runtime/control.c). The parsed answer if "ok" is true, else NULL with
+ * a message printed. */
+static json_t *ctl_call(const char *sock, const char *line)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		return NULL;
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	char req[256];
+	int n = snprintf(req, sizeof(req), "%s\n", line);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
+		fprintf(stderr, "innet kv: %s: %s\n", sock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	struct kv_buf b = { 0 };
+	char buf[65536];
+	for (;;) {
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			break;
+		kv_buf_append(&b, buf, (size_t)r);
+		if (memchr(buf, '\n', (size_t)r) != NULL)
+			break;
+	}
+	close(fd);
+	kv_buf_append(&b, "", 1);
+	json_error_t je;
+	json_t *j = json_loads(b.p, JSON_DISABLE_EOF_CHECK, &je);
+	if (j == NULL || !json_is_true(json_object_get(j, "ok"))) {
+		fprintf(stderr, "innet kv: %s: '%s': %s\n", sock, line,
+			j ? json_string_value(json_object_get(j, "error")) ?: "error" : "no answer");
+		json_decref(j);
+		j = NULL;
+	}
+	kv_buf_free(&b);
+	return j;
+}
+
+/* Read count elements of register reg of instance prog; the maximum into
+ * *max. 0 or -1 (printed). */
+static int ctl_reg_max(const char *sock, const char *prog, const char *reg, uint32_t count,
+		       uint64_t *max)
+{
+	*max = 0;
+	for (uint32_t i = 0; i < count; i += 4096) {
+		char line[160];
+		uint32_t k = count - i < 4096 ? count - i : 4096;
+		snprintf(line, sizeof(line), "reg read %s %s %u %u", prog, reg, i, k);
+		json_t *j = ctl_call(sock, line), *v;
+		if (j == NULL)
+			return -1;
+		size_t x;
+		json_array_foreach(json_object_get(j, "values"), x, v) {
+			uint64_t u = (uint64_t)json_integer_value(v);
+			*max = u > *max ? u : *max;
+		}
+		json_decref(j);
+	}
+	return 0;
+}
+
+static int ctl_reg_write(const char *sock, const char *prog, const char *reg, uint64_t v)
+{
+	char line[160];
+	snprintf(line, sizeof(line), "reg write %s %s 0 %llu", prog, reg, (unsigned long long)v);
+	json_t *j = ctl_call(sock, line);
+	json_decref(j);
+	return j ? 0 : -1;
+}
+
+/* The Paxos program instance of switch s (name into inst), or NULL. */
+static const struct innet_prog_conf *paxos_prog(const struct innet_topology *t, uint32_t s,
+						const char *program)
+{
+	const struct innet_topo_node *n = &t->nodes[s];
+	for (uint32_t g = 0; g < n->conf->n_progs; g++)
+		if (is_prog(&n->conf->progs[g], program))
+			return &n->conf->progs[g];
+	return NULL;
+}
+
+static uint64_t prog_arg_u64(const struct innet_prog_conf *pr, const char *key, uint64_t def)
+{
+	json_error_t je;
+	json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
+	json_t *v = json_object_get(args, key);
+	uint64_t r = json_is_integer(v) ? (uint64_t)json_integer_value(v) : def;
+	json_decref(args);
+	return r;
+}
+
+/* innet kv rejoin FILE ACC: restart acceptor switch ACC silent ("join":
+ * true; killed first if it still runs: its state is lost either way), then
+ * complete its join as innet_paxos_acceptor_join() does, over the control
+ * sockets: J = max(coordinator's next, the others' hi), JB = the highest
+ * ballot the others promised or voted (promised, every slot's rnd), read
+ * from every other acceptor that answers (at least N - majority + 1). */
+static int kv_rejoin(const char *file, const char *acc)
+{
+	char err[8192];
+	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet kv: %s\n", err);
+		return 2;
+	}
+	int rc = 2;
+	int a = innet_topology_find(t, acc);
+	const struct innet_prog_conf *apr = NULL, *cpr = NULL;
+	if (a >= 0 && (uint32_t)a < t->n_switches)
+		apr = paxos_prog(t, (uint32_t)a, "paxos_acceptor");
+	if (apr == NULL) {
+		fprintf(stderr, "innet kv: %s has no paxos_acceptor switch '%s'\n", file, acc);
+		goto out;
+	}
+	uint32_t coord = 0, n_acc = 0;
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		if (paxos_prog(t, s, "paxos_coordinator") != NULL) {
+			cpr = paxos_prog(t, s, "paxos_coordinator");
+			coord = s;
+		}
+		n_acc += paxos_prog(t, s, "paxos_acceptor") != NULL;
+	}
+	if (cpr == NULL) {
+		fprintf(stderr, "innet kv: %s has no paxos_coordinator switch\n", file);
+		goto out;
+	}
+	rc = 1;
+	char set[INNET_NAME_MAX + 32];
+	snprintf(set, sizeof(set), "%s.join=true", apr->name);
+	char *fargv[] = { "innet", "fabric", "restart", (char *)file, (char *)acc, "--kill", "--set",
+			  set, NULL };
+	if (run_self(fargv) != 0)
+		goto out;
+	/* The joiner is silent now: read the others and the coordinator. */
+	uint64_t j = 0, jb = 0, v;
+	uint32_t read = 0, need = n_acc - (n_acc / 2 + 1) + 1;
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		const struct innet_prog_conf *pr = paxos_prog(t, s, "paxos_acceptor");
+		if (pr == NULL || s == (uint32_t)a)
+			continue;
+		const char *sock = t->nodes[s].conf->ctl_path;
+		uint64_t hi, prom, rnd;
+		if (ctl_reg_max(sock, pr->name, "hi", 1, &hi) != 0 ||
+		    ctl_reg_max(sock, pr->name, "promised", 1, &prom) != 0 ||
+		    ctl_reg_max(sock, pr->name, "rnd", (uint32_t)prog_arg_u64(pr, "ring", 1024), &rnd) != 0) {
+			fprintf(stderr, "innet kv: acceptor %s does not answer: not counted\n",
+				t->nodes[s].name);
+			continue;
+		}
+		j = hi > j ? hi : j;
+		jb = prom > jb ? prom : jb;
+		jb = rnd > jb ? rnd : jb;
+		read++;
+	}
+	if (read < need) {
+		fprintf(stderr, "innet kv: only %u other acceptors answered; the join needs %u (N = %u) "
+				"to bound the restarted one's promises: %s stays silent\n", read, need,
+			n_acc, acc);
+		goto out;
+	}
+	const char *csock = t->nodes[coord].conf->ctl_path;
+	uint64_t cballot;
+	if (ctl_reg_max(csock, cpr->name, "next", 1, &v) != 0 ||
+	    ctl_reg_max(csock, cpr->name, "ballot", 1, &cballot) != 0) {
+		fprintf(stderr, "innet kv: the coordinator switch %s does not answer: %s stays silent\n",
+			t->nodes[coord].name, acc);
+		goto out;
+	}
+	if (jb > cballot) {
+		/* A backup leader took over: its next instance, which bounds what
+		 * the restarted acceptor voted in, is not readable from here. */
+		fprintf(stderr, "innet kv: the acceptors promised ballot 0x%llx above the coordinator "
+				"switch's 0x%llx (a backup coordinator took over): rejoin needs the "
+				"coordinator switch in charge; %s stays silent\n",
+			(unsigned long long)jb, (unsigned long long)cballot, acc);
+		goto out;
+	}
+	j = v > j ? v : j;
+	const char *jsock = t->nodes[a].conf->ctl_path;
+	if (ctl_reg_write(jsock, apr->name, "join_inst", j) != 0 ||
+	    ctl_reg_write(jsock, apr->name, "join_ballot", jb) != 0 ||
+	    ctl_reg_write(jsock, apr->name, "joining", 0) != 0)
+		goto out;
+	printf("acceptor %s rejoined: silent below instance %llu and ballot 0x%llx (read %u other "
+	       "acceptors and %s)\n", acc, (unsigned long long)j, (unsigned long long)jb, read,
+	       t->nodes[coord].name);
+	rc = 0;
+out:
+	innet_topology_free(t);
+	return rc;
+}
+
+static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now);
+
 static int kv_down(const char *file)
 {
 	char err[8192];
@@ -344,29 +566,125 @@ static int kv_down(const char *file)
 		fprintf(stderr, "innet kv: %s\n", err);
 		return 2;
 	}
-	for (uint32_t h = t->n_switches; h < t->n_nodes; h++) {
-		char path[PATH_MAX + 128];
-		pid_path(t, h, path, sizeof(path));
-		FILE *f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		int pid = 0;
-		if (fscanf(f, "%d", &pid) == 1 && pid > 0 && is_kv_process(pid, t->nodes[h].name)) {
-			kill(pid, SIGTERM);
-			for (int i = 0; i < 300 && is_kv_process(pid, t->nodes[h].name); i++)
-				usleep(10000);
-			if (is_kv_process(pid, t->nodes[h].name))
-				kill(pid, SIGKILL);
-		}
-		fclose(f);
-		unlink(path);
-	}
+	for (uint32_t h = t->n_switches; h < t->n_nodes; h++)
+		stop_host(t, h, false);
 	innet_topology_free(t);
 	char *argv[] = { "innet", "fabric", "down", (char *)file, NULL };
 	return run_self(argv) == 0 ? 0 : 1;
 }
 
-static int kv_up(const char *file, uint16_t port)
+/* Start `innet kv serve` (a replica) or `innet kv leader` (a backup
+ * coordinator) for host h in the background: log and pid file in the state
+ * dir; a replica is waited for until it accepts connections. 0 or 1. */
+static int spawn_host(const struct innet_topology *t, const char *file, uint32_t h, uint16_t port,
+		      uint32_t window, bool fresh_log)
+{
+	char portstr[8], winstr[16];
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	snprintf(winstr, sizeof(winstr), "%u", window ? window : KV_WINDOW_DEFAULT);
+	bool lead = is_leader_host(t, h);
+	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
+	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
+	pid_path(t, h, pidp, sizeof(pidp));
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		setsid();
+		int fd = open(logp, O_WRONLY | O_CREAT | (fresh_log ? O_TRUNC : O_APPEND) | O_CLOEXEC,
+			      0644);
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (nul >= 0)
+			dup2(nul, 0);
+		char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
+				 (char *)file, "--name", t->nodes[h].name, "--port", portstr,
+				 lead ? NULL : "--window", winstr, NULL };
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	FILE *f = fopen(pidp, "w");
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+	if (lead) {
+		printf("backup coordinator %s (pid %d)\n", t->nodes[h].name, (int)pid);
+		return 0;
+	}
+	bool ready = false;
+	for (int i = 0; i < 500 && !ready; i++) {
+		ready = tcp_ready(t->nodes[h].addr, port);
+		if (!ready)
+			usleep(10000);
+	}
+	struct in_addr ia = { htonl(t->nodes[h].addr) };
+	if (!ready) {
+		fprintf(stderr, "innet kv: replica %s did not start (see %s)\n", t->nodes[h].name, logp);
+		return 1;
+	}
+	printf("replica %s: redis-cli -h %s -p %u\n", t->nodes[h].name, inet_ntoa(ia), port);
+	return 0;
+}
+
+/* Stop host h's replica or leader process (its pid file): SIGTERM, or
+ * SIGKILL at once (kill_now: a crash). 0, or 1 if it would not die. */
+static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
+{
+	char path[PATH_MAX + 128];
+	pid_path(t, h, path, sizeof(path));
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	int pid = 0, rc = 0;
+	if (fscanf(f, "%d", &pid) == 1 && pid > 0 && is_kv_process(pid, t->nodes[h].name)) {
+		kill(pid, kill_now ? SIGKILL : SIGTERM);
+		for (int i = 0; i < 300 && is_kv_process(pid, t->nodes[h].name); i++)
+			usleep(10000);
+		if (is_kv_process(pid, t->nodes[h].name))
+			kill(pid, SIGKILL);
+		for (int i = 0; i < 100 && is_kv_process(pid, t->nodes[h].name); i++)
+			usleep(10000);
+		rc = is_kv_process(pid, t->nodes[h].name);
+		if (rc == 0)
+			printf("stopped %s (pid %d%s)\n", t->nodes[h].name, pid, kill_now ? ", killed" : "");
+	}
+	fclose(f);
+	if (rc == 0)
+		unlink(path);
+	return rc;
+}
+
+/* innet kv start|stop FILE HOST: one replica (or backup coordinator) of a
+ * running KV fabric. */
+static int kv_one(const char *file, const char *name, bool start, uint16_t port, uint32_t window,
+		  bool kill_now)
+{
+	char err[8192];
+	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet kv: %s\n", err);
+		return 2;
+	}
+	int h = innet_topology_find(t, name), rc = 2;
+	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST ||
+	    (!is_replica(t, (uint32_t)h) && !is_leader_host(t, (uint32_t)h))) {
+		fprintf(stderr, "innet kv: %s has no replica or backup coordinator host '%s'\n", file,
+			name);
+		goto out;
+	}
+	rc = stop_host(t, (uint32_t)h, kill_now);
+	if (rc == 0 && start)
+		rc = spawn_host(t, file, (uint32_t)h, port, window, false);
+out:
+	innet_topology_free(t);
+	return rc;
+}
+
+static int kv_up(const char *file, uint16_t port, uint32_t window)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -379,59 +697,10 @@ static int kv_up(const char *file, uint16_t port)
 		innet_topology_free(t);
 		return 1;
 	}
-	char portstr[8];
-	snprintf(portstr, sizeof(portstr), "%u", port);
 	int rc = 0;
-	for (uint32_t h = t->n_switches; h < t->n_nodes; h++) {
-		bool lead = is_leader_host(t, h);
-		if (!is_replica(t, h) && !lead)
-			continue;
-		char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
-		snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
-		pid_path(t, h, pidp, sizeof(pidp));
-		pid_t pid = fork();
-		if (pid < 0) {
-			rc = 1;
-			break;
-		}
-		if (pid == 0) {
-			setsid();
-			int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-			int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-			}
-			if (nul >= 0)
-				dup2(nul, 0);
-			char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
-					 (char *)file, "--name", t->nodes[h].name, "--port", portstr, NULL };
-			execv("/proc/self/exe", argv);
-			_exit(127);
-		}
-		FILE *f = fopen(pidp, "w");
-		if (f) {
-			fprintf(f, "%d\n", (int)pid);
-			fclose(f);
-		}
-		bool ready = false;
-		if (lead) {
-			printf("backup coordinator %s (pid %d)\n", t->nodes[h].name, (int)pid);
-			continue;
-		}
-		for (int i = 0; i < 500 && !ready; i++) {
-			ready = tcp_ready(t->nodes[h].addr, port);
-			if (!ready)
-				usleep(10000);
-		}
-		struct in_addr ia = { htonl(t->nodes[h].addr) };
-		if (!ready) {
-			fprintf(stderr, "innet kv: replica %s did not start (see %s)\n", t->nodes[h].name, logp);
-			rc = 1;
-			break;
-		}
-		printf("replica %s: redis-cli -h %s -p %u\n", t->nodes[h].name, inet_ntoa(ia), port);
-	}
+	for (uint32_t h = t->n_switches; h < t->n_nodes && rc == 0; h++)
+		if (is_replica(t, h) || is_leader_host(t, h))
+			rc = spawn_host(t, file, h, port, window, true);
 	innet_topology_free(t);
 	if (rc != 0)
 		kv_down(file);
@@ -443,13 +712,15 @@ int cmd_kv(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
+		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL;
-	unsigned long port = 6379;
+	unsigned long port = 6379, window = 0;
+	bool kill_now = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:n:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:p:w:kh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': file = optarg; break;
 		case 'n': name = optarg; break;
@@ -460,6 +731,16 @@ int cmd_kv(int argc, char **argv)
 				goto bad;
 			break;
 		}
+		case 'w': {
+			char *end;
+			window = strtoul(optarg, &end, 10);
+			if (*end || window == 0 || window > KV_MAX_WINDOW) {
+				fprintf(stderr, "innet kv: --window wants 1..%u\n", KV_MAX_WINDOW);
+				goto bad;
+			}
+			break;
+		}
+		case 'k': kill_now = true; break;
 		case 'h': kv_usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -468,13 +749,18 @@ int cmd_kv(int argc, char **argv)
 		goto bad;
 	const char *verb = argv[optind];
 	if (!strcmp(verb, "serve") && optind + 1 == argc && file && name)
-		return serve(file, name, (uint16_t)port);
+		return serve(file, name, (uint16_t)port, window);
 	if (!strcmp(verb, "leader") && optind + 1 == argc && file && name)
 		return leader(file, name);
 	if (!strcmp(verb, "up") && optind + 2 == argc)
-		return kv_up(argv[optind + 1], (uint16_t)port);
+		return kv_up(argv[optind + 1], (uint16_t)port, (uint32_t)window);
 	if (!strcmp(verb, "down") && optind + 2 == argc)
 		return kv_down(argv[optind + 1]);
+	if ((!strcmp(verb, "start") || !strcmp(verb, "stop")) && optind + 3 == argc)
+		return kv_one(argv[optind + 1], argv[optind + 2], verb[2] == 'a', (uint16_t)port,
+			      (uint32_t)window, kill_now);
+	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
+		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 bad:
 	kv_usage(stderr);
 	return 2;

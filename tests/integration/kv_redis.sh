@@ -48,9 +48,19 @@ expect $R0 0 EXISTS a b
 expect $R0 "ERR wrong number of arguments for 'mset' command" MSET a
 expect $R0 "ERR wrong number of arguments for 'get' command" GET
 expect $R0 "ERR unknown command 'FLUBBER'" FLUBBER x
-big=$(head -c 2000 /dev/zero | tr '\0' x)
+# A command up to one consensus value (INNET_PKT_MAX less headers) goes
+# through; a larger one is refused with the limit in the message.
+big=$(head -c 20000 /dev/zero | tr '\0' x)
 got=$(cli $R0 SET big "$big")
-[[ $got == "ERR command too large for one consensus packet"* ]] || fail "2000-byte SET: $got"
+[[ $got == "ERR command too large for one consensus packet (at most "*" bytes encoded)" ]] ||
+	fail "20000-byte SET: $got"
+max=$(echo "$got" | sed 's/.*at most \([0-9]*\) bytes.*/\1/')
+fits=$(head -c $((max - 2 - 5 - 5 - 2)) /dev/zero | tr "\\0" y) # argc; len+SET; len+big; len
+expect $R0 OK SET big "$fits"
+[ "$(cli $R1 GET big)" = "$fits" ] || fail "a ${#fits}-byte value did not replicate intact"
+over="${fits}y"
+got=$(cli $R0 SET big "$over")
+[[ $got == "ERR command too large"* ]] || fail "$((${#over}))-byte value one byte over the limit: $got"
 
 echo "--- every replica sees the log"
 expect $R1 v1 GET k1

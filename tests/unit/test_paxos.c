@@ -141,8 +141,11 @@ static struct innet_paxos *start_learner(struct fab *f, uint32_t j)
 	return p;
 }
 
+static struct fab *cur_fab; /* the fabric up now: the teardown destroys it */
+
 static void fab_up(struct fab *f)
 {
+	cur_fab = f;
 	struct innet_switch_conf c;
 	memset(&c, 0, sizeof(c));
 	snprintf(c.name, sizeof(c.name), "coord");
@@ -187,14 +190,33 @@ static void fab_up(struct fab *f)
 	}
 }
 
+/* Destroy what fab_up made (idempotent). Also run by the teardown after a
+ * failed test: cmocka leaves a failing test by longjmp, past its own
+ * fab_down, and the next test could not bind the same addresses. That is why
+ * every test's fabric is static, not on the stack the longjmp unwinds. */
 static void fab_down(struct fab *f)
 {
 	innet_paxos_leader_destroy(f->leader);
-	for (uint32_t j = 0; j < f->n_lrn; j++)
+	f->leader = NULL;
+	for (uint32_t j = 0; j < f->n_lrn; j++) {
 		innet_paxos_destroy(f->lrn[j]);
-	for (uint32_t k = 0; k < f->n_acc; k++)
+		f->lrn[j] = NULL;
+	}
+	for (uint32_t k = 0; k < f->n_acc; k++) {
 		innet_switch_destroy(f->acc[k]);
+		f->acc[k] = NULL;
+	}
 	innet_switch_destroy(f->coord);
+	f->coord = NULL;
+	if (cur_fab == f)
+		cur_fab = NULL;
+}
+
+static int fab_teardown(void **state)
+{
+	if (cur_fab != NULL)
+		fab_down(cur_fab);
+	return 0;
 }
 
 /* Step every learner except `skip` for up to ms, until all (but skip) delivered `want`. */
@@ -265,7 +287,8 @@ static void check_logs(struct fab *f, uint32_t n)
 
 static void test_basic(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 1024 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 1024 };
 	fab_up(&f);
 	uint64_t inst = 99;
 	assert_int_equal(innet_paxos_submit(f.lrn[0], "v0", 2, &inst), 0);
@@ -287,7 +310,8 @@ static void test_basic(void **state)
 /* Five acceptors: two may die; three may not. */
 static void test_five_acceptors(void **state)
 {
-	struct fab f = { .n_acc = 5, .n_lrn = 2, .ring = 64 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 5, .n_lrn = 2, .ring = 64 };
 	fab_up(&f);
 	submit_n(&f, 0, 50, true);
 	innet_switch_destroy(f.acc[1]);
@@ -306,7 +330,8 @@ static void test_five_acceptors(void **state)
 /* 20% loss, 10% duplication, 10% reordering on every acceptor link, both ways. */
 static void test_lossy(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 256, .loss = 0.2, .dup = 0.1, .reorder = 0.1 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 256, .loss = 0.2, .dup = 0.1, .reorder = 0.1 };
 	fab_up(&f);
 	submit_n(&f, 0, 150, false);
 	settle(&f, 150, -1, 5000, false);
@@ -323,7 +348,8 @@ static void test_lossy(void **state)
 /* A learner restarts empty and catches up from the acceptors. */
 static void test_learner_restart(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 1024 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 1024 };
 	fab_up(&f);
 	submit_n(&f, 0, 60, false);
 	innet_paxos_destroy(f.lrn[1]);
@@ -341,7 +367,8 @@ static void test_learner_restart(void **state)
  * catches up and trims, proposals go through again. */
 static void test_tiny_ring_trim(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 4 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 4 };
 	fab_up(&f);
 	for (uint32_t i = 0; i < 40; i++) {
 		submit_n(&f, i, 1, false);
@@ -583,13 +610,15 @@ static void failover_run(struct fab *f, uint32_t total, uint32_t kill_at)
 
 static void test_failover(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 3, .ring = 1024, .backup = true };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 3, .ring = 1024, .backup = true };
 	failover_run(&f, 400, 120);
 }
 
 static void test_failover_lossy(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 3, .ring = 256, .backup = true,
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 3, .ring = 256, .backup = true,
 			 .loss = 0.1, .dup = 0.05, .reorder = 0.05 };
 	failover_run(&f, 300, 100);
 }
@@ -629,7 +658,8 @@ static void partial_2a(struct fab *f, uint64_t inst, const char *v, uint32_t acc
  * ballot) is refused and the proposer fails over to the leader. */
 static void test_leader_recovery(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 64, .backup = true };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 64, .backup = true };
 	fab_up(&f);
 	partial_2a(&f, 0, "a", 1);       /* one vote */
 	/* instance 1: a hole */
@@ -695,7 +725,8 @@ static void test_leader_recovery(void **state)
  * stays identical and complete. */
 static void test_acceptor_restart(void **state)
 {
-	struct fab f = { .n_acc = 3, .n_lrn = 2, .ring = 64 };
+	static struct fab f;
+	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 64 };
 	fab_up(&f);
 	submit_n(&f, 0, 40, true);
 	innet_switch_destroy(f.acc[1]);
@@ -737,15 +768,15 @@ static void test_acceptor_restart(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_basic),
-		cmocka_unit_test(test_five_acceptors),
-		cmocka_unit_test(test_lossy),
-		cmocka_unit_test(test_learner_restart),
-		cmocka_unit_test(test_tiny_ring_trim),
-		cmocka_unit_test(test_acceptor_restart),
-		cmocka_unit_test(test_leader_recovery),
-		cmocka_unit_test(test_failover),
-		cmocka_unit_test(test_failover_lossy),
+		cmocka_unit_test_teardown(test_basic, fab_teardown),
+		cmocka_unit_test_teardown(test_five_acceptors, fab_teardown),
+		cmocka_unit_test_teardown(test_lossy, fab_teardown),
+		cmocka_unit_test_teardown(test_learner_restart, fab_teardown),
+		cmocka_unit_test_teardown(test_tiny_ring_trim, fab_teardown),
+		cmocka_unit_test_teardown(test_acceptor_restart, fab_teardown),
+		cmocka_unit_test_teardown(test_leader_recovery, fab_teardown),
+		cmocka_unit_test_teardown(test_failover, fab_teardown),
+		cmocka_unit_test_teardown(test_failover_lossy, fab_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
