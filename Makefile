@@ -19,7 +19,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
             -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -pthread -fno-math-errno
-LDLIBS   += -ljansson -lpcap -lxxhash -lm -pthread
+LDLIBS   += -ljansson -lpcap -lxxhash -lsodium -lm -pthread
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)

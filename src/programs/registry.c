@@ -14,6 +14,7 @@ extern const struct innet_program innet_prog_paxos_coordinator;
 extern const struct innet_program innet_prog_paxos_acceptor;
 extern const struct innet_program innet_prog_agg;
 extern const struct innet_program innet_prog_l2fwd;
+extern const struct innet_program innet_prog_lb;
 
 static const struct innet_program *const programs[] = {
 	&innet_prog_forward,
@@ -23,6 +24,7 @@ static const struct innet_program *const programs[] = {
 	&innet_prog_paxos_acceptor,
 	&innet_prog_agg,
 	&innet_prog_l2fwd,
+	&innet_prog_lb,
 	NULL,
 };
 

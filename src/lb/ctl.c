@@ -1,0 +1,692 @@
+/*
+ * lb/ctl.c — the load balancer's control plane (control thread, ordinary C):
+ * writing the unit registers at init, rebuilding a pool's Maglev tables,
+ * eligible list, WRR cycle and DIP tables (double-buffered, see
+ * dataplane.c), the connection sweep, and the program's own commands
+ * (`innet ctl prog INSTANCE WORD...`):
+ *
+ *   help | show | stats
+ *   unit add SERVER UNIT KIND IP:PORT [weight W] [mac MAC] [port P]
+ *   unit del|drain|undrain SERVER UNIT      unit weight SERVER UNIT W
+ *   conn count | conn list [N] | conn sweep
+ *
+ * Every reply carries structured JSON fields and a human-readable "text".
+ * The control thread runs init, on_cpu and on_ctl one at a time, so the
+ * fields of struct lb_conf it owns (pool_ver, own_ip, nonce) need no locks.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "innet/lb.h"
+#include "innet/switch.h"
+#include "lb/lb_pvt.h"
+
+int lb_init(struct innet_cp *cp, void *priv);
+void lb_on_cpu(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt);
+int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct json_t *reply,
+	      char *err, size_t errlen);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Element idx of register r, for atomic access from the control thread. */
+static void *elem(struct innet_cp *cp, unsigned r, uint32_t idx)
+{
+	const struct innet_reg *g = innet_cp_reg(cp, r);
+	if (g == NULL || idx >= g->count)
+		return NULL;
+	return g->mem + (size_t)idx * g->width;
+}
+
+static uint64_t rd(struct innet_cp *cp, unsigned r, uint32_t idx)
+{
+	uint64_t v = 0;
+	innet_cp_reg_read(cp, r, idx, &v);
+	return v;
+}
+
+static void wr(struct innet_cp *cp, unsigned r, uint32_t idx, uint64_t v)
+{
+	innet_cp_reg_write(cp, r, idx, v);
+}
+
+static void stat_add(struct innet_cp *cp, unsigned st, uint64_t n)
+{
+	uint64_t *p = elem(cp, R_STATS, st);
+	if (p != NULL)
+		__atomic_fetch_add(p, n, __ATOMIC_RELAXED);
+}
+
+static bool eligible(uint64_t m)
+{
+	return (LB_META_FLAGS(m) & (LB_UF_CONFIGURED | LB_UF_DRAINED | LB_UF_REMOVED)) ==
+		       LB_UF_CONFIGURED && LB_META_WEIGHT(m) > 0;
+}
+
+/* Rebuild pool's tables into the idle halves, then flip its version. */
+static int rebuild_pool(struct innet_cp *cp, struct lb_conf *c, uint32_t pool)
+{
+	struct lb_backend units[LB_MAX_UNIT_SLOTS], servers[INNET_LB_MAX_SERVERS];
+	uint32_t nu = 0, ns = 0;
+	for (uint32_t s = 0; s < c->n_servers; s++) {
+		if (c->servers[s].pool != pool)
+			continue;
+		bool any = false;
+		uint8_t kinds[LB_UNITS_PER_SERVER] = { 0 }, elig = 0;
+		for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
+			uint32_t slot = s * LB_UNITS_PER_SERVER + u;
+			uint64_t m = rd(cp, R_UNIT_META, slot);
+			kinds[u] = LB_META_KIND(m);
+			if (!eligible(m))
+				continue;
+			elig |= (uint8_t)(1u << u);
+			units[nu].id = (uint64_t)c->servers[s].id << 8 | u;
+			units[nu].weight = LB_META_WEIGHT(m);
+			units[nu].index = slot;
+			nu++;
+			any = true;
+		}
+		if (any) {
+			servers[ns].id = 1ull << 40 | c->servers[s].id;
+			servers[ns].weight = c->servers[s].weight;
+			servers[ns].index = s;
+			ns++;
+		}
+		/* DIP table of this server: every (busy, available) state. */
+		uint8_t *dip = elem(cp, R_DIP, s * LB_DIP_STATES);
+		if (dip != NULL)
+			for (uint32_t st = 0; st < LB_DIP_STATES; st++)
+				__atomic_store_n(&dip[st], lb_dip_pick(kinds, elig, (uint8_t)st,
+								       (uint8_t)(st >> 8)),
+						 __ATOMIC_RELAXED);
+	}
+	uint32_t nb = (c->pool_ver[pool] + 1) & 1;
+	uint32_t m = c->maglev_size;
+	uint16_t *t_units = elem(cp, R_MAGLEV, (uint32_t)(((pool * 2 + LB_MG_UNITS) * 2 + nb) * (uint64_t)m));
+	uint16_t *t_srv = elem(cp, R_MAGLEV, (uint32_t)(((pool * 2 + LB_MG_SERVERS) * 2 + nb) * (uint64_t)m));
+	uint16_t *list = elem(cp, R_LIST, (pool * 2 + nb) * LB_MAX_UNIT_SLOTS);
+	uint16_t *wrr = elem(cp, R_WRR, (pool * 2 + nb) * LB_WRR_MAX);
+	if (t_units == NULL || t_srv == NULL || list == NULL || wrr == NULL)
+		return -EINVAL;
+	int rc;
+	if ((rc = lb_maglev_build(units, nu, m, t_units)) != 0 ||
+	    (rc = lb_maglev_build(servers, ns, m, t_srv)) != 0)
+		return rc;
+	for (uint32_t i = 0; i < nu; i++)
+		list[i] = (uint16_t)units[i].index;
+	wr(cp, R_LIST_N, pool * 2 + nb, nu);
+	wr(cp, R_WRR_N, pool * 2 + nb, lb_wrr_build(units, nu, wrr, LB_WRR_MAX));
+	/* Publish: a release store of the new version orders every table write
+	 * above before it (no bare fence: ThreadSanitizer cannot model one). */
+	c->pool_ver[pool]++;
+	uint32_t *ver = elem(cp, R_POOL_VER, pool);
+	if (ver == NULL)
+		return -EINVAL;
+	__atomic_store_n(ver, c->pool_ver[pool], __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int set_unit(struct innet_cp *cp, const struct lb_unit_init *u, uint8_t flags)
+{
+	struct lb_uaddr_key uk = { .ip = u->ip, .udp = u->udp };
+	uint32_t slot = u->slot;
+	int rc = innet_cp_table_add(cp, T_UADDR, &uk, &slot);
+	if (rc != 0)
+		return rc;
+	wr(cp, R_UNIT_ADDR, slot, lb_addr(u->ip, u->udp, u->port));
+	wr(cp, R_UNIT_MAC, slot, u->mac);
+	wr(cp, R_UNIT_STATE, slot, 0);
+	wr(cp, R_UNIT_SEEN, slot, mono_ns()); /* down_after grace from now */
+	wr(cp, R_UNIT_META, slot, lb_meta(flags, u->kind, u->weight, u->pool));
+	return 0;
+}
+
+/* A raw port's MAC address (its interface's, SIOCGIFHWADDR), 0 if unknown. */
+static uint64_t iface_mac(const char *iface)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	uint64_t mac = 0;
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0 && ifr.ifr_hwaddr.sa_family == ARPHRD_ETHER)
+		mac = lb_frame_mac((const uint8_t *)ifr.ifr_hwaddr.sa_data);
+	close(fd);
+	return mac;
+}
+
+int lb_init(struct innet_cp *cp, void *priv)
+{
+	struct lb_conf *c = priv;
+	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
+	c->own_ip = sc->n_ports > 0 ? sc->ports[0].ip : 0;
+	randombytes_buf(&c->nonce, sizeof(c->nonce));
+	/* The first sweep is one interval after start. */
+	wr(cp, R_SWEEP, 1, mono_ns());
+	/* Packet mode sends frames from the egress port's own MAC. */
+	for (uint32_t p = 0; p < sc->n_ports && p < INNET_MAX_PORTS; p++)
+		if (sc->ports[p].iface[0] != '\0')
+			wr(cp, R_PORT_MAC, p, iface_mac(sc->ports[p].iface));
+	for (uint32_t s = 0; s < c->n_servers; s++)
+		wr(cp, R_SRV_BY_ID, c->servers[s].id, s + 1);
+	for (uint32_t i = 0; i < c->n_units; i++) {
+		int rc = set_unit(cp, &c->units[i], LB_UF_CONFIGURED);
+		if (rc != 0)
+			return innet_cp_init_error(cp, "unit table: %s", strerror(-rc));
+	}
+	for (uint32_t p = 0; p < c->n_pools; p++) {
+		int rc = rebuild_pool(cp, c, p);
+		if (rc != 0)
+			return innet_cp_init_error(cp, "building pool '%s': %s", c->pool_names[p],
+						   strerror(-rc));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sweep                                                                      */
+
+struct sweep_item {
+	struct lb_conn_key k;
+	struct lb_conn_val v;
+};
+
+struct sweep_ctx {
+	const struct lb_conf *c;
+	uint32_t now;
+	struct sweep_item *items;
+	uint32_t n, max;
+};
+
+/* Idle past its timeout (idle_timeout_ms, or tcp_closing_ms after FIN/RST)
+ * plus a margin of an eighth of that timeout (at least 100 ms): the handler
+ * refreshes last-seen only every timeout/16, so an entry inside the margin may
+ * still be in use. */
+static bool idle_for(const struct lb_conf *c, const struct lb_conn_val *v, uint32_t now)
+{
+	uint32_t limit = v->closing ? c->closing_ms : c->idle_ms;
+	uint32_t margin = limit / 8 > 100 ? limit / 8 : 100;
+	/* Signed: an entry refreshed after this sweep read the clock is younger
+	 * than "now" (a negative age), not 49 days old. */
+	return (int32_t)(now - v->seen_ms) > (int32_t)(limit + margin);
+}
+
+static int sweep_collect(const void *key, const void *val, void *arg)
+{
+	struct sweep_ctx *s = arg;
+	const struct lb_conn_val *v = val;
+	if (!idle_for(s->c, v, s->now))
+		return 0;
+	if (s->n == s->max)
+		return 1;
+	memcpy(&s->items[s->n].k, key, sizeof(struct lb_conn_key));
+	memcpy(&s->items[s->n].v, val, sizeof(struct lb_conn_val));
+	s->n++;
+	return 0;
+}
+
+/* Remove idle entries; returns how many. The margin keeps the sweep away
+ * from entries a handler may be refreshing right now. */
+static uint32_t lb_sweep(struct innet_cp *cp, const struct lb_conf *c)
+{
+	struct sweep_ctx s = {
+		.c = c, .now = (uint32_t)(mono_ns() / 1000000u),
+		.max = 65536,
+	};
+	s.items = malloc(sizeof(*s.items) * s.max);
+	if (s.items == NULL)
+		return 0;
+	innet_cp_table_foreach(cp, T_CONN, sweep_collect, &s);
+	uint32_t removed = 0;
+	for (uint32_t i = 0; i < s.n; i++) {
+		struct lb_conn_key *k = &s.items[i].k;
+		struct lb_conn_val v;
+		if (innet_cp_table_get(cp, T_CONN, k, &v) != 0 || !idle_for(c, &v, s.now))
+			continue;
+		if (innet_cp_table_del(cp, T_CONN, k) != 0)
+			continue; /* the handler expired it first */
+		struct lb_rev_key rk;
+		memset(&rk, 0, sizeof(rk));
+		rk.unit = v.unit;
+		if (c->mode == LB_MODE_PROXY) {
+			rk.kind = 1;
+			rk.proto = 17;
+			rk.port = v.nat;
+			uint64_t *w = elem(cp, R_NATMAP, v.unit * c->nat_words + v.nat / 64);
+			if (w != NULL)
+				__atomic_fetch_and(w, ~(1ull << (v.nat % 64)), __ATOMIC_SEQ_CST);
+		} else {
+			rk.kind = 2;
+			rk.proto = k->proto;
+			rk.port = k->cport;
+			rk.cip = k->cip;
+		}
+		innet_cp_table_del(cp, T_REV, &rk);
+		uint64_t h = innet_hash(k, sizeof(*k), 0x6c62);
+		for (unsigned j = 0; j < 3; j++) {
+			uint8_t *b = elem(cp, R_BLOOM, (uint32_t)(h >> (21 * j)) & (c->bloom_size - 1));
+			uint8_t cur = b ? __atomic_load_n(b, __ATOMIC_ACQUIRE) : 0;
+			while (b != NULL && cur != 0 && cur != 255 &&
+			       !__atomic_compare_exchange_n(b, &cur, (uint8_t)(cur - 1), false,
+							    __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+				;
+		}
+		uint32_t *cn = elem(cp, R_UNIT_CONNS, v.unit);
+		if (cn != NULL)
+			__atomic_fetch_sub(cn, 1, __ATOMIC_SEQ_CST);
+		removed++;
+	}
+	free(s.items);
+	stat_add(cp, LB_ST_CONN_SWEPT, removed);
+	stat_add(cp, LB_ST_SWEEPS, 1);
+	return removed;
+}
+
+/* The control thread's packets: a due sweep, signalled by the proxy timer's
+ * sweep datagram or by a report, or in packet mode by a rewritten frame that
+ * the handler passed here to be sent first (LB_CPU_FORWARD). */
+void lb_on_cpu(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt)
+{
+	if ((pkt->flags & INNET_PKT_F_RAW) && pkt->meta32[0] == LB_CPU_FORWARD) {
+		struct innet_out out = { .port = pkt->meta16 };
+		innet_cp_send(cp, &out, false, pkt->data, pkt->len);
+	}
+	lb_sweep(cp, priv);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                   */
+
+struct text {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static int find_server(const struct lb_conf *c, const char *s, uint32_t *slot)
+{
+	char *end;
+	unsigned long id = strtoul(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || id > 65535)
+		return -1;
+	for (uint32_t i = 0; i < c->n_servers; i++)
+		if (c->servers[i].id == id) {
+			*slot = i;
+			return 0;
+		}
+	return -1;
+}
+
+static const char *kind_name(uint8_t k)
+{
+	return k == INNET_LB_KIND_ACCEL ? "accelerator" : "cpu";
+}
+
+static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t slot,
+			 const uint32_t *share, uint64_t now, FILE *t)
+{
+	uint64_t m = rd(cp, R_UNIT_META, slot);
+	uint64_t a = rd(cp, R_UNIT_ADDR, slot);
+	uint32_t st = (uint32_t)rd(cp, R_UNIT_STATE, slot);
+	uint64_t seen = rd(cp, R_UNIT_SEEN, slot);
+	uint32_t srv = slot / LB_UNITS_PER_SERVER;
+	char addr[32];
+	struct in_addr in = { .s_addr = htonl((uint32_t)(a >> 32)) };
+	snprintf(addr, sizeof(addr), "%s:%u", inet_ntoa(in), (unsigned)(uint16_t)(a >> 16));
+	uint8_t fl = LB_META_FLAGS(m), kind = LB_META_KIND(m);
+	bool down = ((st & LB_US_REPORTED) && !(st & INNET_LB_ST_AVAILABLE)) ||
+		    (c->down_after_ms && (int64_t)(now - seen) > (int64_t)c->down_after_ms * 1000000);
+	uint32_t load = (st >> 8) & 0xff;
+	bool busy = (st & INNET_LB_ST_BUSY) || load >= c->threshold[kind < 2 ? kind : 0];
+	const char *admin = fl & LB_UF_REMOVED ? "removed" : fl & LB_UF_DRAINED ? "drained" : "active";
+	double age_ms = (st & LB_US_REPORTED) ? (double)(int64_t)(now - seen) / 1e6 : -1;
+	double sh = 100.0 * share[slot] / c->maglev_size;
+	json_t *u = json_pack("{s:i,s:i,s:s,s:s,s:i,s:s,s:s,s:b,s:i,s:i,s:f,s:i,s:I,s:I,s:f}",
+			      "server", c->servers[srv].id, "unit", slot % LB_UNITS_PER_SERVER,
+			      "kind", kind_name(kind), "address", addr, "weight", LB_META_WEIGHT(m),
+			      "admin", admin, "state", down ? "down" : "up", "busy", busy,
+			      "load", load, "latency_us", (int)rd(cp, R_UNIT_LAT, slot),
+			      "report_age_ms", age_ms, "conns", (int)(int32_t)rd(cp, R_UNIT_CONNS, slot),
+			      "new_conns", (json_int_t)rd(cp, R_UNIT_NEW, slot),
+			      "pkts", (json_int_t)rd(cp, R_UNIT_PKTS, slot), "maglev_share_pct", sh);
+	if (t != NULL) {
+		char age[32];
+		if (age_ms < 0)
+			snprintf(age, sizeof(age), "never");
+		else
+			snprintf(age, sizeof(age), "%.0fms", age_ms);
+		fprintf(t, "  %5u/%u  %-11s %-21s w=%-5u %-7s %-4s %-4s load=%-3u lat=%-7uus "
+			"report=%-8s conns=%-6d new=%-8llu share=%.2f%%\n",
+			c->servers[srv].id, slot % LB_UNITS_PER_SERVER, kind_name(kind), addr,
+			LB_META_WEIGHT(m), admin, down ? "DOWN" : "up", busy ? "BUSY" : "-", load,
+			(unsigned)rd(cp, R_UNIT_LAT, slot), age, (int)(int32_t)rd(cp, R_UNIT_CONNS, slot),
+			(unsigned long long)rd(cp, R_UNIT_NEW, slot), sh);
+	}
+	return u;
+}
+
+static json_t *stats_json(struct innet_cp *cp, FILE *t)
+{
+	json_t *o = json_object();
+	if (t != NULL)
+		fprintf(t, "counters:");
+	for (unsigned i = 0; i < LB_ST_COUNT; i++) {
+		uint64_t v = rd(cp, R_STATS, i);
+		json_object_set_new(o, lb_stat_names[i], json_integer((json_int_t)v));
+		if (t != NULL)
+			fprintf(t, " %s=%llu", lb_stat_names[i], (unsigned long long)v);
+	}
+	struct innet_table_info ti;
+	if (innet_cp_table_info(cp, T_CONN, &ti) == 0) {
+		json_object_set_new(o, "conn_entries", json_integer(ti.entries));
+		json_object_set_new(o, "conn_capacity", json_integer(ti.capacity));
+		if (t != NULL)
+			fprintf(t, " conn_entries=%u/%u", ti.entries, ti.capacity);
+	}
+	if (t != NULL)
+		fprintf(t, "\n");
+	return o;
+}
+
+static int cmd_show(struct innet_cp *cp, struct lb_conf *c, json_t *reply, FILE *t)
+{
+	uint64_t now = mono_ns();
+	fprintf(t, "lb '%s': mode %s, report port %u, key %s, maglev %u, conn capacity %u, "
+		"idle %u ms, down after %u ms\n", innet_cp_name(cp),
+		c->mode == LB_MODE_PROXY ? "proxy" : "packet", c->report_port,
+		c->have_key ? "set" : "NONE (reports refused)", c->maglev_size, c->conn_capacity,
+		c->idle_ms, c->down_after_ms);
+	json_t *vips = json_array();
+	fprintf(t, "vips:\n");
+	for (uint32_t i = 0; i < c->n_vips; i++) {
+		const struct lb_vip *v = &c->vips[i];
+		char ip[20] = "*";
+		if (v->ip) {
+			struct in_addr in = { .s_addr = htonl(v->ip) };
+			snprintf(ip, sizeof(ip), "%s", inet_ntoa(in));
+		}
+		json_array_append_new(vips, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", v->name,
+						       "address", ip, "port", v->port, "proto",
+						       v->proto == 6 ? "tcp" : "udp", "pool",
+						       c->pool_names[v->pool], "policy",
+						       lb_policy_name(v->policy)));
+		fprintf(t, "  %-12s %s:%u/%s -> pool %s, policy %s\n", v->name, ip, v->port,
+			v->proto == 6 ? "tcp" : "udp", c->pool_names[v->pool], lb_policy_name(v->policy));
+	}
+	json_object_set_new(reply, "vips", vips);
+	json_t *pools = json_array();
+	for (uint32_t p = 0; p < c->n_pools; p++) {
+		uint32_t buf = c->pool_ver[p] & 1;
+		uint32_t share[LB_MAX_UNIT_SLOTS] = { 0 };
+		const uint16_t *mg = elem(cp, R_MAGLEV, (uint32_t)(((p * 2 + LB_MG_UNITS) * 2 + buf) *
+								 (uint64_t)c->maglev_size));
+		for (uint32_t s = 0; mg != NULL && s < c->maglev_size; s++)
+			if (mg[s] < LB_MAX_UNIT_SLOTS)
+				share[mg[s]]++;
+		fprintf(t, "pool %s (version %u):\n   server/unit kind        address               "
+			"weight  admin   state busy\n", c->pool_names[p], c->pool_ver[p]);
+		json_t *units = json_array();
+		for (uint32_t s = 0; s < c->n_servers; s++) {
+			if (c->servers[s].pool != p)
+				continue;
+			for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
+				uint32_t slot = s * LB_UNITS_PER_SERVER + u;
+				if (LB_META_FLAGS(rd(cp, R_UNIT_META, slot)) & LB_UF_CONFIGURED)
+					json_array_append_new(units, unit_json(cp, c, slot, share, now, t));
+			}
+		}
+		json_array_append_new(pools, json_pack("{s:s,s:i,s:o}", "name", c->pool_names[p],
+						       "version", c->pool_ver[p], "units", units));
+	}
+	json_object_set_new(reply, "pools", pools);
+	json_object_set_new(reply, "counters", stats_json(cp, t));
+	return 0;
+}
+
+static int parse_u(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int cmd_unit(struct innet_cp *cp, struct lb_conf *c, int argc, char **argv,
+		    json_t *reply, FILE *t, char *err, size_t errlen)
+{
+	if (argc < 3) {
+		snprintf(err, errlen, "usage: unit add|del|drain|undrain|weight SERVER UNIT ...");
+		return -1;
+	}
+	const char *op = argv[0];
+	uint32_t srv;
+	unsigned long uid;
+	if (find_server(c, argv[1], &srv) != 0) {
+		snprintf(err, errlen, "unknown server '%s' (servers are fixed in the settings)", argv[1]);
+		return -1;
+	}
+	if (parse_u(argv[2], LB_UNITS_PER_SERVER - 1, &uid) != 0) {
+		snprintf(err, errlen, "unit id must be 0..%u, not '%s'", LB_UNITS_PER_SERVER - 1, argv[2]);
+		return -1;
+	}
+	uint32_t slot = srv * LB_UNITS_PER_SERVER + (uint32_t)uid;
+	uint64_t m = rd(cp, R_UNIT_META, slot);
+	uint8_t fl = LB_META_FLAGS(m);
+	uint32_t pool = c->servers[srv].pool;
+	if (!strcmp(op, "add")) {
+		if (argc < 5 || (argc - 5) % 2 != 0) {
+			snprintf(err, errlen, "usage: unit add SERVER UNIT cpu|accelerator IP:PORT "
+				 "[weight W] [mac MAC] [port P]");
+			return -1;
+		}
+		if ((fl & LB_UF_CONFIGURED) && !(fl & LB_UF_REMOVED)) {
+			snprintf(err, errlen, "unit %s/%lu exists (del it first)", argv[1], uid);
+			return -1;
+		}
+		if ((fl & LB_UF_REMOVED) && (int32_t)rd(cp, R_UNIT_CONNS, slot) > 0) {
+			snprintf(err, errlen, "unit %s/%lu was removed and still has %d connections; "
+				 "wait for them to idle out", argv[1], uid, (int32_t)rd(cp, R_UNIT_CONNS, slot));
+			return -1;
+		}
+		struct lb_unit_init u = { .slot = (uint16_t)slot, .weight = 1, .pool = (uint8_t)pool };
+		if (!strcmp(argv[3], "cpu"))
+			u.kind = INNET_LB_KIND_CPU;
+		else if (!strcmp(argv[3], "accelerator"))
+			u.kind = INNET_LB_KIND_ACCEL;
+		else {
+			snprintf(err, errlen, "kind must be cpu or accelerator, not '%s'", argv[3]);
+			return -1;
+		}
+		if (lb_parse_ipport(argv[4], &u.ip, &u.udp) != 0) {
+			snprintf(err, errlen, "address must be IPv4:PORT, not '%s'", argv[4]);
+			return -1;
+		}
+		for (int i = 5; i + 1 < argc; i += 2) {
+			unsigned long v;
+			if (!strcmp(argv[i], "weight") && parse_u(argv[i + 1], 65535, &v) == 0)
+				u.weight = (uint16_t)v;
+			else if (!strcmp(argv[i], "port") &&
+				 parse_u(argv[i + 1], innet_switch_conf(innet_cp_switch(cp))->n_ports - 1,
+					 &v) == 0)
+				u.port = (uint16_t)v;
+			else if (!strcmp(argv[i], "mac") && lb_parse_mac(argv[i + 1], &u.mac) == 0)
+				;
+			else {
+				snprintf(err, errlen, "bad option '%s %s' (weight 0..65535, port < ports, "
+					 "mac aa:bb:cc:dd:ee:ff)", argv[i], argv[i + 1]);
+				return -1;
+			}
+		}
+		if (c->mode == LB_MODE_PACKET && u.mac == 0) {
+			snprintf(err, errlen, "packet mode needs 'mac MAC' for a unit");
+			return -1;
+		}
+		struct lb_uaddr_key uk = { .ip = u.ip, .udp = u.udp };
+		uint32_t other;
+		if (innet_cp_table_get(cp, T_UADDR, &uk, &other) == 0 && other != slot) {
+			snprintf(err, errlen, "address %s belongs to another unit", argv[4]);
+			return -1;
+		}
+		if (fl & LB_UF_CONFIGURED) { /* the removed unit's old address */
+			uint64_t a = rd(cp, R_UNIT_ADDR, slot);
+			struct lb_uaddr_key ok = { .ip = (uint32_t)(a >> 32), .udp = (uint16_t)(a >> 16) };
+			innet_cp_table_del(cp, T_UADDR, &ok);
+		}
+		wr(cp, R_UNIT_SEQ, slot, 0);
+		wr(cp, R_UNIT_NEW, slot, 0);
+		wr(cp, R_UNIT_PKTS, slot, 0);
+		if (set_unit(cp, &u, LB_UF_CONFIGURED) != 0) {
+			snprintf(err, errlen, "unit address table full");
+			return -1;
+		}
+	} else {
+		if (!(fl & LB_UF_CONFIGURED) || ((fl & LB_UF_REMOVED) && strcmp(op, "del"))) {
+			snprintf(err, errlen, "no unit %s/%lu", argv[1], uid);
+			return -1;
+		}
+		uint16_t w = LB_META_WEIGHT(m);
+		if (!strcmp(op, "del"))
+			fl |= LB_UF_REMOVED;
+		else if (!strcmp(op, "drain"))
+			fl |= LB_UF_DRAINED;
+		else if (!strcmp(op, "undrain"))
+			fl &= (uint8_t)~LB_UF_DRAINED;
+		else if (!strcmp(op, "weight")) {
+			unsigned long v;
+			if (argc != 4 || parse_u(argv[3], 65535, &v) != 0) {
+				snprintf(err, errlen, "usage: unit weight SERVER UNIT W (0..65535)");
+				return -1;
+			}
+			w = (uint16_t)v;
+		} else {
+			snprintf(err, errlen, "unknown unit command '%s' (add, del, drain, undrain, weight)",
+				 op);
+			return -1;
+		}
+		wr(cp, R_UNIT_META, slot, lb_meta(fl, LB_META_KIND(m), w, LB_META_POOL(m)));
+	}
+	int rc = rebuild_pool(cp, c, pool);
+	if (rc != 0) {
+		snprintf(err, errlen, "rebuilding pool: %s", strerror(-rc));
+		return -1;
+	}
+	fprintf(t, "unit %s/%lu: %s done; pool %s version %u\n", argv[1], uid, op,
+		c->pool_names[pool], c->pool_ver[pool]);
+	json_object_set_new(reply, "pool_version", json_integer(c->pool_ver[pool]));
+	return 0;
+}
+
+struct list_ctx {
+	json_t *arr;
+	FILE *t;
+	uint32_t n, max;
+	const struct lb_conf *c;
+};
+
+static int list_one(const void *key, const void *val, void *arg)
+{
+	struct list_ctx *l = arg;
+	const struct lb_conn_key *k = key;
+	const struct lb_conn_val *v = val;
+	if (l->n++ >= l->max)
+		return 1;
+	struct in_addr in = { .s_addr = htonl(k->cip) };
+	char cl[32];
+	snprintf(cl, sizeof(cl), "%s:%u", inet_ntoa(in), k->cport);
+	uint32_t srv = v->unit / LB_UNITS_PER_SERVER;
+	uint32_t now = (uint32_t)(mono_ns() / 1000000u);
+	json_array_append_new(l->arr, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "client", cl,
+						"vip", l->c->vips[k->vip % l->c->n_vips].name, "proto",
+						k->proto == 6 ? "tcp" : "udp", "server",
+						l->c->servers[srv % INNET_LB_MAX_SERVERS].id, "unit",
+						v->unit % LB_UNITS_PER_SERVER, "idle_ms",
+						(int)(now - v->seen_ms), "closing", v->closing));
+	fprintf(l->t, "  %-21s %-10s %s -> %u/%u idle %u ms%s\n", cl,
+		l->c->vips[k->vip % l->c->n_vips].name, k->proto == 6 ? "tcp" : "udp",
+		l->c->servers[srv % INNET_LB_MAX_SERVERS].id, v->unit % LB_UNITS_PER_SERVER,
+		now - v->seen_ms, v->closing ? " (closing)" : "");
+	return 0;
+}
+
+static const char help_text[] =
+	"lb commands (innet ctl prog INSTANCE ...):\n"
+	"  show                               VIPs, pools, units (state, load, report age, share)\n"
+	"  stats                              the balancer's counters\n"
+	"  unit add SERVER UNIT cpu|accelerator IP:PORT [weight W] [mac MAC] [port P]\n"
+	"  unit del SERVER UNIT               no new connections; slot freed when idle\n"
+	"  unit drain|undrain SERVER UNIT     stop/resume new connections; existing ones stay\n"
+	"  unit weight SERVER UNIT W          change the weight (Maglev, WRR)\n"
+	"  conn count                         connection table entries\n"
+	"  conn list [N]                      up to N connections (default 20, at most 1000)\n"
+	"  conn sweep                         remove idle connections now\n";
+
+int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct json_t *reply,
+	      char *err, size_t errlen)
+{
+	struct lb_conf *c = priv;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *t = open_memstream(&buf, &len);
+	if (t == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int rc = 0;
+	const char *w0 = argc > 0 ? argv[0] : "help";
+	if (!strcmp(w0, "help")) {
+		fputs(help_text, t);
+	} else if (!strcmp(w0, "show") && argc == 1) {
+		rc = cmd_show(cp, c, reply, t);
+	} else if (!strcmp(w0, "stats") && argc == 1) {
+		json_object_set_new(reply, "counters", stats_json(cp, t));
+	} else if (!strcmp(w0, "unit")) {
+		rc = cmd_unit(cp, c, argc - 1, argv + 1, reply, t, err, errlen);
+	} else if (!strcmp(w0, "conn") && argc >= 2 && !strcmp(argv[1], "count") && argc == 2) {
+		struct innet_table_info ti;
+		innet_cp_table_info(cp, T_CONN, &ti);
+		json_object_set_new(reply, "count", json_integer(ti.entries));
+		json_object_set_new(reply, "capacity", json_integer(ti.capacity));
+		fprintf(t, "%u connections (capacity %u)\n", ti.entries, ti.capacity);
+	} else if (!strcmp(w0, "conn") && argc >= 2 && !strcmp(argv[1], "list") && argc <= 3) {
+		unsigned long n = 20;
+		if (argc == 3 && parse_u(argv[2], 1000, &n) != 0) {
+			snprintf(err, errlen, "conn list N: N must be 0..1000");
+			rc = -1;
+		} else {
+			struct list_ctx l = { .arr = json_array(), .t = t, .max = (uint32_t)n, .c = c };
+			innet_cp_table_foreach(cp, T_CONN, list_one, &l);
+			json_object_set_new(reply, "conns", l.arr);
+		}
+	} else if (!strcmp(w0, "conn") && argc == 2 && !strcmp(argv[1], "sweep")) {
+		uint32_t n = lb_sweep(cp, c);
+		json_object_set_new(reply, "removed", json_integer(n));
+		fprintf(t, "removed %u idle connections\n", n);
+	} else {
+		snprintf(err, errlen, "unknown lb command '%s' (try: help)", w0);
+		rc = -1;
+	}
+	fclose(t);
+	if (rc == 0)
+		json_object_set_new(reply, "text", json_string(buf ? buf : ""));
+	free(buf);
+	return rc;
+}
