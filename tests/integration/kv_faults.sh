@@ -3,6 +3,8 @@
 # (examples/kv-faults.json: coordinator switch, 3 acceptor switches, 3
 # replicas, a backup coordinator host b0; 5% loss, 5% duplication, 5%
 # reordering on every acceptor link):
+# KV_FAULTS_RATES=LOSS,DUP,REORDER runs the same test with those rates on
+# every link that has emulation (kv_faults_20.sh: 20%, 10%, 10%).
 #   1. 6 clients (2 per replica) do random SET/GET on 4 keys for 9 s
 #      (tools/linearizability/kvload.py records the history);
 #   2. at 3 s acceptor a1 is killed (SIGKILL), at 5.5 s the coordinator switch:
@@ -22,6 +24,30 @@ PY=/usr/bin/python3
 command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
 
 tmp=$(mktemp -d /tmp/innet-kv-faults-test.XXXXXX)
+if [ -n "${KV_FAULTS_RATES:-}" ]; then
+	"$PY" - "$TOPO" "$tmp/topology.json" "$KV_FAULTS_RATES" <<'PYEOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+loss, dup, reorder = (float(x) for x in sys.argv[3].split(","))
+n = 0
+def walk(o):
+    global n
+    if isinstance(o, dict):
+        if "loss" in o and "dup" in o and "reorder" in o:
+            o.update(loss=loss, dup=dup, reorder=reorder)
+            n += 1
+        for v in o.values():
+            walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            walk(v)
+walk(t)
+assert n > 0, "no emulated links in the topology"
+json.dump(t, open(sys.argv[2], "w"), indent=1)
+print(f"links with emulation: {n}, loss={loss} dup={dup} reorder={reorder}")
+PYEOF
+	TOPO=$tmp/topology.json
+fi
 load=""
 fail() { echo "FAIL: $*" >&2; for f in "$STATE"/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; exit 1; }
 cleanup() {
