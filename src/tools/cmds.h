@@ -16,5 +16,6 @@ int cmd_kv(int argc, char **argv);
 int cmd_paxos(int argc, char **argv);
 int cmd_dnn(int argc, char **argv);
 int cmd_allreduce(int argc, char **argv);
+int cmd_lb(int argc, char **argv);
 
 #endif

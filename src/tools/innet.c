@@ -10,6 +10,7 @@
  *   innet kv       replicated key-value store on in-network Paxos (RESP)
  *   innet dnn      DNN inference in the fabric (compile, infer, eval, ref)
  *   innet allreduce  in-network all-reduce through the agg program (one-off runs)
+ *   innet lb       load-balancer host side: DNS backends, open-loop load, agents
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static const struct subcmd subcmds[] = {
 	{ "paxos", cmd_paxos, "Paxos roles as host processes (baseline, backup leader) and a load generator" },
 	{ "dnn", cmd_dnn, "DNN inference in the fabric: compile a model, infer, eval" },
 	{ "allreduce", cmd_allreduce, "all-reduce int32/float32 arrays through the switch's agg program" },
+	{ "lb", cmd_lb, "load balancer host side: DNS backends, open-loop load, agents, keys" },
 };
 
 static void usage(FILE *f)

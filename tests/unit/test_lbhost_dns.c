@@ -1,0 +1,254 @@
+/*
+ * test_lbhost_dns.c — the DNS messages of the load-balancer host tools
+ * (src/lbhost/dns.c) and the agent's decision model (src/lbhost/agent.c):
+ * a query round-trips through the question parser and the answer builder
+ * into the reply parser; bad names are refused; malformed questions
+ * (truncations at every length, long labels, compression, qdcount 0) are
+ * -EBADMSG and never read out of bounds (run under ASan); zone matching;
+ * the busy bit's hysteresis and the graded level; sequence starts increase.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "unit/testutil.h"
+#include "lbhost/dns.h"
+#include "lbhost/lbhost.h"
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	uint8_t q[LBH_DNS_MSG_MAX], a[LBH_DNS_MSG_MAX];
+	int n = lbh_dns_build_query(q, sizeof(q), 0xbeef, "WWW.Lb.Test.", LBH_DNS_TYPE_A, true);
+	assert_int_equal(n, 12 + 13 + 4);
+	struct lbh_dns_question qq;
+	assert_int_equal(lbh_dns_parse_question(q, (size_t)n, &qq), 0);
+	assert_int_equal(qq.id, 0xbeef);
+	assert_string_equal(qq.name, "www.lb.test");
+	assert_int_equal(qq.qtype, LBH_DNS_TYPE_A);
+	assert_int_equal(qq.qclass, LBH_DNS_CLASS_IN);
+	assert_int_equal(qq.end, (size_t)n);
+	assert_true(qq.flags & LBH_DNS_RD);
+
+	int m = lbh_dns_build_answer(q, &qq, a, sizeof(a), LBH_DNS_NOERROR, 0xc0000202, 60);
+	assert_int_equal(m, n + 16);
+	struct lbh_dns_reply r;
+	assert_int_equal(lbh_dns_parse_reply(a, (size_t)m, &r), 0);
+	assert_int_equal(r.id, 0xbeef);
+	assert_int_equal(r.rcode, 0);
+	assert_int_equal(r.ancount, 1);
+	assert_int_equal(r.a_addr, 0xc0000202);
+	assert_true(r.flags & LBH_DNS_AA);
+	assert_true(r.flags & LBH_DNS_RD);
+
+	m = lbh_dns_build_answer(q, &qq, a, sizeof(a), LBH_DNS_NXDOMAIN, 0, 0);
+	assert_int_equal(m, n);
+	assert_int_equal(lbh_dns_parse_reply(a, (size_t)m, &r), 0);
+	assert_int_equal(r.rcode, LBH_DNS_NXDOMAIN);
+	assert_int_equal(r.a_addr, 0);
+	/* A query is not a reply. */
+	assert_int_equal(lbh_dns_parse_reply(q, (size_t)n, &r), -EBADMSG);
+	/* Too small a buffer. */
+	assert_int_equal(lbh_dns_build_answer(q, &qq, a, 20, LBH_DNS_NOERROR, 1, 1), -ENOSPC);
+	assert_int_equal(lbh_dns_build_query(q, 20, 1, "www.lb.test", 1, false), -ENOSPC);
+}
+
+static void test_bad_names(void **state)
+{
+	(void)state;
+	uint8_t q[LBH_DNS_MSG_MAX];
+	char longlabel[80];
+	memset(longlabel, 'a', 64);
+	longlabel[64] = '\0';
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, longlabel, 1, false), -EINVAL);
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, "a..b", 1, false), -EINVAL);
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, ".a", 1, false), -EINVAL);
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, "a..", 1, false), -EINVAL);
+	/* The root is a valid name. */
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, "", 1, false), 12 + 1 + 4);
+	char huge[300];
+	memset(huge, 'a', sizeof(huge) - 1);
+	huge[sizeof(huge) - 1] = '\0';
+	for (size_t i = 50; i < sizeof(huge) - 1; i += 51)
+		huge[i] = '.';
+	assert_int_equal(lbh_dns_build_query(q, sizeof(q), 1, huge, 1, false), -EINVAL);
+}
+
+static void test_malformed_questions(void **state)
+{
+	(void)state;
+	uint8_t q[LBH_DNS_MSG_MAX];
+	int n = lbh_dns_build_query(q, sizeof(q), 7, "abc.lb.test", LBH_DNS_TYPE_A, false);
+	struct lbh_dns_question qq;
+	/* Every truncation fails cleanly; each copy is exactly that long so ASan sees overreads. */
+	for (int len = 0; len < n; len++) {
+		uint8_t *c = malloc(len ? (size_t)len : 1);
+		memcpy(c, q, (size_t)len);
+		assert_int_equal(lbh_dns_parse_question(c, (size_t)len, &qq), -EBADMSG);
+		if (len >= 12)
+			assert_int_equal(qq.id, 7);
+		struct lbh_dns_reply r;
+		lbh_dns_parse_reply(c, (size_t)len, &r);
+		free(c);
+	}
+	uint8_t bad[64];
+	memcpy(bad, q, (size_t)n);
+	bad[5] = 0; /* qdcount 0 */
+	assert_int_equal(lbh_dns_parse_question(bad, (size_t)n, &qq), -EBADMSG);
+	memcpy(bad, q, (size_t)n);
+	bad[12] = 0xc0; /* a compression pointer in a question */
+	assert_int_equal(lbh_dns_parse_question(bad, (size_t)n, &qq), -EBADMSG);
+	memcpy(bad, q, (size_t)n);
+	bad[12] = 64; /* label longer than 63 */
+	assert_int_equal(lbh_dns_parse_question(bad, (size_t)n, &qq), -EBADMSG);
+	/* A name over 255 bytes on the wire. */
+	uint8_t big[LBH_DNS_MSG_MAX];
+	memset(big, 0, sizeof(big));
+	big[5] = 1;
+	size_t o = 12;
+	for (int i = 0; i < 5; i++) {
+		big[o++] = 63;
+		memset(big + o, 'x', 63);
+		o += 63;
+	}
+	big[o++] = 0;
+	o += 4;
+	assert_int_equal(lbh_dns_parse_question(big, o, &qq), -EBADMSG);
+	/* Random garbage never crashes the reply parser. */
+	uint64_t s = 42;
+	for (int i = 0; i < 20000; i++) {
+		uint8_t g[48];
+		for (size_t k = 0; k < sizeof(g); k++) {
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			g[k] = (uint8_t)(s >> 56);
+		}
+		g[2] |= 0x80;
+		size_t len = (size_t)(s >> 8) % sizeof(g);
+		struct lbh_dns_reply r;
+		(void)lbh_dns_parse_reply(g, len, &r);
+		(void)lbh_dns_parse_question(g, len, &qq);
+	}
+}
+
+static void test_formerr(void **state)
+{
+	(void)state;
+	uint8_t req[12] = { 0x12, 0x34, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0 }, out[12];
+	assert_int_equal(lbh_dns_build_formerr(req, out, sizeof(out)), 12);
+	struct lbh_dns_reply r;
+	assert_int_equal(lbh_dns_parse_reply(out, 12, &r), 0);
+	assert_int_equal(r.id, 0x1234);
+	assert_int_equal(r.rcode, LBH_DNS_FORMERR);
+}
+
+static void test_zone(void **state)
+{
+	(void)state;
+	assert_true(lbh_dns_in_zone("lb.test", "lb.test"));
+	assert_true(lbh_dns_in_zone("www.lb.test", "lb.test"));
+	assert_false(lbh_dns_in_zone("xlb.test", "lb.test"));
+	assert_false(lbh_dns_in_zone("test", "lb.test"));
+	assert_false(lbh_dns_in_zone("www.lb.test.org", "lb.test"));
+	assert_true(lbh_dns_in_zone("anything", ""));
+}
+
+static void test_agent_hysteresis(void **state)
+{
+	(void)state;
+	struct lbh_agent_cfg c;
+	lbh_agent_defaults(&c);
+	c.busy_us = 2000;
+	c.idle_us = 1000;
+	c.alpha = 1.0; /* the EWMA is the last sample: the thresholds alone decide */
+	struct lbh_agent_model m;
+	assert_int_equal(lbh_agent_model_init(&m, 8), 0);
+	assert_false(lbh_agent_model_sample(&m, &c, 100, -1));
+	assert_false(m.busy);
+	assert_int_equal(m.level, (uint8_t)(255.0 * 100 / 4000));
+	assert_false(lbh_agent_model_sample(&m, &c, 2000, -1)); /* at the threshold: not over */
+	assert_true(lbh_agent_model_sample(&m, &c, 2001, -1));
+	assert_true(m.busy);
+	/* Between the thresholds: stays busy. */
+	assert_false(lbh_agent_model_sample(&m, &c, 1500, -1));
+	assert_true(m.busy);
+	assert_false(lbh_agent_model_sample(&m, &c, 1000, -1));
+	assert_true(m.busy);
+	assert_true(lbh_agent_model_sample(&m, &c, 999, -1));
+	assert_false(m.busy);
+	/* Between the thresholds again: stays idle. */
+	assert_false(lbh_agent_model_sample(&m, &c, 1900, -1));
+	assert_false(m.busy);
+	/* Saturation caps the level. */
+	lbh_agent_model_sample(&m, &c, 100000, -1);
+	assert_int_equal(m.level, 255);
+	/* Windowed p99 of the last 8 samples (1500 1000 999 1900 100000 + earlier 100 2000 2001). */
+	assert_int_equal(lbh_agent_model_p99(&m), 100000);
+	lbh_agent_model_fini(&m);
+
+	/* With an EWMA one slow sample does not flip the bit. */
+	c.alpha = 0.3;
+	assert_int_equal(lbh_agent_model_init(&m, 4), 0);
+	for (int i = 0; i < 20; i++)
+		lbh_agent_model_sample(&m, &c, 500, -1);
+	assert_false(lbh_agent_model_sample(&m, &c, 5000, -1)); /* 0.3*5000 + 0.7*500 = 1850 */
+	assert_false(m.busy);
+	assert_true(lbh_agent_model_sample(&m, &c, 5000, -1));
+	lbh_agent_model_fini(&m);
+
+	/* CPU: busy above busy_cpu_pct even with low latency; idle only 10 points below. */
+	c.alpha = 1.0;
+	c.busy_cpu_pct = 80;
+	assert_int_equal(lbh_agent_model_init(&m, 4), 0);
+	assert_true(lbh_agent_model_sample(&m, &c, 100, 90));
+	assert_int_equal(m.level, (uint8_t)(255.0 * 90 / 100));
+	assert_false(lbh_agent_model_sample(&m, &c, 100, 75));
+	assert_true(m.busy);
+	assert_true(lbh_agent_model_sample(&m, &c, 100, 60));
+	assert_false(m.busy);
+	lbh_agent_model_fini(&m);
+	assert_int_equal(lbh_agent_model_init(&m, 0), -EINVAL);
+}
+
+static void test_seq_start(void **state)
+{
+	(void)state;
+	uint64_t a = lbh_agent_seq_start();
+	struct timespec ts = { 0, 2000000 };
+	nanosleep(&ts, NULL);
+	uint64_t b = lbh_agent_seq_start();
+	assert_true(a > 1000000000000000ull); /* microseconds since 1970: after 2001 */
+	assert_true(b > a);
+}
+
+static void test_parse_addr(void **state)
+{
+	(void)state;
+	struct sockaddr_in s;
+	assert_int_equal(lbh_parse_addr("127.61.0.1:53", 0, &s), 0);
+	assert_int_equal(ntohs(s.sin_port), 53);
+	assert_int_equal(lbh_parse_addr("127.61.0.1", 47900, &s), 0);
+	assert_int_equal(ntohs(s.sin_port), 47900);
+	assert_int_equal(lbh_parse_addr("127.61.0.1", 0, &s), -EINVAL);
+	assert_int_equal(lbh_parse_addr("127.61.0.1:0", 0, &s), -EINVAL);
+	assert_int_equal(lbh_parse_addr("127.61.0.1:65536", 0, &s), -EINVAL);
+	assert_int_equal(lbh_parse_addr("127.61.0.1:5x", 0, &s), -EINVAL);
+	assert_int_equal(lbh_parse_addr("host:53", 0, &s), -EINVAL);
+	assert_int_equal(lbh_parse_addr(NULL, 0, &s), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_bad_names),
+		cmocka_unit_test(test_malformed_questions),
+		cmocka_unit_test(test_formerr),
+		cmocka_unit_test(test_zone),
+		cmocka_unit_test(test_agent_hysteresis),
+		cmocka_unit_test(test_seq_start),
+		cmocka_unit_test(test_parse_addr),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
