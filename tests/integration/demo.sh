@@ -15,6 +15,14 @@ grep -q "counter moved by 20000: consistent" <<<"$out" || fail "counter summary"
 grep -q "^inference: .*359/359 bit-exact with the C reference" <<<"$out" || fail "inference summary"
 grep -q '^kv: .*GET "chosen by consensus" from another replica, INCR x3 -> 3' <<<"$out" || fail "kv summary"
 grep -q "^allreduce:  4/4 workers correct" <<<"$out" || fail "allreduce summary"
+# lb: both servers answer before the drain; after it, server 1 (192.0.2.11) gets no new flow
+lb_line=$(grep '^lb: ' <<<"$out") || fail "lb summary missing"
+grep -Eq 'before drain \{"192.0.2.11": [1-9][0-9]*, "192.0.2.12": [1-9][0-9]*, "other": 0\}' <<<"$lb_line" ||
+	fail "lb: both servers should answer before the drain"
+lb_after=${lb_line#*after draining server 1 }
+grep -Eq '^\{("192.0.2.11": 0, )?"192.0.2.12": (19[0-9][0-9]|2000), "other": 0\}$' <<<"$lb_after" ||
+	fail "lb: after draining server 1, its share should be 0 (got $lb_after)"
+
 used=$(grep "^ECMP:" <<<"$out" | grep -o "=[1-9][0-9]*" | wc -l)
 [ "$used" -ge 2 ] || fail "ECMP used $used spine(s)"
 for f in examples/spine-leaf.json examples/kv.json; do
