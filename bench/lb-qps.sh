@@ -9,9 +9,9 @@
 #                                                 nsd 127.62.0.11:5311 ◀─┤ (each: 1 server process,
 #                                                 nsd 127.62.0.12:5311 ◀─┘  100-record zone, rrl off)
 #
-# Same backends, same client, same run: dnsperf -l SEC -c CLIENTS against
-# each balancer, alternating (innet, dnsdist, dnsdist, innet, ...); medians
-# of the rounds. Then `innet lb load` at a paced rate (open loop) against
+# Same backends, same client, same run: a 1 s dnsperf warm-up against each
+# balancer (not counted), then dnsperf -l SEC -c CLIENTS against each,
+# alternating (innet, dnsdist, dnsdist, innet, ...); medians of the rounds. Then `innet lb load` at a paced rate (open loop) against
 # each for p99 latency. RESULT: innet_qps, dnsdist_qps, ratio = innet /
 # dnsdist (the issue's target: >= 1.0), average latency and lost queries
 # from dnsperf, p99 at the paced rate, and a direct-to-nsd reference.
@@ -21,21 +21,23 @@
 bench_usage() {
 	cat <<'EOF2'
 usage: bench/run lb-qps [options]
-  --rounds N        dnsperf runs per balancer (default 2)
+  --rounds N        dnsperf runs per balancer (default 5; the median counts)
   --seconds S       dnsperf -l (default 5)
   --clients N       dnsperf -c (default 10)
   --workers W       switch workers = dnsdist UDP listener threads (default 1)
   --policy P        dnsdist policy: roundrobin or leastOutstanding (default roundrobin)
+  --innet-policy P  innet's VIP policy: maglev, wrr, ecmp, p2c (default maglev)
   --paced QPS       rate of the open-loop p99 runs (default 20000)
   --quick           1 round of 3 s
 EOF2
 }
 
-lbq_rounds=2
+lbq_rounds=5
 lbq_secs=5
 lbq_clients=10
 lbq_workers=1
 lbq_policy=roundrobin
+lbq_ipolicy=maglev
 lbq_paced=20000
 LBQ_SW=127.62.0.100
 LBQ_DD=127.62.0.101
@@ -74,6 +76,7 @@ bench_main() {
 		--clients) lbq_clients=$2; shift 2 ;;
 		--workers) lbq_workers=$2; shift 2 ;;
 		--policy) lbq_policy=$2; shift 2 ;;
+		--innet-policy) lbq_ipolicy=$2; shift 2 ;;
 		--paced) lbq_paced=$2; shift 2 ;;
 		--quick) lbq_rounds=1; lbq_secs=3; shift ;;
 		-h|--help) bench_usage; exit 0 ;;
@@ -85,6 +88,7 @@ bench_main() {
 		[[ $v =~ ^[1-9][0-9]*$ ]] || bench_usage_error "'$v' is not a positive integer"
 	done
 	case $lbq_policy in roundrobin|leastOutstanding) ;; *) bench_usage_error "--policy: roundrobin or leastOutstanding" ;; esac
+	case $lbq_ipolicy in maglev|wrr|ecmp|p2c) ;; *) bench_usage_error "--innet-policy: maglev, wrr, ecmp or p2c" ;; esac
 	for v in nsd dnsperf dnsdist; do
 		command -v $v >/dev/null || bench_die "$v not installed (scripts/install-deps)"
 	done
@@ -105,7 +109,7 @@ bench_main() {
 	local args
 	args=$(cat <<EOF2
 {"mode": "proxy", "idle_timeout_ms": 5000,
- "vips": [{"name": "dns", "port": 5300, "pool": "ns", "policy": "maglev"}],
+ "vips": [{"name": "dns", "port": 5300, "pool": "ns", "policy": "$lbq_ipolicy"}],
  "pools": [{"name": "ns", "servers": [
    {"id": 1, "units": [{"id": 0, "kind": "cpu", "address": "$LBQ_N1:5311"}]},
    {"id": 2, "units": [{"id": 0, "kind": "cpu", "address": "$LBQ_N2:5311"}]}]}]}
@@ -123,12 +127,18 @@ EOF2
 	bench_param rounds "$lbq_rounds"
 	bench_param dnsperf "dnsperf -l $lbq_secs -c $lbq_clients -t 2, 101 names (r0..r99, www), UDP"
 	bench_param workers "$lbq_workers"
-	bench_param innet "lb program, proxy mode, maglev, $lbq_workers worker(s), NAT ports 24000-24999"
+	bench_param innet "lb program, proxy mode, $lbq_ipolicy, $lbq_workers worker(s), NAT ports 24000-24999"
+	bench_param warmup "1 s of dnsperf against each balancer before the rounds (not counted)"
 	bench_param dnsdist "$(dnsdist --version 2>/dev/null | head -n 1 | cut -d' ' -f2), $lbq_workers UDP listener(s) (reusePort), policy $lbq_policy, no packet cache"
 	bench_param nsd "$(nsd -v 2>&1 | head -n 1 | awk '{ print $3 }'), server-count 1, rrl-ratelimit 0, 2 servers"
 	bench_param paced_qps "$lbq_paced"
 
-	local r t order iq=() dq=() ia=() da=() il=0 dl=0
+	local r t order iq=() dq=() ia=() da=() il=0 dl=0 keep=$lbq_secs
+	# Warm-up: connection entries, socket buffers and caches on both sides.
+	lbq_secs=1
+	lbq_dnsperf $LBQ_SW warmup-innet
+	lbq_dnsperf $LBQ_DD warmup-dnsdist
+	lbq_secs=$keep
 	for ((r = 0; r < lbq_rounds; r++)); do
 		order="innet dnsdist"
 		[ $((r % 2)) = 1 ] && order="dnsdist innet"
@@ -164,7 +174,7 @@ EOF2
 		"innet_lost=$il" "dnsdist_lost=$dl" \
 		"innet_p99_us_at_${lbq_paced}=$ip99" "dnsdist_p99_us_at_${lbq_paced}=$dp99" \
 		"innet_paced_loss_pct=$iploss" "dnsdist_paced_loss_pct=$dploss" \
-		"nsd_direct_qps=$direct" "workers=$lbq_workers" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
+		"nsd_direct_qps=$direct" "workers=$lbq_workers" "innet_policy=$lbq_ipolicy" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
 	bench_stop "$dd" || true
 	bench_stop "$sw" || true
 	bench_stop "$n1" || true

@@ -366,9 +366,10 @@ static int check_nofile(struct innet_switch *sw, uint32_t n_socks, char *err, si
 		setrlimit(RLIMIT_NOFILE, &rl); /* best effort: checked below */
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	/* sockets, plus per worker an epoll and an eventfd, plus the process's
-	 * other descriptors (stdio, control socket and clients, files): 256 */
-	uint64_t need = (uint64_t)n_socks + 2ull * (sw->n_workers + INNET_EXTRA_WORKERS) + 256;
+	/* sockets, plus per worker an epoll, an eventfd and an io_uring (its
+	 * transmit ring), plus the process's other descriptors (stdio, control
+	 * socket and clients, files): 256 */
+	uint64_t need = (uint64_t)n_socks + 3ull * (sw->n_workers + INNET_EXTRA_WORKERS) + 256;
 	if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
 		snprintf(err, errlen, "needs about %llu file descriptors (%u sockets: UDP ports x %u "
 			 "ports x workers) but RLIMIT_NOFILE is %llu (hard limit %llu); raise it "

@@ -26,14 +26,18 @@
  *
  * Packet buffers (per worker):
  *
- *   rx_bufs[BURST]  each  | headroom 64 | payload ... up to INNET_PKT_MAX |
+ *   rx_bufs[RX_SETS][BURST]  each  | headroom 64 | payload ... up to INNET_PKT_MAX |
  *   emit pool       EMIT_MAX buffers of the same shape, for innet_emit
  *
- * A burst is received into rx_bufs, every packet is run through its program,
- * its sends are queued as tx entries that point into those same buffers
- * (forward, reflect and multicast copy nothing), and the tx queue is flushed
- * with one sendmmsg per run of entries on the same socket before the next
- * receive reuses the buffers. Link emulation that holds a packet back (delay,
+ * A burst is received into one set of rx_bufs, every packet is run through
+ * its program, its sends are queued as tx entries that point into those same
+ * buffers (forward, reflect and multicast copy nothing). The next burst (from
+ * the same or another ready socket) takes the next set, so the sends of
+ * several bursts accumulate; the tx queue is flushed when every set has been
+ * used once (before one is reused) and when the worker has served all the
+ * sockets epoll reported, through the worker's io_uring (txring.c: all
+ * sockets in one system call) or with one sendmmsg per run of entries on the
+ * same socket. Link emulation that holds a packet back (delay,
  * reorder) copies it into its own queue.
  */
 #ifndef INNET_SWITCH_PVT_H
@@ -47,6 +51,7 @@
 #include "innet/switch.h"
 
 #define INNET_BURST       32u     /* packets per recvmmsg */
+#define INNET_RX_SETS     4u      /* bursts whose sends are flushed together */
 #define INNET_TX_MAX      2048u   /* queued sends per worker before a forced flush */
 #define INNET_EMIT_MAX    256u    /* emitted packets per worker per burst */
 #define INNET_CPU_RING    256u    /* punted packets queued per worker */
@@ -176,7 +181,8 @@ struct innet_worker {
 	struct mmsghdr rx_msgs[INNET_BURST];
 	struct iovec rx_iov[INNET_BURST];
 	struct sockaddr_in rx_addr[INNET_BURST];
-	uint8_t *rx_bufs;        /* INNET_BURST * INNET_BUF_SIZE */
+	uint8_t *rx_bufs;        /* INNET_RX_SETS * INNET_BURST * INNET_BUF_SIZE */
+	uint32_t rx_set;         /* the set the next burst is received into */
 	/* tx */
 	uint32_t n_tx;
 	struct innet_tx tx[INNET_TX_MAX];
@@ -192,6 +198,11 @@ struct innet_worker {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
 	} gso_cmsg[INNET_TX_MAX];
+	/* the io_uring that sends a whole flush in one system call (txring.c),
+	 * NULL: sendmmsg per socket */
+	struct innet_txring *txring;
+	int ring_fd[INNET_TX_MAX];             /* socket of each message */
+	int32_t ring_res[INNET_TX_MAX];        /* its result */
 	/* emitted packets and packets released by link emulation */
 	uint8_t *emit_bufs;      /* INNET_EMIT_MAX * INNET_BUF_SIZE */
 	uint32_t n_emit;
@@ -204,6 +215,14 @@ struct innet_worker {
 	uint8_t last_action;                   /* verdict of the last packet processed */
 	uint16_t last_reason;
 } __attribute__((aligned(INNET_CACHELINE)));
+
+/* txring.c: a worker's transmit io_uring (NULL when unavailable). */
+struct innet_txring;
+struct innet_txring *innet_txring_new(uint32_t entries);
+void innet_txring_free(struct innet_txring *r);
+uint32_t innet_txring_size(const struct innet_txring *r);
+int innet_txring_send(struct innet_txring *r, const int *fds, struct mmsghdr *msgs, uint32_t n,
+		      int32_t *res);
 
 struct innet_switch {
 	struct innet_switch_conf conf;

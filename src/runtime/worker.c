@@ -3,10 +3,21 @@
  * through its program, carry out the verdicts, send the burst.
  *
  *   epoll ─► recvmmsg(32) ─► [link ingress] ─► handler ─┬─ FORWARD/REFLECT ─┐
- *                                                       ├─ MULTICAST (n×) ──┼─► tx queue ─► sendmmsg
- *                                                       ├─ RECIRCULATE ─► handler again
- *                                                       ├─ TO_CPU ─► cpu ring ─► control thread
+ *   (each ready socket,                                 ├─ MULTICAST (n×) ──┼─► tx queue ─► flush
+ *    into the next of                                   ├─ RECIRCULATE ─► handler again
+ *    INNET_RX_SETS buffer sets)                         ├─ TO_CPU ─► cpu ring ─► control thread
  *                                                       └─ DROP (reason counted)
+ *
+ *   flush (after the ready sockets are served, or before a buffer set is
+ *   reused): every queued send in one io_uring_enter (txring.c), or one
+ *   sendmmsg per run of sends on the same socket without io_uring.
+ *
+ * Why the sends of several bursts and sockets go out together: each datagram
+ * sent on loopback wakes its receiver, which then preempts the worker at the
+ * next system call boundary; sends issued one socket at a time turn into one
+ * context switch per datagram (a load balancer talking to many NAT ports, a
+ * DNS server answering one query per wake-up). One submission per flush lets
+ * every receiver wake once and find its whole batch.
  *
  * Raw ports (AF_PACKET) take the same path with whole Ethernet frames: a
  * burst from a raw port's packet socket goes to the raw program, and frames
@@ -97,9 +108,9 @@ static void count_sent(struct innet_worker *w, uint32_t first, uint32_t n)
  * message (the kernel splits it back into the same datagrams, in order, at
  * a fraction of the per-datagram cost); the rest go one per message.
  * Returns the number of messages. */
-static uint32_t build_msgs(struct innet_worker *w, uint32_t i, uint32_t j, bool gso)
+static uint32_t build_msgs(struct innet_worker *w, uint32_t i, uint32_t j, bool gso, uint32_t m0)
 {
-	uint32_t m = 0;
+	uint32_t m = m0;
 	for (uint32_t k = i; k < j; m++) {
 		uint32_t e = k + 1;
 		size_t len = w->tx_iov[k].iov_len;
@@ -124,7 +135,7 @@ static uint32_t build_msgs(struct innet_worker *w, uint32_t i, uint32_t j, bool 
 		w->gso_count[m] = e - k;
 		k = e;
 	}
-	return m;
+	return m - m0;
 }
 
 /* A GSO message the kernel refused (a device without segmentation offload
@@ -141,10 +152,68 @@ static void send_singly(struct innet_worker *w, uint32_t msg)
 	}
 }
 
+static inline bool flush_gso(const struct innet_worker *w, uint32_t i)
+{
+	return !w->sw->conf.no_gso && !w->tx[i].raw &&
+	       !atomic_load_explicit(&w->sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
+}
+
+/* Flush through the io_uring: every message of every socket in one system
+ * call (txring.c says why), in chunks of the ring's size. */
+static void flush_ring(struct innet_worker *w)
+{
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < w->n_tx;) {
+		uint32_t j = i + 1;
+		while (j < w->n_tx && w->tx[j].fd == w->tx[i].fd)
+			j++;
+		uint32_t k = build_msgs(w, i, j, flush_gso(w, i), m);
+		for (uint32_t x = m; x < m + k; x++)
+			w->ring_fd[x] = w->tx[i].fd;
+		m += k;
+		i = j;
+	}
+	for (uint32_t s = 0; s < m;) {
+		uint32_t cap = w->txring != NULL ? innet_txring_size(w->txring) : m - s;
+		uint32_t c = m - s < cap ? m - s : cap;
+		if (w->txring != NULL) {
+			if (innet_txring_send(w->txring, &w->ring_fd[s], &w->gso_msgs[s], c, &w->ring_res[s]) != 0) {
+				innet_txring_free(w->txring); /* broken: sendmsg from now on */
+				w->txring = NULL;
+			}
+		} else {
+			for (uint32_t x = s; x < s + c; x++)
+				w->ring_res[x] = INT32_MIN;
+		}
+		for (uint32_t x = s; x < s + c; x++) {
+			int32_t r = w->ring_res[x];
+			if (r == INT32_MIN) /* never submitted */
+				r = sendmsg(w->ring_fd[x], &w->gso_msgs[x].msg_hdr, 0) < 0 ? -errno : 0;
+			if (r >= 0) {
+				count_sent(w, w->gso_first[x], w->gso_count[x]);
+				if (w->gso_count[x] > 1)
+					INNET_STAT_ADD(w->portstats[w->tx[w->gso_first[x]].port].tx_gso,
+						       w->gso_count[x]);
+			} else if (w->gso_count[x] > 1) {
+				send_singly(w, x);
+			} else {
+				INNET_STAT_INC(w->portstats[w->tx[w->gso_first[x]].port].tx_errors);
+			}
+		}
+		s += c;
+	}
+}
+
 void innet_worker_flush(struct innet_worker *w)
 {
 	if (INNET_UNLIKELY(w->inject != NULL)) {
 		flush_record(w);
+		return;
+	}
+	if (w->txring != NULL && w->n_tx > 1) {
+		flush_ring(w);
+		w->n_tx = 0;
+		w->n_emit = 0;
 		return;
 	}
 	struct innet_switch *sw = w->sw;
@@ -156,7 +225,7 @@ void innet_worker_flush(struct innet_worker *w)
 		/* entries [i, j) share a socket: one sendmmsg (or a few) */
 		bool gso = !sw->conf.no_gso && !w->tx[i].raw &&
 			   !atomic_load_explicit(&sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
-		uint32_t m = build_msgs(w, i, j, gso);
+		uint32_t m = build_msgs(w, i, j, gso, 0);
 		uint32_t s = 0;
 		while (s < m) {
 			int r = sendmmsg(w->tx[i].fd, &w->gso_msgs[s], m - s, 0);
@@ -624,9 +693,31 @@ static void rx_one(struct innet_worker *w, const struct innet_sock *s, uint8_t *
 		deliver(w, s->prog, s->port, s->udp, data, len, src, 0);
 }
 
+/* Point the receive vectors at the next set of rx buffers. The sends queued
+ * by earlier bursts may still point into the other sets; before a set is
+ * used again, they are flushed. */
+static void rx_set_next(struct innet_worker *w)
+{
+	if (w->rx_set >= INNET_RX_SETS) {
+		innet_worker_flush(w);
+		w->rx_set = 0;
+	}
+	uint8_t *base = w->rx_bufs + (size_t)w->rx_set++ * INNET_BURST * INNET_BUF_SIZE;
+	for (uint32_t i = 0; i < INNET_BURST; i++)
+		w->rx_iov[i].iov_base = base + (size_t)i * INNET_BUF_SIZE + INNET_PKT_HEADROOM;
+}
+
+/* The sends of every burst received so far go out; all rx sets are free. */
+static void rx_flush(struct innet_worker *w)
+{
+	innet_worker_flush(w);
+	w->rx_set = 0;
+}
+
 /* Receive and process one burst of frames from a raw port's packet socket. */
 static int rx_burst_raw(struct innet_worker *w, const struct innet_sock *s)
 {
+	rx_set_next(w);
 	for (uint32_t i = 0; i < INNET_BURST; i++) {
 		w->rx_msgs[i].msg_hdr.msg_namelen = 0; /* the sockaddr_ll is not needed */
 		w->rx_msgs[i].msg_hdr.msg_flags = 0;
@@ -653,7 +744,6 @@ static int rx_burst_raw(struct innet_worker *w, const struct innet_sock *s)
 			innet_capture_packet(w->sw, s->port, false, &none, &none, data, len);
 		deliver(w, s->prog, s->port, 0, data, len, &none, INNET_PKT_F_RAW);
 	}
-	innet_worker_flush(w);
 	return n;
 }
 
@@ -662,6 +752,7 @@ static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
 {
 	if (INNET_UNLIKELY(s->raw))
 		return rx_burst_raw(w, s);
+	rx_set_next(w);
 	for (uint32_t i = 0; i < INNET_BURST; i++) {
 		w->rx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
 		w->rx_msgs[i].msg_hdr.msg_flags = 0;
@@ -683,7 +774,6 @@ static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
 		}
 		rx_one(w, s, w->rx_iov[i].iov_base, len, &w->rx_addr[i]);
 	}
-	innet_worker_flush(w);
 	return n;
 }
 
@@ -761,6 +851,8 @@ void *innet_worker_main(void *arg)
 				if (rx_burst(w, s) < (int)INNET_BURST)
 					break;
 		}
+		/* Everything the ready sockets held has been processed: send. */
+		rx_flush(w);
 	}
 	return NULL;
 }
@@ -775,6 +867,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 	w->epfd = -1;
 	w->wake_fd = -1;
 	w->pinned_emit = -1;
+	w->rx_set = 0;
 	w->ctx = calloc(sw->n_progs ? sw->n_progs : 1, sizeof(*w->ctx));
 	w->pstats = aligned_alloc(INNET_CACHELINE,
 				  ((sizeof(*w->pstats) * (sw->n_progs ? sw->n_progs : 1)) + 63) & ~(size_t)63);
@@ -783,7 +876,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 	size_t n_txfd = (size_t)sw->n_ports * sw->udp_stride;
 	w->txfd = malloc((n_txfd ? n_txfd : 1) * sizeof(int));
 	w->rawfd = malloc((sw->n_ports ? sw->n_ports : 1) * sizeof(int));
-	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_BURST * INNET_BUF_SIZE);
+	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_RX_SETS * INNET_BURST * INNET_BUF_SIZE);
 	w->emit_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_EMIT_MAX * INNET_BUF_SIZE);
 	w->cpu.slots = calloc(INNET_CPU_RING, sizeof(*w->cpu.slots));
 	if (!w->ctx || !w->pstats || !w->portstats || !w->links || !w->txfd || !w->rawfd ||
@@ -828,6 +921,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 		if (c->rng == 0)
 			c->rng = 1;
 	}
+	w->txring = innet_txring_new(256);
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->epfd < 0 || w->wake_fd < 0)
@@ -843,6 +937,7 @@ void innet_worker_fini(struct innet_worker *w)
 	if (w->sw != NULL)
 		for (uint32_t p = 0; p < w->sw->n_ports && w->links; p++)
 			innet_link_state_fini(&w->links[p]);
+	innet_txring_free(w->txring);
 	if (w->epfd >= 0)
 		close(w->epfd);
 	if (w->wake_fd >= 0)
