@@ -348,8 +348,8 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 		    get_uint(d, th, "thresholds", "accelerator", 192, 1, 256, &ta))
 			return -EINVAL;
 		/* 256 = never busy by load level (only the reported busy bit). */
-		c->threshold[INNET_LB_KIND_CPU] = (uint8_t)(tc > 255 ? 255 : tc);
-		c->threshold[INNET_LB_KIND_ACCEL] = (uint8_t)(ta > 255 ? 255 : ta);
+		c->threshold[INNET_LB_KIND_CPU] = (uint16_t)tc;     /* 256: the level never */
+		c->threshold[INNET_LB_KIND_ACCEL] = (uint16_t)ta;   /* makes a unit busy */
 	}
 	if (key_file != NULL) {
 		char err[256];

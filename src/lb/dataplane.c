@@ -22,8 +22,9 @@
  *   wrr     smooth weighted round robin: a precomputed cycle and an atomic counter
  *   p2c     two random eligible units, the less loaded (reported load)
  *   accel   P4Mite: Maglev over servers, then the DIP table (server, state) -> unit:
- *           the CPU while under its threshold, an accelerator when the CPU is busy,
- *           the least loaded when all are busy
+ *           the CPU while under its threshold; when it is busy, a random split of
+ *           new connections over the server's usable units in proportion to their
+ *           remaining capacity, weight x (256 - reported load level)
  *
  * "Eligible" is static (configured, not drained/removed, weight > 0) and is
  * what the control thread builds the tables from; "usable" adds the reported
@@ -177,13 +178,48 @@ static uint32_t maglev_at(struct innet_ctx *ctx, const struct lb_conf *c, uint32
 	return (uint32_t)innet_reg_read(ctx, R_MAGLEV, (uint32_t)(base + pos % c->maglev_size));
 }
 
+/* The DIP table's LB_DIP_SPLIT: one new connection goes to usable unit u
+ * of server srv with probability
+ *
+ *     rem(u) / sum of rem,   rem(u) = weight(u) x (256 - load level(u))
+ *
+ * (its remaining capacity: a unit's weight is its capacity share, the level
+ * its agent's utilisation estimate, 0..255). One draw of innet_random per
+ * new connection; the connection table keeps the choice, so no existing
+ * connection moves when levels change. At most 8 x 65535 x 256 < 2^32. */
+static uint32_t dip_split(struct innet_ctx *ctx, uint32_t srv, uint32_t avail,
+			  const uint32_t load[LB_UNITS_PER_SERVER])
+{
+	uint32_t rem[LB_UNITS_PER_SERVER], total = 0;
+	for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
+		rem[u] = 0;
+		if (avail >> u & 1) {
+			uint64_t m = innet_reg_read(ctx, R_UNIT_META, srv * LB_UNITS_PER_SERVER + u);
+			rem[u] = (uint32_t)LB_META_WEIGHT(m) * (256u - (load[u] & 0xffu));
+			total += rem[u];
+		}
+	}
+	innet_alu(ctx, 3 * LB_UNITS_PER_SERVER);
+	if (total == 0)
+		return LB_NONE;
+	uint32_t x = (uint32_t)(((uint64_t)innet_random(ctx) * total) >> 32);
+	for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
+		if (x < rem[u])
+			return srv * LB_UNITS_PER_SERVER + u;
+		x -= rem[u];
+	}
+	return LB_NONE;
+}
+
 /* P4Mite's choice inside one server: the DIP table indexed by the units'
- * available and busy bits. */
+ * available and busy bits: a unit (the CPU, not busy), or a split by
+ * remaining capacity. */
 static uint32_t dip_pick(struct innet_ctx *ctx, const struct lb_conf *c, uint32_t srv)
 {
 	uint32_t avail = 0, busy = 0, load[LB_UNITS_PER_SERVER];
 	for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
 		bool b = false;
+		load[u] = 0;
 		if (unit_usable(ctx, c, srv * LB_UNITS_PER_SERVER + u, &load[u], &b)) {
 			avail |= 1u << u;
 			busy |= (uint32_t)b << u;
@@ -192,15 +228,8 @@ static uint32_t dip_pick(struct innet_ctx *ctx, const struct lb_conf *c, uint32_
 	if (avail == 0)
 		return LB_NONE;
 	uint32_t d = (uint32_t)innet_reg_read(ctx, R_DIP, srv * LB_DIP_STATES + (busy << 8 | avail));
-	if (d == LB_DIP_LEAST_LOADED) {
-		uint32_t best = LB_NONE, bl = UINT32_MAX;
-		for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++)
-			if ((avail >> u & 1) && load[u] < bl) {
-				bl = load[u];
-				best = u;
-			}
-		return best == LB_NONE ? LB_NONE : srv * LB_UNITS_PER_SERVER + best;
-	}
+	if (d == LB_DIP_SPLIT)
+		return dip_split(ctx, srv, avail, load);
 	if (d >= LB_UNITS_PER_SERVER || !(avail >> d & 1))
 		return LB_NONE; /* no usable unit, or an entry being rewritten */
 	return srv * LB_UNITS_PER_SERVER + d;

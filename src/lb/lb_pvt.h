@@ -26,7 +26,7 @@
 #define LB_MAX_UNIT_SLOTS    (INNET_LB_MAX_SERVERS * LB_UNITS_PER_SERVER)
 #define LB_NONE              0xffffu   /* "no backend" in Maglev/list entries */
 #define LB_DIP_NONE          0xffu     /* DIP: no usable unit in the server */
-#define LB_DIP_LEAST_LOADED  0xfeu     /* DIP: every usable unit busy: least loaded */
+#define LB_DIP_SPLIT         0xfeu     /* DIP: split by remaining capacity (CPU busy) */
 #define LB_WRR_MAX           4096u     /* smooth WRR cycle length */
 #define LB_DIP_STATES        65536u    /* busy bits << 8 | available bits */
 #define LB_PROBES            16u       /* bounded probing past an unusable entry */
@@ -232,7 +232,7 @@ struct lb_conf {
 	uint32_t closing_ms;               /* TCP after FIN/RST */
 	uint32_t down_after_ms;            /* 0 = never down for silence */
 	uint32_t sweep_ms;
-	uint8_t threshold[INNET_LB_KIND_COUNT]; /* load level counted as busy */
+	uint16_t threshold[INNET_LB_KIND_COUNT]; /* load level counted as busy (256: never) */
 	uint32_t bloom_size;               /* power of two */
 	uint32_t n_vips;
 	struct lb_vip vips[INNET_LB_MAX_VIPS];
@@ -276,8 +276,10 @@ bool lb_is_prime(uint32_t n);
 int lb_maglev_build(const struct lb_backend *b, uint32_t n, uint32_t m, uint16_t *table);
 /* Smooth WRR cycle into seq (at most max entries); returns its length (0: none). */
 uint32_t lb_wrr_build(const struct lb_backend *b, uint32_t n, uint16_t *seq, uint32_t max);
-/* P4Mite's DIP decision for one server state: unit index, LB_DIP_NONE or
- * LB_DIP_LEAST_LOADED. */
+/* P4Mite's DIP decision for one server state: the index of a usable CPU
+ * that is not busy (the preferred unit), LB_DIP_NONE (no usable unit), or
+ * LB_DIP_SPLIT: the handler splits new connections over the usable units in
+ * proportion to weight x (256 - reported load level). */
 uint8_t lb_dip_pick(const uint8_t kind[LB_UNITS_PER_SERVER], uint8_t eligible, uint8_t avail,
 		    uint8_t busy);
 

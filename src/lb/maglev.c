@@ -1,7 +1,8 @@
 /*
  * maglev.c — the load balancer's pure control-plane helpers: Maglev's
  * consistent-hash table with weights, the smooth weighted round-robin
- * sequence, and the DIP table (a server's unit state -> destination unit).
+ * sequence, and the DIP table (a server's unit state -> destination unit,
+ * or "split by remaining capacity", decided per connection in the handler).
  * All run on the control thread (program init and on_ctl); the data plane
  * only reads what they produce, from registers.
  *
@@ -142,11 +143,14 @@ uint8_t lb_dip_pick(const uint8_t kind[LB_UNITS_PER_SERVER], uint8_t eligible, u
 	for (unsigned u = 0; u < LB_UNITS_PER_SERVER; u++)
 		if ((usable >> u & 1) && !(busy >> u & 1) && kind[u] == INNET_LB_KIND_CPU)
 			return (uint8_t)u;
-	/* ... spill new connections to an accelerator when the CPU is busy, ... */
-	for (unsigned u = 0; u < LB_UNITS_PER_SERVER; u++)
-		if ((usable >> u & 1) && !(busy >> u & 1))
-			return (uint8_t)u;
-	/* ... and the least loaded unit when all are busy (decided per packet
-	 * from the reported load levels). */
-	return LB_DIP_LEAST_LOADED;
+	/* ... the only usable unit if there is one, ... */
+	if ((usable & (usable - 1)) == 0)
+		return (uint8_t)__builtin_ctz(usable);
+	/* ... and otherwise (the CPU busy, or no usable CPU) a split of the new
+	 * connections over every usable unit, busy ones included, in proportion
+	 * to its remaining capacity, weight x (256 - load level): decided per
+	 * connection in the handler from the reported levels, so a busy CPU
+	 * keeps a share matching its headroom and an accelerator's share
+	 * shrinks as its own queue grows (dataplane.c, dip_split). */
+	return LB_DIP_SPLIT;
 }

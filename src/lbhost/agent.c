@@ -15,8 +15,30 @@
  *   samples ──▶ EWMA (alpha) ──▶ busy bit, with hysteresis:
  *                                  set   when ewma > busy_us (or CPU > busy_cpu_pct)
  *                                  clear when ewma < idle_us (and CPU < busy_cpu_pct - 10)
- *               window ring  ──▶ p99 of the last `window` samples (reported in logs)
- *               level 0..255 = 255 * ewma / (2 * busy_us), capped (max with CPU %)
+ *          ├──▶ base: the idle latency, the lowest sample, forgotten slowly
+ *          │    (base grows by 1/BASE_FORGET per sample until a lower one comes)
+ *          ├──▶ util = EWMA of 1 - base / sample, weight alpha per interval_ms
+ *          │    the sample took (1 - (1 - alpha)^(sample / interval), >= alpha)
+ *          │    level 0..255 = 255 * util   (max with 255 * CPU share)
+ *          └──▶ window ring  ──▶ p99 of the last `window` samples (reported in logs)
+ *
+ * The level is a utilisation estimate: for a single-server queue with
+ * service time S and utilisation rho, the mean latency is S / (1 - rho)
+ * (M/M/1), so 1 - S / latency = rho; with deterministic service it is
+ * rho / (2 - rho) (M/D/1), lower but rising with rho the same way. The
+ * switch splits new connections in proportion to weight x (256 - level), the
+ * units' remaining capacity (docs/lb.md), so the level must be comparable
+ * across units of different speeds: latency relative to the unit's own idle
+ * latency is, an absolute latency is not. A unit that becomes slower (its
+ * idle latency rises) reads as loaded until the base has caught up, which
+ * takes minutes (BASE_FORGET): its capacity did drop. The level averages
+ * per-sample estimates (each in 0..1) rather than latencies, so a stalled
+ * probe cannot hold it near 255 for many samples after it, as it would a
+ * latency average; and it averages over time rather than samples: a probe
+ * that took k intervals to answer stands for k samples (a saturated unit
+ * answers rarely, and must not be averaged with its earlier idle samples
+ * for seconds). One stray slow probe of a few intervals moves the level
+ * only a little; one that times out moves it near 255 for a few samples.
  *
  * Reports (include/innet/lb.h, HMAC-SHA256 sealed) go to the switch's
  * report port:
@@ -43,7 +65,8 @@
 #include "lbhost/dns.h"
 #include "lbhost/lbhost.h"
 
-#define LEVEL_STEP        32
+#define LEVEL_STEP        16     /* report when the level moved this much */
+#define BASE_FORGET       4096.0 /* base latency grows by 1/BASE_FORGET per sample */
 #define DOWN_AFTER_MISSES 3
 
 void lbh_agent_defaults(struct lbh_agent_cfg *c)
@@ -82,6 +105,8 @@ int lbh_agent_model_init(struct lbh_agent_model *m, uint32_t window)
 		return -ENOMEM;
 	m->window = window;
 	m->ewma_us = -1;
+	m->base_us = -1;
+	m->util = -1;
 	return 0;
 }
 
@@ -112,6 +137,13 @@ bool lbh_agent_model_sample(struct lbh_agent_model *m, const struct lbh_agent_cf
 			    double cpu_pct)
 {
 	m->ewma_us = m->ewma_us < 0 ? lat_us : c->alpha * lat_us + (1 - c->alpha) * m->ewma_us;
+	/* The idle latency: the lowest sample (a scheduling hiccup only ever
+	 * adds latency), slowly forgotten so a unit that became slower for good
+	 * is eventually measured against its new speed. */
+	if (m->base_us < 0 || lat_us < m->base_us * (1 + 1 / BASE_FORGET))
+		m->base_us = lat_us;
+	else
+		m->base_us *= 1 + 1 / BASE_FORGET;
 	m->ring[m->head] = lat_us;
 	m->head = (m->head + 1) % m->window;
 	if (m->n < m->window)
@@ -127,7 +159,11 @@ bool lbh_agent_model_sample(struct lbh_agent_model *m, const struct lbh_agent_cf
 		if (lat_ok && cpu_ok)
 			m->busy = false;
 	}
-	double lv = 255.0 * m->ewma_us / (2.0 * (c->busy_us ? c->busy_us : 1));
+	double u = lat_us > 0 && m->base_us > 0 ? 1 - m->base_us / lat_us : 0;
+	double k = c->interval_ms > 0 ? lat_us / (1000.0 * c->interval_ms) : 1;
+	double a = k > 1 ? 1 - pow(1 - c->alpha, k) : c->alpha;
+	m->util = m->util < 0 ? u : a * u + (1 - a) * m->util;
+	double lv = 255.0 * m->util;
 	if (cpu_known && 255.0 * cpu_pct / 100.0 > lv)
 		lv = 255.0 * cpu_pct / 100.0;
 	m->level = lv >= 255 ? 255 : lv <= 0 ? 0 : (uint8_t)lv;
@@ -303,9 +339,9 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 		bool avail_flip = avail_now != available;
 		available = avail_now;
 		if ((flipped || avail_flip) && log) {
-			fprintf(log, "innet lb agent: server %u unit %u %s%s (ewma %.0f us, p99 %u us, level %u%s)\n",
+			fprintf(log, "innet lb agent: server %u unit %u %s%s (ewma %.0f us, idle %.0f us, p99 %u us, level %u%s)\n",
 				c->server, c->unit, available ? "" : "unavailable, ", m.busy ? "busy" : "not busy",
-				m.ewma_us, lbh_agent_model_p99(&m), m.level, cpu >= 0 ? ", cpu measured" : "");
+				m.ewma_us, m.base_us, lbh_agent_model_p99(&m), m.level, cpu >= 0 ? ", cpu measured" : "");
 			fflush(log);
 		}
 		now = lbh_now_ns();

@@ -145,9 +145,13 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 		  FILE *log, char *err, size_t errlen);
 
 /* The agent's decision, apart for the unit tests: feed latency samples,
- * get the busy bit (with hysteresis) and the graded level. */
+ * get the busy bit (with hysteresis) and the graded level, a utilisation
+ * estimate: 255 * EWMA of (1 - idle latency / sample), or 255 * CPU share
+ * if higher. */
 struct lbh_agent_model {
 	double ewma_us;               /* < 0 before the first sample */
+	double base_us;               /* idle latency: lowest sample, slowly forgotten (< 0: none) */
+	double util;                  /* EWMA of 1 - base_us / sample: utilisation estimate, 0..1 (< 0: none) */
 	bool busy;                    /* P4Mite's bit */
 	uint8_t level;                /* 0..255 */
 	uint32_t window;              /* ring capacity */

@@ -8,8 +8,10 @@
  *     re-weighted, removed and change state (reports: busy, unavailable);
  *     new flows avoid drained/removed/unavailable units
  *   - policies: none, ecmp, wrr (exact 3:1), p2c (prefers the less loaded),
- *     accel (CPU first, accelerator when the CPU is busy, least loaded when
- *     both are, back to the CPU when it recovers)
+ *     accel (CPU first; when the CPU is busy a split of new flows by remaining
+ *     capacity, weight x (256 - level), the busy CPU keeping its share; back
+ *     to the CPU when it recovers): shares within 0.045 of the expected
+ *     proportions over 2000 flows for six sets of levels, states and weights
  *   - reports: accepted, replayed, spoofed (wrong key), malformed, unknown
  *     unit, wrong kind, no key — each dropped with its named reason, counted
  *   - full NAT: request out from a NAT port, reply back from the VIP port;
@@ -353,28 +355,23 @@ static void test_accel(void **state)
 		 "{\"id\": 0, \"kind\": \"cpu\", \"address\": \"127.60.%u.10:7000\"},"
 		 "{\"id\": 1, \"kind\": \"accelerator\", \"address\": \"127.60.%u.11:7001\"}]}]}]",
 		 VIP_PORT, sub(), sub());
-	make_lb(body, 64, NULL, 0);
+	make_lb(body, 512, NULL, 0);
 	uint16_t port = 1000;
 	/* No reports: the CPU. */
 	for (int f = 0; f < 20; f++)
 		assert_int_equal(send_client(1, port++), 0);
 	int first = send_client(9, 999);
-	/* CPU over its threshold: new connections spill to the accelerator. */
+	/* CPU over its threshold: new connections split by remaining capacity,
+	 * CPU 1 x (256 - 210) = 46 against the accelerator's 256 (no report:
+	 * level 0): the accelerator takes most, the CPU keeps a share. */
 	assert_int_equal(norm(send_report(&key, 1, 0, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 210, seqno++)),
 			 ACCEPTED);
-	for (int f = 0; f < 20; f++)
-		assert_int_equal(send_client(1, port++), 1);
+	int c[2] = { 0 };
+	for (int f = 0; f < 200; f++)
+		c[send_client(1, port++)]++;
+	printf("# accel, CPU busy: cpu %d accelerator %d (expected 15 %% cpu)\n", c[0], c[1]);
+	assert_true(c[0] >= 10 && c[0] <= 55);
 	assert_int_equal(send_client(9, 999), first); /* the old connection stays */
-	/* Both busy: least loaded (accelerator at 230 busy bit, CPU at 210). */
-	assert_int_equal(norm(send_report(&key, 1, 1, INNET_LB_KIND_ACCEL,
-				     INNET_LB_ST_AVAILABLE | INNET_LB_ST_BUSY, 230, seqno++)),
-			 ACCEPTED);
-	for (int f = 0; f < 10; f++)
-		assert_int_equal(send_client(1, port++), 0);
-	assert_int_equal(norm(send_report(&key, 1, 0, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 250, seqno++)),
-			 ACCEPTED);
-	for (int f = 0; f < 10; f++)
-		assert_int_equal(send_client(1, port++), 1);
 	/* CPU recovers: back to it. */
 	assert_int_equal(norm(send_report(&key, 1, 0, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 20, seqno++)),
 			 ACCEPTED);
@@ -385,7 +382,97 @@ static void test_accel(void **state)
 			 ACCEPTED);
 	assert_int_equal(norm(send_report(&key, 1, 0, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 255, seqno++)),
 			 ACCEPTED);
-	assert_int_equal(send_client(1, port++), 0);
+	for (int f = 0; f < 10; f++)
+		assert_int_equal(send_client(1, port++), 0);
+	assert_int_equal(send_client(9, 999), first);
+}
+
+/* The accel policy's split, through the pipeline: one server with a CPU
+ * (unit 0) and one or two accelerators (units 1, 2), reports with given
+ * states and levels, then SPLIT_FLOWS new flows; each unit's share must be
+ * within SPLIT_TOL of weight x (256 - level) / sum. The switch's PRNG seed
+ * is fixed (0), so the draws, and the counts printed, are the same on every
+ * run (and the same sequence in every case: their errors are correlated);
+ * the tolerance is 4 standard deviations of a binomial share
+ * (sqrt(p (1 - p) / 2000) <= 0.0112), so any seed would pass too. */
+#define SPLIT_FLOWS 2000
+#define SPLIT_TOL   0.045
+
+struct split_case {
+	const char *what;
+	uint32_t n_units;                 /* 2 or 3 */
+	uint32_t weight[3];
+	uint8_t state[3];                 /* reported state bits; 0xff = no report */
+	uint8_t load[3];                  /* reported level */
+	bool cpu_all;                     /* the CPU is not busy: it takes every flow */
+};
+
+static void run_split(const struct split_case *sc)
+{
+	static const char *const kind_name[3] = { "cpu", "accelerator", "accelerator" };
+	static const uint8_t kind[3] = { INNET_LB_KIND_CPU, INNET_LB_KIND_ACCEL, INNET_LB_KIND_ACCEL };
+	char units[1024], body[2048];
+	int off = 0;
+	for (uint32_t u = 0; u < sc->n_units; u++)
+		off += snprintf(units + off, sizeof(units) - (size_t)off,
+				"%s{\"id\": %u, \"kind\": \"%s\", \"weight\": %u, \"address\": \"127.60.%u.%u:%u\"}",
+				u ? "," : "", u, kind_name[u], sc->weight[u], sub(), 10 + u, 7000 + u);
+	snprintf(body, sizeof(body),
+		 "\"vips\": [{\"port\": %u, \"pool\": \"p\", \"policy\": \"accel\"}], "
+		 "\"thresholds\": {\"cpu\": 200, \"accelerator\": 220}, \"conn_capacity\": 8192, "
+		 "\"pools\": [{\"name\": \"p\", \"servers\": [{\"id\": 1, \"units\": [%s]}]}]",
+		 VIP_PORT, units);
+	make_lb(body, SPLIT_FLOWS + 48, NULL, 0); /* NAT ports are per unit */
+	double rem[3] = { 0 }, total = 0;
+	for (uint32_t u = 0; u < sc->n_units; u++) {
+		if (sc->state[u] != 0xff)
+			assert_int_equal(norm(send_report(&key, 1, (uint16_t)u, kind[u], sc->state[u],
+							  sc->load[u], seqno++)), ACCEPTED);
+		rem[u] = sc->weight[u] * (256.0 - (sc->state[u] == 0xff ? 0 : sc->load[u]));
+		if (sc->cpu_all)
+			rem[u] = u == 0 ? 1 : 0;
+		total += rem[u];
+	}
+	int c[3] = { 0 };
+	for (int f = 0; f < SPLIT_FLOWS; f++) {
+		int u = send_client(20 + (uint32_t)f / 500, (uint16_t)(2000 + f));
+		assert_true(u >= 0 && u < (int)sc->n_units);
+		c[u]++;
+	}
+	for (uint32_t u = 0; u < sc->n_units; u++) {
+		double share = (double)c[u] / SPLIT_FLOWS, want = rem[u] / total;
+		printf("# split, %s: unit %u %d of %d (%.3f, expected %.3f)\n", sc->what, u, c[u],
+		       SPLIT_FLOWS, share, want);
+		assert_true(share >= want - SPLIT_TOL && share <= want + SPLIT_TOL);
+	}
+	teardown(NULL);
+}
+
+static void test_accel_split(void **state)
+{
+	static const struct split_case cases[] = {
+		/* A busy CPU spills a proportion, not everything: 46 : 256. */
+		{ "cpu over its threshold", 2, { 1, 1 }, { INNET_LB_ST_AVAILABLE, 0xff }, { 210, 0 }, false },
+		/* Busy by the agent's bit at a moderate level: 156 : 128. */
+		{ "cpu busy bit, accelerator half loaded", 2, { 1, 1 },
+		  { INNET_LB_ST_AVAILABLE | INNET_LB_ST_BUSY, INNET_LB_ST_AVAILABLE }, { 100, 128 }, false },
+		/* Weights are capacities: 3 x 46 : 1 x 128. */
+		{ "weights 3:1", 2, { 3, 1 }, { INNET_LB_ST_AVAILABLE, INNET_LB_ST_AVAILABLE }, { 210, 128 }, false },
+		/* Both busy: still by remaining capacity, 46 : 26. */
+		{ "both busy", 2, { 1, 1 },
+		  { INNET_LB_ST_AVAILABLE, INNET_LB_ST_AVAILABLE | INNET_LB_ST_BUSY }, { 210, 230 }, false },
+		/* Two accelerators: 1 : 256 : 64. */
+		{ "cpu saturated, two accelerators", 3, { 1, 1, 1 },
+		  { INNET_LB_ST_AVAILABLE | INNET_LB_ST_BUSY, INNET_LB_ST_AVAILABLE, INNET_LB_ST_AVAILABLE },
+		  { 255, 0, 192 }, false },
+		/* The CPU under its threshold takes everything (P4Mite), whatever
+		 * the accelerators' levels. */
+		{ "cpu under its threshold", 3, { 1, 1, 1 },
+		  { INNET_LB_ST_AVAILABLE, INNET_LB_ST_AVAILABLE, INNET_LB_ST_AVAILABLE }, { 199, 0, 0 },
+		  true },
+	};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_split(&cases[i]);
 }
 
 static void test_reports(void **state)
@@ -989,6 +1076,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_pcc, teardown),
 		cmocka_unit_test_teardown(test_policies, teardown),
 		cmocka_unit_test_teardown(test_accel, teardown),
+		cmocka_unit_test_teardown(test_accel_split, teardown),
 		cmocka_unit_test_teardown(test_reports, teardown),
 		cmocka_unit_test_teardown(test_full_nat, teardown),
 		cmocka_unit_test_teardown(test_full_table, teardown),

@@ -154,16 +154,25 @@ static void test_dip(void **state)
 	const uint8_t kinds[8] = { INNET_LB_KIND_CPU, INNET_LB_KIND_ACCEL, INNET_LB_KIND_ACCEL };
 	/* Both available, none busy: the CPU. */
 	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x3, 0x0), 0);
-	/* CPU busy: spill to the accelerator. */
-	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x3, 0x1), 1);
-	/* CPU busy, accelerator 1 busy, accelerator 2 free. */
-	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x7, 0x3), 2);
-	/* All busy: least loaded (decided per packet). */
-	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x7, 0x7), LB_DIP_LEAST_LOADED);
+	/* CPU busy: split by remaining capacity over the usable units (the busy
+	 * CPU included; the handler draws per connection). */
+	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x3, 0x1), LB_DIP_SPLIT);
+	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x7, 0x3), LB_DIP_SPLIT);
+	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x7, 0x7), LB_DIP_SPLIT);
+	/* A busy CPU that is the only usable unit: the CPU. */
+	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x1, 0x1), 0);
 	/* CPU not available: the accelerator, even if the CPU is "not busy". */
 	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x2, 0x0), 1);
-	/* CPU drained (not eligible). */
-	assert_int_equal(lb_dip_pick(kinds, 0x6, 0x7, 0x0), 1);
+	/* CPU not available, two accelerators: split between them. */
+	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x6, 0x0), LB_DIP_SPLIT);
+	/* CPU drained (not eligible): the other two split. */
+	assert_int_equal(lb_dip_pick(kinds, 0x6, 0x7, 0x0), LB_DIP_SPLIT);
+	assert_int_equal(lb_dip_pick(kinds, 0x2, 0x7, 0x7), 1);
+	/* A second CPU (unit 3) takes over while the first is busy. */
+	const uint8_t two_cpus[8] = { INNET_LB_KIND_CPU, INNET_LB_KIND_ACCEL, INNET_LB_KIND_ACCEL,
+				      INNET_LB_KIND_CPU };
+	assert_int_equal(lb_dip_pick(two_cpus, 0xf, 0xf, 0x1), 3);
+	assert_int_equal(lb_dip_pick(two_cpus, 0xf, 0xf, 0x9), LB_DIP_SPLIT);
 	assert_int_equal(lb_dip_pick(kinds, 0x7, 0x0, 0x0), LB_DIP_NONE);
 }
 

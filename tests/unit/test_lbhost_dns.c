@@ -166,7 +166,7 @@ static void test_agent_hysteresis(void **state)
 	assert_int_equal(lbh_agent_model_init(&m, 8), 0);
 	assert_false(lbh_agent_model_sample(&m, &c, 100, -1));
 	assert_false(m.busy);
-	assert_int_equal(m.level, (uint8_t)(255.0 * 100 / 4000));
+	assert_int_equal(m.level, 0); /* the first sample is the idle latency */
 	assert_false(lbh_agent_model_sample(&m, &c, 2000, -1)); /* at the threshold: not over */
 	assert_true(lbh_agent_model_sample(&m, &c, 2001, -1));
 	assert_true(m.busy);
@@ -180,9 +180,9 @@ static void test_agent_hysteresis(void **state)
 	/* Between the thresholds again: stays idle. */
 	assert_false(lbh_agent_model_sample(&m, &c, 1900, -1));
 	assert_false(m.busy);
-	/* Saturation caps the level. */
+	/* Saturation: the level approaches 255 (1 - 100 / 100000). */
 	lbh_agent_model_sample(&m, &c, 100000, -1);
-	assert_int_equal(m.level, 255);
+	assert_int_equal(m.level, 254);
 	/* Windowed p99 of the last 8 samples (1500 1000 999 1900 100000 + earlier 100 2000 2001). */
 	assert_int_equal(lbh_agent_model_p99(&m), 100000);
 	lbh_agent_model_fini(&m);
@@ -209,6 +209,71 @@ static void test_agent_hysteresis(void **state)
 	assert_false(m.busy);
 	lbh_agent_model_fini(&m);
 	assert_int_equal(lbh_agent_model_init(&m, 0), -EINVAL);
+}
+
+/* The graded level: a utilisation estimate from latency relative to the
+ * unit's idle latency (the lowest sample, forgotten slowly). */
+static void test_agent_level(void **state)
+{
+	(void)state;
+	struct lbh_agent_cfg c;
+	lbh_agent_defaults(&c);
+	c.busy_us = 100000;
+	c.idle_us = 50000;
+	c.alpha = 1.0;
+	struct lbh_agent_model m;
+	assert_int_equal(lbh_agent_model_init(&m, 16), 0);
+	for (int i = 0; i < 10; i++)
+		lbh_agent_model_sample(&m, &c, 500, -1);
+	assert_int_equal(m.level, 0);
+	/* M/M/1: latency = S / (1 - rho); 1 - S / latency = rho. */
+	lbh_agent_model_sample(&m, &c, 1000, -1);  /* rho 0.5 */
+	assert_true(m.level >= 126 && m.level <= 127);
+	lbh_agent_model_sample(&m, &c, 2000, -1);  /* rho 0.75 */
+	assert_true(m.level >= 190 && m.level <= 191);
+	lbh_agent_model_sample(&m, &c, 10000, -1); /* rho 0.95 */
+	assert_true(m.level >= 241 && m.level <= 242);
+	/* The level is relative: a unit 4x slower at the same utilisation
+	 * reads the same once its idle latency is known. */
+	struct lbh_agent_model slow;
+	assert_int_equal(lbh_agent_model_init(&slow, 16), 0);
+	lbh_agent_model_sample(&slow, &c, 2000, -1);
+	lbh_agent_model_sample(&slow, &c, 8000, -1);
+	assert_true(slow.level >= 190 && slow.level <= 191);
+	lbh_agent_model_fini(&slow);
+	/* A lower sample lowers the idle latency at once. */
+	lbh_agent_model_sample(&m, &c, 400, -1);
+	assert_true(m.base_us == 400 && m.level == 0);
+	/* The idle latency is forgotten slowly: after 2000 samples of 800 us it
+	 * has grown by (1 + 1/4096)^2000, about 63 %, not to 800. */
+	for (int i = 0; i < 2000; i++)
+		lbh_agent_model_sample(&m, &c, 800, -1);
+	printf("# idle latency after 2000 samples of 800 us: %.0f us, level %u\n", m.base_us, m.level);
+	assert_true(m.base_us > 640 && m.base_us < 660);
+	assert_true(m.level > 45 && m.level < 55);
+	/* ... and catches up after enough of them (it never exceeds a sample). */
+	for (int i = 0; i < 3000; i++)
+		lbh_agent_model_sample(&m, &c, 800, -1);
+	assert_true(m.base_us == 800 && m.level == 0);
+	/* With the EWMA (alpha 0.3, probes every 20 ms) a slow probe within
+	 * one interval (10 ms, 12x the idle latency) moves the level by alpha:
+	 * 0.3 * (1 - 800 / 10000) * 255 = 70. */
+	c.alpha = 0.3;
+	c.interval_ms = 20;
+	lbh_agent_model_sample(&m, &c, 10000, -1);
+	assert_int_equal(m.level, 70);
+	/* A probe that took 10 intervals (200 ms) counts as 10 samples:
+	 * weight 1 - 0.7^10 = 0.97. */
+	lbh_agent_model_sample(&m, &c, 200000, -1);
+	assert_true(m.level >= 247 && m.level <= 249);
+	for (int i = 0; i < 40; i++)
+		lbh_agent_model_sample(&m, &c, 800, -1);
+	assert_int_equal(m.level, 0);
+	/* ... and steady load moves it to the utilisation estimate. */
+	for (int i = 0; i < 40; i++)
+		lbh_agent_model_sample(&m, &c, 3200, -1); /* 1 - 800 / 3200 = 0.75 */
+	assert_true(m.level >= 190 && m.level <= 192);
+	lbh_agent_model_fini(&m);
 }
 
 static void test_seq_start(void **state)
@@ -247,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_formerr),
 		cmocka_unit_test(test_zone),
 		cmocka_unit_test(test_agent_hysteresis),
+		cmocka_unit_test(test_agent_level),
 		cmocka_unit_test(test_seq_start),
 		cmocka_unit_test(test_parse_addr),
 	};

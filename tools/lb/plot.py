@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/lb/plot.py — plot bench/lb-policies.sh's curves: p99 latency against
 offered load, one line per policy, the p99 bound and the units' capacities
-marked. Uses Debian's python3-matplotlib (Agg backend, no display).
+marked; a step the policy does not sustain (p99 over the bound or loss over
+1 %) has a hollow marker. Uses Debian's python3-matplotlib (Agg backend, no display).
 
 usage: tools/lb/plot.py CURVES.json OUT.png
 """
@@ -24,12 +25,18 @@ def main(argv):
     with open(argv[1]) as f:
         d = json.load(f)
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    bound = d.get("p99_bound_ms")
     for pol, rows in d["curves"].items():
         rows = sorted(rows, key=lambda r: r["offered_qps"])
         color, marker = STYLE.get(pol, (None, "."))
-        ax.plot([r["offered_qps"] for r in rows], [max(r["p99_us"], 1) / 1000.0 for r in rows],
-                marker=marker, color=color, label=pol)
-    bound = d.get("p99_bound_ms")
+        xs = [r["offered_qps"] for r in rows]
+        ys = [max(r["p99_us"], 1) / 1000.0 for r in rows]
+        line, = ax.plot(xs, ys, color=color, label=pol)
+        ok = [bool(bound) and y <= bound and r.get("loss_pct", 0) <= 1 for y, r in zip(ys, rows)]
+        ax.scatter([x for x, o in zip(xs, ok) if o], [y for y, o in zip(ys, ok) if o],
+                   marker=marker, s=40, color=line.get_color())
+        ax.scatter([x for x, o in zip(xs, ok) if not o], [y for y, o in zip(ys, ok) if not o],
+                   marker=marker, s=40, facecolors="none", edgecolors=line.get_color())
     if bound:
         ax.axhline(bound, color="black", linestyle="--", linewidth=1, label="p99 bound %g ms" % bound)
     cpu, acc = d.get("cpu_capacity_qps"), d.get("accel_capacity_qps")
@@ -39,7 +46,10 @@ def main(argv):
     ax.set_yscale("log")
     ax.set_xlabel("offered load (queries/s, open loop)")
     ax.set_ylabel("p99 latency (ms, from scheduled send)")
-    ax.set_title("innet lb: fast CPU unit + slow accelerator unit")
+    title = "innet lb: fast CPU unit + slow accelerator unit"
+    if cpu and acc:
+        title += " (%.1fx slower)" % (cpu / float(acc))
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
