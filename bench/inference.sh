@@ -80,17 +80,9 @@ inf_cleanup() {
 # inf_topology SRC DST NAME ADDR_BASE HOST_PREFIX: a copy of SRC with its own
 # name, state directory and addresses, so it can run beside the test suite's.
 inf_topology() {
-	BENCH_TMP=$BENCH_TMP /usr/bin/python3 - "$@" <<'PYEOF' || bench_die "cannot write $2"
-import json, os, sys
-src, dst, name, base, hosts = sys.argv[1:6]
-t = json.load(open(src))
-t["name"] = name
-t["state_dir"] = os.path.join(os.environ["BENCH_TMP"], "state-" + name)  # removed with the scratch files
-t["addr_base"] = base
-for i, h in enumerate(t["hosts"]):
-    h["addr"] = "%s.%d" % (hosts, i + 1)
-json.dump(t, open(dst, "w"), indent=1)
-PYEOF
+	# the state directory is under the scratch files: removed with them
+	/usr/bin/python3 "$BENCH_ROOT/tools/topology/relocate.py" "$1" "$2" --name "$3" \
+		--state-dir "$BENCH_TMP/state-$3" --addr-base "$4" --hosts "$5" || bench_die "cannot write $2"
 }
 
 # inf_up TAG MODEL TOPOLOGY COMPILE-ARGS...: compile and bring the fabric up.

@@ -39,17 +39,8 @@ KVB_PORT=6392
 KVB_REDIS=127.0.0.1
 
 kvb_topology() { # file: examples/kv.json at its own addresses and state dir
-	/usr/bin/python3 - "$BENCH_ROOT/examples/kv.json" "$1" "$BENCH_TMP/fabric" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["name"] = "bench-kv"
-d["addr_base"] = "127.3.100.0"
-d["state_dir"] = sys.argv[3]
-d.pop("comment", None)
-for i, h in enumerate(d["hosts"]):
-    h["addr"] = "127.3.101.%d" % (i + 1)
-json.dump(d, open(sys.argv[2], "w"), indent=1)
-PYEOF
+	/usr/bin/python3 "$BENCH_ROOT/tools/topology/relocate.py" "$BENCH_ROOT/examples/kv.json" "$1" \
+		--name bench-kv --state-dir "$BENCH_TMP/fabric" --addr-base 127.3.100.0 --hosts 127.3.101
 }
 
 kvb_down() {

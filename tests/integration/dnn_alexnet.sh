@@ -128,16 +128,8 @@ cat >"$tmp/strided.json" <<'JSON'
   {"type": "dense", "units": 10}]}
 JSON
 timeout 60 $PY tools/dnn/randmodel.py "$tmp/strided.json" --out "$tmp/strided" >/dev/null || fail "randmodel strided"
-$PY - examples/dnn-spine-leaf.json "$tmp/strided-topo.json" "$tmp/strided-state" <<'PYEOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["name"] = "dnn-strided-test"
-t["state_dir"] = sys.argv[3]
-t["addr_base"] = "127.0.78.0"
-for i, h in enumerate(t["hosts"]):
-    h["addr"] = "127.0.79.%d" % (i + 1)
-json.dump(t, open(sys.argv[2], "w"), indent=1)
-PYEOF
+$PY tools/topology/relocate.py examples/dnn-spine-leaf.json "$tmp/strided-topo.json" --name dnn-strided-test \
+	--state-dir "$tmp/strided-state" --addr-base 127.0.78.0 --hosts 127.0.79
 for mode in shift mul; do
 	timeout 30 "$INNET" dnn compile "$tmp/strided.innet" "$tmp/strided-topo.json" --leaves leaf1,leaf2,leaf3 \
 		--pipes 4 --max-vals 1024 --slots 16 --timeout-ms 5000 --multiply $mode --out "$SFAB" >/dev/null ||

@@ -72,19 +72,9 @@ done
 timeout 30 "$INNET" fabric down "$FAB" >/dev/null
 
 echo "--- 5% loss on every spine-leaf link"
-"$PY" - examples/dnn-spine-leaf.json "$tmp/lossy.json" <<'PYEOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["name"] = "dnn-lossy"
-t["state_dir"] = "/tmp/innet-dnn-lossy-test"
-t["addr_base"] = "127.0.64.0"
-for i, h in enumerate(t["hosts"]):
-    h["addr"] = "127.0.65.%d" % (i + 1)
-for l in t["links"]:
-    if l["a"].startswith("leaf") and l["b"].startswith("spine"):
-        l["loss"] = 0.05
-json.dump(t, open(sys.argv[2], "w"), indent=1)
-PYEOF
+"$PY" tools/topology/relocate.py examples/dnn-spine-leaf.json "$tmp/lossy.json" --name dnn-lossy \
+	--state-dir /tmp/innet-dnn-lossy-test --addr-base 127.0.64.0 --hosts 127.0.65 \
+	--rates 0.05,0,0 --links leaf:spine
 timeout 30 "$INNET" dnn compile $M.innet "$tmp/lossy.json" --leaves leaf1,leaf2,leaf3 --timeout-ms 40 \
 	--out "$LOSSY" >/dev/null || fail "compile lossy"
 timeout 60 "$INNET" fabric up "$LOSSY" >/dev/null

@@ -25,27 +25,8 @@ command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-
 
 tmp=$(mktemp -d /tmp/innet-kv-faults-test.XXXXXX)
 if [ -n "${KV_FAULTS_RATES:-}" ]; then
-	"$PY" - "$TOPO" "$tmp/topology.json" "$KV_FAULTS_RATES" <<'PYEOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-loss, dup, reorder = (float(x) for x in sys.argv[3].split(","))
-n = 0
-def walk(o):
-    global n
-    if isinstance(o, dict):
-        if "loss" in o and "dup" in o and "reorder" in o:
-            o.update(loss=loss, dup=dup, reorder=reorder)
-            n += 1
-        for v in o.values():
-            walk(v)
-    elif isinstance(o, list):
-        for v in o:
-            walk(v)
-walk(t)
-assert n > 0, "no emulated links in the topology"
-json.dump(t, open(sys.argv[2], "w"), indent=1)
-print(f"links with emulation: {n}, loss={loss} dup={dup} reorder={reorder}")
-PYEOF
+	"$PY" tools/topology/relocate.py "$TOPO" "$tmp/topology.json" --rates "$KV_FAULTS_RATES"
+	echo "every emulated link at loss,dup,reorder = $KV_FAULTS_RATES"
 	TOPO=$tmp/topology.json
 fi
 load=""

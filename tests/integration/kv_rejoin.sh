@@ -38,17 +38,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$PY" - examples/kv.json "$TOPO" "$STATE" <<'PYEOF'
-import json, sys
-d = json.load(open(sys.argv[1]))
-d["name"] = "kv-rejoin"
-d["addr_base"] = "127.65.20.0"
-d["state_dir"] = sys.argv[3]
-d.pop("comment", None)
-for i, h in enumerate(d["hosts"]):
-    h["addr"] = "127.65.21.%d" % (i + 1)
-json.dump(d, open(sys.argv[2], "w"), indent=1)
-PYEOF
+"$PY" tools/topology/relocate.py examples/kv.json "$TOPO" --name kv-rejoin --state-dir "$STATE" \
+	--addr-base 127.65.20.0 --hosts 127.65.21
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 
 R=(127.65.21.1 127.65.21.2 127.65.21.3)
