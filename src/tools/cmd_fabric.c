@@ -50,6 +50,7 @@
 
 #include "innet/topology.h"
 #include "tools/cmds.h"
+#include "tools/util.h"
 
 #define STOP_GRACE_MS   5000   /* SIGTERM, then this long, then SIGKILL */
 #define POLL_MS         20
@@ -712,24 +713,6 @@ static int write_state(const struct innet_topology *t, const char *file, const s
 	return r;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-
-	snprintf(buf, sizeof(buf), "%s", dir);
-	for (char *s = buf + 1;; s++) {
-		if (*s != '/' && *s != '\0')
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (c == '\0')
-			return 0;
-		*s = c;
-	}
-}
-
 /* ------------------------------------------------------------------------ */
 /* up                                                                        */
 
@@ -914,7 +897,7 @@ static int fabric_up(const struct opts *o)
 		goto out;
 	}
 	exe[len] = '\0';
-	int r = mkdir_p(t->state_dir);
+	int r = tools_mkdir_p(t->state_dir);
 	if (r < 0) {
 		fprintf(stderr, "innet fabric: cannot create %s: %s\n", t->state_dir, strerror(-r));
 		goto out;

@@ -7,13 +7,11 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "innet/program.h"
@@ -21,6 +19,7 @@
 #include "innet/switch.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
+#include "tools/util.h"
 
 static void switch_usage(FILE *f)
 {
@@ -200,31 +199,6 @@ static int write_pidfile(const char *path)
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
-/* mkdir -p the directory part of path (mode 0755). 0, or -1 with errno. */
-static int make_parent_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	char *slash = strrchr(dir, '/');
-	if (slash == NULL || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 int cmd_switch(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -396,9 +370,10 @@ int cmd_switch(int argc, char **argv)
 
 	/* A topology's control sockets live in its state_dir: create it (like
 	 * innet fabric up does) so a switch started on its own can bind there. */
-	if (!check && conf.ctl_path[0] != '\0' && make_parent_dir(conf.ctl_path) != 0) {
+	int mk = check || conf.ctl_path[0] == '\0' ? 0 : tools_mkdir_parent(conf.ctl_path);
+	if (mk != 0) {
 		fprintf(stderr, "innet switch %s: cannot create the directory of %s: %s\n", conf.name,
-			conf.ctl_path, strerror(errno));
+			conf.ctl_path, strerror(-mk));
 		rc = 1;
 		goto out_conf;
 	}

@@ -1,0 +1,13 @@
+/*
+ * util.h — small helpers shared by the innet subcommands (src/tools/).
+ */
+#ifndef INNET_TOOLS_UTIL_H
+#define INNET_TOOLS_UTIL_H
+
+/* mkdir -p DIR (mode 0755 for what it creates). 0, or -errno. */
+int tools_mkdir_p(const char *dir);
+
+/* mkdir -p the directory part of PATH (nothing if PATH has none). 0, or -errno. */
+int tools_mkdir_parent(const char *path);
+
+#endif
