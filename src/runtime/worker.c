@@ -714,16 +714,23 @@ static void rx_flush(struct innet_worker *w)
 	w->rx_set = 0;
 }
 
-/* Receive and process one burst of frames from a raw port's packet socket. */
-static int rx_burst_raw(struct innet_worker *w, const struct innet_sock *s)
+/* One recvmmsg of up to a burst from fd into the next receive-buffer set,
+ * keeping up to namelen bytes of each sender's address. */
+static int rx_recv(struct innet_worker *w, int fd, socklen_t namelen)
 {
 	rx_set_next(w);
 	for (uint32_t i = 0; i < INNET_BURST; i++) {
-		w->rx_msgs[i].msg_hdr.msg_namelen = 0; /* the sockaddr_ll is not needed */
+		w->rx_msgs[i].msg_hdr.msg_namelen = namelen;
 		w->rx_msgs[i].msg_hdr.msg_flags = 0;
 		w->rx_iov[i].iov_len = INNET_PKT_MAX;
 	}
-	int n = recvmmsg(s->fd, w->rx_msgs, INNET_BURST, MSG_DONTWAIT, NULL);
+	return recvmmsg(fd, w->rx_msgs, INNET_BURST, MSG_DONTWAIT, NULL);
+}
+
+/* Receive and process one burst of frames from a raw port's packet socket. */
+static int rx_burst_raw(struct innet_worker *w, const struct innet_sock *s)
+{
+	int n = rx_recv(w, s->fd, 0); /* the sockaddr_ll is not needed */
 	if (n <= 0)
 		return 0;
 	innet_worker_set_now(w);
@@ -752,13 +759,7 @@ static int rx_burst(struct innet_worker *w, const struct innet_sock *s)
 {
 	if (INNET_UNLIKELY(s->raw))
 		return rx_burst_raw(w, s);
-	rx_set_next(w);
-	for (uint32_t i = 0; i < INNET_BURST; i++) {
-		w->rx_msgs[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_in);
-		w->rx_msgs[i].msg_hdr.msg_flags = 0;
-		w->rx_iov[i].iov_len = INNET_PKT_MAX;
-	}
-	int n = recvmmsg(s->fd, w->rx_msgs, INNET_BURST, MSG_DONTWAIT, NULL);
+	int n = rx_recv(w, s->fd, sizeof(struct sockaddr_in));
 	if (n <= 0)
 		return 0;
 	innet_worker_set_now(w);
