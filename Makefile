@@ -6,6 +6,16 @@
 #   make check                         the whole test suite (tests/run)
 # Sources are found by wildcard: src/runtime, src/programs, one folder per
 # service (src/<svc>/*.c); src/tools/*.c make the innet command.
+#
+# The data-path contract (docs/programs.md): every NAME_dp.c is compiled
+#   - for the user-space engine freestanding (-ffreestanding -nostdinc: no
+#     libc header exists), with a 512-byte stack frame limit, and its object is
+#     then checked by tools/contract/check-dp (only innet_* symbols, no
+#     mutable globals);
+#   - for the XDP target with clang -target bpf (src/xdp/prog.bpf.c), into
+#     $(O)/bpf/NAME.bpf.o, embedded in libinnet ($(O)/bpf/objects.c).
+# A data path marked INNET_DATAPATH_USERSPACE skips the second (and the
+# stack limit); the build says so. Any violation fails the build.
 
 CC       ?= cc
 SANITIZE ?=
@@ -19,15 +29,32 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
             -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -pthread -fno-math-errno
-LDLIBS   += -ljansson -lpcap -lxxhash -lsodium -lm -pthread
+LDLIBS   += -ljansson -lpcap -lxxhash -lsodium -lbpf -lelf -lz -lm -pthread
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC  := $(sort $(filter-out src/tools/%,$(wildcard src/*/*.c)))
+LIB_SRC  := $(sort $(filter-out src/tools/% %.bpf.c,$(wildcard src/*/*.c)))
 TOOL_SRC := $(sort $(wildcard src/tools/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/bpf/objects.o
+
+# Data paths, and the program name each one declares (INNET_DATAPATH(name, ...)).
+DP_SRC       := $(filter %_dp.c,$(LIB_SRC))
+DP_USERSPACE := $(shell grep -l 'INNET_DATAPATH_USERSPACE' $(DP_SRC) /dev/null 2>/dev/null)
+DP_XDP       := $(filter-out $(DP_USERSPACE),$(DP_SRC))
+dp_name       = $(shell tools/contract/dp-name $(1))
+BPF_OBJ      := $(foreach f,$(DP_XDP),$(O)/bpf/$(call dp_name,$(f)).bpf.o)
+CC_INC       := $(shell $(CC) -print-file-name=include)
+DP_CFLAGS     = -std=gnu11 $(WARN) -Iinclude -Isrc -ffreestanding -nostdinc -isystem $(CC_INC) \
+                $(filter -O% -g%,$(CFLAGS)) -fno-math-errno
+ifneq ($(SANITIZE),)
+DP_CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+endif
+BPF_CLANG    ?= clang
+BPF_CFLAGS   := -target bpf -mcpu=v3 -O2 -g -ffreestanding -Wall -Wextra -Werror \
+                -Wno-unused-parameter -Wno-unused-function -Iinclude -Isrc \
+                -I/usr/include/$(shell $(CC) -print-multiarch)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(O)/%.o)
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
 TEST_BIN := $(TEST_SRC:%.c=$(O)/%)
@@ -48,6 +75,26 @@ $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# A data path, user-space build: freestanding, checked (see the top).
+$(O)/%_dp.o: %_dp.c tools/contract/check-dp
+	@mkdir -p $(@D)
+	$(CC) $(DP_CFLAGS) $(if $(filter $<,$(DP_USERSPACE)),,-Wframe-larger-than=512) -MMD -MP -c -o $@ $<
+	$(if $(SANITIZE),,tools/contract/check-dp $@ $<)
+
+# A data path, XDP build: one eBPF object per program.
+define bpf_rule
+$(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/xdp/prog.bpf.c src/xdp/engine.bpf.h include/innet/dp.h \
+		include/innet/dp_xdp.h include/innet/xdp_abi.h
+	@mkdir -p $$(@D)
+	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/xdp/prog.bpf.c
+endef
+$(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
+
+# The eBPF objects, embedded in the library, and the list of user-space-only
+# data paths with their reasons (innet programs shows both).
+$(O)/bpf/objects.c: $(BPF_OBJ) $(DP_SRC) tools/contract/bpf-objects
+	@mkdir -p $(@D)
+	tools/contract/bpf-objects $(O)/bpf $(DP_SRC) > $@
 $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(O)/libinnet.a $(LDLIBS) -lcmocka
@@ -70,10 +117,12 @@ $(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
 
 FUZZ_O := build-fuzz
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
-$(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC)
+$(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC) $(FUZZ_O)/bpf/objects.c
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
-	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LDLIBS)
+	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(FUZZ_O)/bpf/objects.c $(LDLIBS)
+$(FUZZ_O)/bpf/objects.c:
+	$(MAKE) O=$(FUZZ_O) $@
 
 check: all
 	tests/run
@@ -82,4 +131,4 @@ clean:
 	rm -rf build build-san-* build-fuzz
 
 .PHONY: all check clean fuzz
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d)

@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "innet/program.h"
+#include "innet/dp.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +42,8 @@ struct innet_routes {
 };
 
 struct json_t;
+struct innet_decl;
+struct innet_cp;
 
 /* Setup: parse the "routes" setting (the value of innet_args_json(a,
  * "routes"); NULL = none) into out. Group routes must name a group below

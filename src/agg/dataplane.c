@@ -297,7 +297,7 @@ static void finish_round(struct innet_ctx *ctx, const struct agg_conf *c, uint32
 
 static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
-	const struct agg_conf *c = ctx->priv;
+	const struct agg_conf *c = innet_conf(ctx);
 	if (pkt->len < INNET_AGG_HDR_LEN)
 		return innet_drop(pkt, AGG_TOO_SHORT);
 	struct innet_hdr *h = (struct innet_hdr *)pkt->data;
@@ -411,7 +411,7 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
  * still open, and emit the partial result if every claimant has finished. */
 static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 {
-	const struct agg_conf *c = ctx->priv;
+	const struct agg_conf *c = innet_conf(ctx);
 	uint16_t job_id = (uint16_t)(arg >> 32);
 	uint32_t round = (uint32_t)arg;
 	uint32_t jkey = job_id;

@@ -32,7 +32,7 @@
 
 #include <stdint.h>
 
-#include "innet/program.h"
+#include "innet/dp.h"
 #include "innet/wire.h"
 
 /* The default UDP port of the aggregation program. */

@@ -113,7 +113,7 @@ static void swap_nodes(struct innet_hdr *h)
 static enum innet_action nack(struct innet_ctx *ctx, struct innet_pkt *pkt, uint8_t status,
 			      uint32_t ballot, uint64_t trim)
 {
-	const struct acc_conf *c = ctx->priv;
+	const struct acc_conf *c = innet_conf(ctx);
 	struct innet_hdr *h = (struct innet_hdr *)pkt->data;
 	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
 	p->type = PAXOS_NACK;
@@ -156,7 +156,7 @@ static int put_vote(struct innet_ctx *ctx, struct innet_pkt *pkt, uint32_t slot,
 
 static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
-	const struct acc_conf *c = ctx->priv;
+	const struct acc_conf *c = innet_conf(ctx);
 	if (pkt->len < PAXOS_HDR_LEN)
 		return innet_drop(pkt, AC_TOO_SHORT);
 	struct innet_hdr *h = (struct innet_hdr *)pkt->data;

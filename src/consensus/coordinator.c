@@ -1,6 +1,6 @@
 /*
- * coordinator.c — the Paxos coordinator as a switch program (PISA), as in
- * P4xos: it turns each client REQUEST into a phase-2A message by stamping it
+ * coordinator.c — the Paxos coordinator's control source (the handler is
+ * coordinator_dp.c), a switch program (PISA) as in P4xos: it turns each client REQUEST into a phase-2A message by stamping it
  * with the next instance number and the current ballot, and multicasts it to
  * the acceptor group (group 0). It keeps no per-instance state: two
  * registers, read and fetch-added once per packet, which fits one Tofino
@@ -23,90 +23,27 @@
  * nacked (an acceptor refused our ballot: a newer leader exists).
  * A value longer than PAXOS_VALUE_MAX is answered with NACK/too_big.
  */
-#include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "innet/program.h"
 #include "innet/switch.h"
+#include "consensus/coordinator.h"
 #include "consensus/wire.h"
-
-enum { R_NEXT, R_BALLOT };
-
-enum coord_drop {
-	CO_TOO_SHORT = INNET_DROP_PROGRAM,
-	CO_BAD_MAGIC,
-	CO_BAD_VERSION,
-	CO_WRONG_SERVICE,
-	CO_BAD_LENGTH,
-	CO_BAD_REQUEST,
-	CO_UNEXPECTED_TYPE,
-	CO_NACKED,
-};
 
 static const char *const coord_drop_names[] = {
 	"too_short", "bad_magic", "bad_version", "wrong_service",
 	"bad_length", "bad_request", "unexpected_type", "nacked",
 };
 
+/* Control-side state: the settings, until init writes them. */
 struct coord_conf {
 	uint16_t acceptors[INNET_MAX_GROUP_MEMBERS];
 	uint32_t n_acceptors;
 	uint32_t ballot;
 	uint64_t next;
 };
-
-static enum innet_action coord_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
-{
-	if (pkt->len < PAXOS_HDR_LEN)
-		return innet_drop(pkt, CO_TOO_SHORT);
-	struct innet_hdr *h = (struct innet_hdr *)pkt->data;
-	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
-	if (h->magic != INNET_MAGIC)
-		return innet_drop(pkt, CO_BAD_MAGIC);
-	if (h->version != INNET_VERSION)
-		return innet_drop(pkt, CO_BAD_VERSION);
-	if (h->service != INNET_SVC_PAXOS)
-		return innet_drop(pkt, CO_WRONG_SERVICE);
-	if (p->type == PAXOS_NACK)
-		return innet_drop(pkt, CO_NACKED);
-	if (p->type != PAXOS_REQUEST)
-		return innet_drop(pkt, CO_UNEXPECTED_TYPE);
-	uint32_t vlen = ntohs(p->vlen);
-	if (pkt->len != PAXOS_HDR_LEN + vlen)
-		return innet_drop(pkt, CO_BAD_LENGTH);
-	if (p->req_id == 0)
-		return innet_drop(pkt, CO_BAD_REQUEST);
-	innet_alu(ctx, 8);
-	if (vlen > PAXOS_VALUE_MAX) {
-		/* A clear error rather than a silent drop: the value is too big
-		 * for an acceptor slot. */
-		p->type = PAXOS_NACK;
-		p->status = PAXOS_ST_TOO_BIG;
-		p->vlen = 0;
-		uint16_t s = h->src_node;
-		h->src_node = h->dst_node;
-		h->dst_node = s;
-		pkt->len = PAXOS_HDR_LEN;
-		return innet_reflect(pkt);
-	}
-	uint64_t inst = innet_reg_fetch_add(ctx, R_NEXT, 0, 1);
-	uint32_t ballot = (uint32_t)innet_reg_read(ctx, R_BALLOT, 0);
-	p->type = PAXOS_2A;
-	p->status = PAXOS_OK;
-	p->node = 0;
-	p->ballot = htonl(ballot);
-	p->vballot = 0;
-	p->reserved = 0;
-	p->instance = htobe64(inst);
-	p->trim = 0;
-	p->hi = 0;
-	h->flags = 0;
-	innet_alu(ctx, 8);
-	return innet_multicast(pkt, 0);
-}
 
 static int coord_setup(struct innet_decl *d, struct innet_args *a)
 {
@@ -130,8 +67,8 @@ static int coord_setup(struct innet_decl *d, struct innet_args *a)
 		return rc;
 	c->ballot = (uint32_t)ballot;
 	c->next = next;
-	if ((rc = innet_decl_reg(d, R_NEXT, "next", 8, 1)) != 0 ||
-	    (rc = innet_decl_reg(d, R_BALLOT, "ballot", 4, 1)) != 0)
+	if ((rc = innet_decl_reg(d, CO_R_NEXT, "next", 8, 1)) != 0 ||
+	    (rc = innet_decl_reg(d, CO_R_BALLOT, "ballot", 4, 1)) != 0)
 		return rc;
 	return innet_decl_groups(d, 1);
 }
@@ -151,9 +88,9 @@ static int coord_init(struct innet_cp *cp, void *priv)
 	}
 	int rc = innet_cp_group_set(cp, 0, m, c->n_acceptors);
 	if (rc == 0)
-		rc = innet_cp_reg_write(cp, R_NEXT, 0, c->next);
+		rc = innet_cp_reg_write(cp, CO_R_NEXT, 0, c->next);
 	if (rc == 0)
-		rc = innet_cp_reg_write(cp, R_BALLOT, 0, c->ballot);
+		rc = innet_cp_reg_write(cp, CO_R_BALLOT, 0, c->ballot);
 	return rc;
 }
 
@@ -166,5 +103,5 @@ const struct innet_program innet_prog_paxos_coordinator = {
 	.n_drop_reasons = sizeof(coord_drop_names) / sizeof(coord_drop_names[0]),
 	.setup = coord_setup,
 	.init = coord_init,
-	.handle = coord_handle,
+	.handle = innet_dp_paxos_coordinator_handle,
 };

@@ -42,7 +42,7 @@
 
 #include <stdint.h>
 
-#include "innet/program.h"
+#include "innet/dp.h"
 #include "innet/wire.h"
 
 #define PAXOS_UDP_DEFAULT  34952u   /* switches' Paxos programs */

@@ -488,7 +488,7 @@ static void emit_outputs(struct innet_ctx *ctx, const struct layer_conf *c, cons
 
 static enum innet_action layer_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
-	const struct layer_conf *c = ctx->priv;
+	const struct layer_conf *c = innet_conf(ctx);
 	if (pkt->len < INNET_DNN_HDRS_LEN)
 		return innet_drop(pkt, DNN_TOO_SHORT);
 	const struct innet_hdr *h = (const struct innet_hdr *)pkt->data;

@@ -718,7 +718,7 @@ static enum innet_action handle_frame(struct innet_ctx *ctx, const struct lb_con
 
 static enum innet_action lb_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
-	const struct lb_conf *c = ctx->priv;
+	const struct lb_conf *c = innet_conf(ctx);
 	maybe_arm_sweep(ctx, c);
 	if (pkt->flags & INNET_PKT_F_RAW) {
 		if (c->mode != LB_MODE_PACKET)
@@ -736,7 +736,7 @@ static enum innet_action lb_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
  * thread does the table walk), and re-arm. */
 static void lb_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 {
-	const struct lb_conf *c = ctx->priv;
+	const struct lb_conf *c = innet_conf(ctx);
 	struct lb_sweep_msg m = {
 		.h = { .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_LB },
 		.type = INNET_LB_T_SWEEP,

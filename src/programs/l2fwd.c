@@ -1,5 +1,6 @@
 /*
- * l2fwd.c — a layer-2 patch panel for raw ports (PISA): every Ethernet frame
+ * l2fwd.c — the control source of l2fwd (handler: l2fwd_dp.c), a layer-2
+ * patch panel for raw ports (PISA): every Ethernet frame
  * that comes in on raw port i goes out, unchanged, on port map[i]. It is the
  * smallest real user of raw ports (docs/runtime.md, "Raw ports"), and what the
  * raw-port integration test (tests/integration/engine_raw_netns.sh) runs:
@@ -24,43 +25,13 @@
  * also bind UDP ports).
  */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "innet/program.h"
-
-#define ETH_HDR_LEN 14u
-#define L2_UNMAPPED 0xffffu
-
-enum { R_RX, R_TX };
-
-enum l2fwd_drop {
-	L2_NOT_MAPPED = INNET_DROP_PROGRAM,
-	L2_RUNT,
-	L2_NOT_A_FRAME,
-};
+#include "programs/l2fwd.h"
 
 static const char *const l2fwd_drop_names[] = {
 	"not_mapped", "runt", "not_a_frame",
 };
-
-struct l2fwd_conf {
-	uint16_t map[INNET_MAX_PORTS];   /* egress port by ingress port, or L2_UNMAPPED */
-};
-
-static enum innet_action l2fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
-{
-	const struct l2fwd_conf *c = ctx->priv;
-	if (!(pkt->flags & INNET_PKT_F_RAW))
-		return innet_drop(pkt, L2_NOT_A_FRAME);
-	innet_reg_fetch_add(ctx, R_RX, pkt->in_port, 1);
-	if (pkt->len < ETH_HDR_LEN)
-		return innet_drop(pkt, L2_RUNT);
-	uint16_t out = pkt->in_port < INNET_MAX_PORTS ? c->map[pkt->in_port] : L2_UNMAPPED;
-	if (out == L2_UNMAPPED)
-		return innet_drop(pkt, L2_NOT_MAPPED);
-	innet_reg_fetch_add(ctx, R_TX, out, 1);
-	return innet_forward(pkt, out);
-}
 
 static int l2fwd_setup(struct innet_decl *d, struct innet_args *a)
 {
@@ -75,32 +46,29 @@ static int l2fwd_setup(struct innet_decl *d, struct innet_args *a)
 	if (n_map > n_ports)
 		return innet_decl_error(d, "\"map\" has %u entries but the switch has %u ports", n_map,
 					n_ports);
-	struct l2fwd_conf *c = malloc(sizeof(*c));
+	struct l2fwd_conf *c = innet_decl_conf(d, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < INNET_MAX_PORTS; i++)
 		c->map[i] = L2_UNMAPPED;
 	for (uint32_t i = 0; i < n_map; i++) {
-		if (map[i] >= n_ports) {
-			free(c);
+		if (map[i] >= n_ports)
 			return innet_decl_error(d, "map[%u] = %llu is not a port of the switch (%u ports)",
 						i, (unsigned long long)map[i], n_ports);
-		}
 		c->map[i] = (uint16_t)map[i];
 	}
-	innet_decl_priv(d, c);
-	if ((rc = innet_decl_reg(d, R_RX, "rx_frames", 8, n_ports)) != 0)
+	if ((rc = innet_decl_reg(d, L2_R_RX, "rx_frames", 8, n_ports)) != 0)
 		return rc;
-	return innet_decl_reg(d, R_TX, "tx_frames", 8, n_ports);
+	return innet_decl_reg(d, L2_R_TX, "tx_frames", 8, n_ports);
 }
 
 const struct innet_program innet_prog_l2fwd = {
 	.name = "l2fwd",
 	.summary = "raw ports: forward Ethernet frames by a static ingress->egress port map",
 	.model = INNET_MODEL_PISA,
-	.parse_bytes = ETH_HDR_LEN,
+	.parse_bytes = L2_ETH_HDR_LEN,
 	.drop_reasons = l2fwd_drop_names,
 	.n_drop_reasons = sizeof(l2fwd_drop_names) / sizeof(l2fwd_drop_names[0]),
 	.setup = l2fwd_setup,
-	.handle = l2fwd_handle,
+	.handle = innet_dp_l2fwd_handle,
 };

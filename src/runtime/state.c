@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <xxhash.h>
 
 #include "runtime/switch_pvt.h"
 
@@ -167,7 +166,8 @@ int innet_decl_reg(struct innet_decl *d, unsigned id, const char *name, uint32_t
 	if (width == 0 || count == 0 || width > INNET_PKT_MAX)
 		return innet_decl_error(d, "register '%s': width %u x count %u is invalid", name, width,
 					count);
-	uint64_t bytes = (uint64_t)width * count;
+	uint32_t stride = innet_reg_stride(width);
+	uint64_t bytes = (uint64_t)stride * count;
 	if (bytes > (1ull << 34))
 		return innet_decl_error(d, "register '%s': %" PRIu64 " bytes is too large", name, bytes);
 	/* Anonymous memory: page-aligned and zero without touching every page,
@@ -177,8 +177,8 @@ int innet_decl_reg(struct innet_decl *d, unsigned id, const char *name, uint32_t
 	if (mem == MAP_FAILED)
 		return innet_decl_error(d, "register '%s': cannot allocate %" PRIu64 " bytes", name, bytes);
 	snprintf(cp->reg_names[id], INNET_NAME_MAX, "%s", name);
-	cp->regs[id] = (struct innet_reg){ .mem = mem, .width = width, .count = count,
-					   .name = cp->reg_names[id] };
+	cp->regs[id] = (struct innet_reg){ .mem = mem, .width = width, .stride = stride,
+					   .count = count, .name = cp->reg_names[id] };
 	cp->n_regs++;
 	return 0;
 }
@@ -247,6 +247,27 @@ static void priv_release(struct innet_cp *cp)
 	}
 	cp->priv = NULL;
 	cp->priv_free = NULL;
+}
+
+void *innet_decl_conf(struct innet_decl *d, uint32_t size)
+{
+	struct innet_cp *cp = d->cp;
+	if (size == 0 || size > INNET_CONF_MAX) {
+		innet_decl_error(d, "config block of %u bytes (1..%u allowed)", size, INNET_CONF_MAX);
+		return NULL;
+	}
+	if (cp->conf != NULL) {
+		innet_decl_error(d, "config block declared twice");
+		return NULL;
+	}
+	void *c = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c == MAP_FAILED) {
+		innet_decl_error(d, "cannot allocate a config block of %u bytes", size);
+		return NULL;
+	}
+	cp->conf = c;
+	cp->conf_size = size;
+	return c;
 }
 
 void innet_decl_priv(struct innet_decl *d, void *priv)
@@ -358,7 +379,7 @@ int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, cha
 void innet_state_free(struct innet_cp *cp)
 {
 	for (uint32_t i = 0; i < cp->n_regs; i++)
-		munmap(cp->regs[i].mem, (size_t)cp->regs[i].width * cp->regs[i].count);
+		innet_state_reg_release(cp, i);
 	cp->n_regs = 0;
 	for (uint32_t i = 0; i < cp->n_tables; i++)
 		innet_table_destroy(cp->tables[i]);
@@ -369,7 +390,24 @@ void innet_state_free(struct innet_cp *cp)
 	free(cp->timers);
 	cp->timers = NULL;
 	cp->n_timers = 0;
+	if (cp->conf != NULL && cp->conf_release != NULL)
+		cp->conf_release(cp);
+	else if (cp->conf != NULL)
+		munmap(cp->conf, cp->conf_size);
+	cp->conf = NULL;
+	cp->conf_size = 0;
 	priv_release(cp);
+}
+
+/* Unmap register id's memory, whoever provided it (anonymous memory here, or
+ * the XDP target's mmap of its map: both are a plain mapping of the same
+ * length). */
+void innet_state_reg_release(struct innet_cp *cp, uint32_t id)
+{
+	struct innet_reg *r = &cp->regs[id];
+	if (r->mem != NULL)
+		munmap(r->mem, innet_reg_bytes(r));
+	r->mem = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -381,45 +419,63 @@ void innet__fault(struct innet_ctx *ctx, unsigned reason)
 		ctx->fault = (uint16_t)reason;
 }
 
-void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void *dst, uint32_t n)
+/* The blob element idx of register r for an n-byte copy, after the checks
+ * every blob helper makes; NULL (and the packet faulted) otherwise. A blob
+ * wider than 8 bytes is one 64-bit word per stateful ALU on a PISA target:
+ * the words beyond the first are accounted, within the budget. */
+static uint8_t *blob_elem(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint32_t n)
 {
 	struct innet_reg *reg = innet__reg(ctx, r, idx);
-	if (reg == NULL || n > reg->width) {
-		if (reg != NULL)
-			innet__fault(ctx, INNET_DROP_REG_OOB);
-		memset(dst, 0, n);
-		return;
+	if (reg == NULL)
+		return NULL;
+	if (n > reg->width) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return NULL;
 	}
-	/* A blob wider than 8 bytes is one 64-bit word per stateful ALU on a
-	 * PISA target: account the words beyond the first, within the budget. */
 	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
 	if (INNET_UNLIKELY(ctx->use.reg_ops > ctx->reg_ops_budget)) {
 		innet__fault(ctx, INNET_DROP_REG_BUDGET);
-		memset(dst, 0, n);
-		return;
+		return NULL;
 	}
-	memcpy(dst, reg->mem + (size_t)idx * reg->width, n);
+	return reg->mem + (size_t)idx * reg->stride;
+}
+
+void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void *dst, uint32_t n)
+{
+	uint8_t *e = blob_elem(ctx, r, idx, n);
+	if (e == NULL)
+		memset(dst, 0, n);
+	else
+		memcpy(dst, e, n);
 }
 
 void innet_reg_write_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, const void *src, uint32_t n)
 {
-	struct innet_reg *reg = innet__reg(ctx, r, idx);
-	if (reg == NULL || n > reg->width) {
-		if (reg != NULL)
-			innet__fault(ctx, INNET_DROP_REG_OOB);
-		return;
-	}
-	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
-	if (INNET_UNLIKELY(ctx->use.reg_ops > ctx->reg_ops_budget)) {
-		innet__fault(ctx, INNET_DROP_REG_BUDGET);
-		return;
-	}
-	memcpy(reg->mem + (size_t)idx * reg->width, src, n);
+	uint8_t *e = blob_elem(ctx, r, idx, n);
+	if (e != NULL)
+		memcpy(e, src, n);
 }
 
-uint64_t innet_hash(const void *data, size_t len, uint64_t seed)
+void innet_reg_to_pkt(struct innet_ctx *ctx, unsigned r, uint32_t idx, struct innet_pkt *pkt,
+		      uint32_t off, uint32_t n)
 {
-	return XXH3_64bits_withSeed(data, len, seed);
+	uint8_t *p = innet_pkt_ptr(pkt, off, n);
+	if (p == NULL) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return;
+	}
+	innet_reg_read_bytes(ctx, r, idx, p, n);
+}
+
+void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt, uint32_t off, unsigned r,
+		      uint32_t idx, uint32_t n)
+{
+	uint8_t *p = innet_pkt_ptr(pkt, off, n);
+	if (p == NULL) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return;
+	}
+	innet_reg_write_bytes(ctx, r, idx, p, n);
 }
 
 uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
@@ -428,42 +484,51 @@ uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
 	return port < sw->n_ports ? sw->ports[port].conf.peer_ip : 0;
 }
 
-int innet_table_lookup(struct innet_ctx *ctx, unsigned t, const void *key, void *val)
+/* The table t of a data-path call whose key and value are the sizes the
+ * handler passed (val_size UINT32_MAX: no value), or NULL (and a fault). */
+static struct innet_table *dp_table(struct innet_ctx *ctx, unsigned t, uint32_t key_size,
+				    uint32_t val_size)
 {
-	ctx->use.table_ops++;
 	if (t >= ctx->n_tables) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
-		return -1;
+		return NULL;
 	}
-	return innet_table_get(ctx->tables[t], key, val) == 0 ? 0 : -1;
+	if (!innet_table_sizes_match(ctx->tables[t], key_size, val_size)) {
+		innet__fault(ctx, INNET_DROP_TABLE_KEY);
+		return NULL;
+	}
+	return ctx->tables[t];
 }
 
-int innet_table_insert(struct innet_ctx *ctx, unsigned t, const void *key, const void *val)
+int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t key_size,
+			void *val, uint32_t val_size)
+{
+	ctx->use.table_ops++;
+	struct innet_table *tb = dp_table(ctx, t, key_size, val_size);
+	return tb != NULL && innet_table_get(tb, key, val) == 0 ? 0 : -1;
+}
+
+int innet__table_insert(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t key_size,
+			const void *val, uint32_t val_size)
 {
 	ctx->use.table_ops++;
 	if (ctx->model != INNET_MODEL_TRIO) {
 		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
 		return -1;
 	}
-	if (t >= ctx->n_tables) {
-		innet__fault(ctx, INNET_DROP_REG_OOB);
-		return -1;
-	}
-	return innet_table_put(ctx->tables[t], key, val) == 0 ? 0 : -1;
+	struct innet_table *tb = dp_table(ctx, t, key_size, val_size);
+	return tb != NULL && innet_table_put(tb, key, val) == 0 ? 0 : -1;
 }
 
-int innet_table_delete(struct innet_ctx *ctx, unsigned t, const void *key)
+int innet__table_delete(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t key_size)
 {
 	ctx->use.table_ops++;
 	if (ctx->model != INNET_MODEL_TRIO) {
 		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
 		return -1;
 	}
-	if (t >= ctx->n_tables) {
-		innet__fault(ctx, INNET_DROP_REG_OOB);
-		return -1;
-	}
-	return innet_table_del(ctx->tables[t], key) == 0 ? 0 : -1;
+	struct innet_table *tb = dp_table(ctx, t, key_size, UINT32_MAX);
+	return tb != NULL && innet_table_del(tb, key) == 0 ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -508,7 +573,7 @@ static void *cp_elem(struct innet_cp *cp, unsigned id, uint32_t idx, int *rc)
 		return NULL;
 	}
 	*rc = 0;
-	return cp->regs[id].mem + (size_t)idx * cp->regs[id].width;
+	return cp->regs[id].mem + (size_t)idx * cp->regs[id].stride;
 }
 
 int innet_cp_reg_read(struct innet_cp *cp, unsigned id, uint32_t idx, uint64_t *val)

@@ -46,6 +46,8 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_FRAME_TO_UDP_PORT] = "frame_to_udp_port",
 	[INNET_DROP_DATAGRAM_TO_RAW_PORT] = "datagram_to_raw_port",
 	[INNET_DROP_NO_UDP_SOCKET] = "no_udp_socket",
+	[INNET_DROP_REG_CONTENDED] = "reg_contended",
+	[INNET_DROP_TABLE_KEY] = "table_key_size",
 };
 
 static const char *const action_names[INNET_ACTION_COUNT] = {

@@ -84,8 +84,11 @@ struct innet_cp {
 	uint32_t n_udp;
 	uint32_t txfd_base;                   /* its first slot in a txfd row (see worker) */
 	bool raw;                             /* receives the raw ports' frames */
-	void *priv;
+	void *priv;                           /* control-side state (init, on_cpu, on_ctl) */
 	void (*priv_free)(void *priv);        /* NULL: free() */
+	void *conf;                           /* config block (innet_decl_conf), or NULL */
+	uint32_t conf_size;
+	void (*conf_release)(struct innet_cp *cp); /* who frees conf (NULL: munmap) */
 	struct innet_reg regs[INNET_MAX_REGS];
 	char reg_names[INNET_MAX_REGS][INNET_NAME_MAX];
 	uint32_t n_regs;
@@ -274,6 +277,20 @@ struct innet_decl {
 int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, char *err,
 		      size_t errlen);
 void innet_state_free(struct innet_cp *cp);
+void innet_state_reg_release(struct innet_cp *cp, uint32_t id);
+
+/* Bytes between a register's elements: the width for 1, 2, 4 and 8, wider
+ * blobs rounded up to 8 (the layout of a BPF array map's elements, so both
+ * targets address the same bytes). */
+static inline uint32_t innet_reg_stride(uint32_t width)
+{
+	return width <= 8 ? width : (width + 7u) & ~7u;
+}
+
+static inline size_t innet_reg_bytes(const struct innet_reg *r)
+{
+	return (size_t)r->stride * r->count;
+}
 
 /* table.c */
 struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
@@ -285,6 +302,9 @@ int innet_table_del(struct innet_table *t, const void *key);
 void innet_table_info_get(const struct innet_table *t, struct innet_table_info *info);
 int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const void *val, void *arg),
 		     void *arg);
+/* Does the table take keys of key_size and values of val_size bytes
+ * (val_size UINT32_MAX: any)? */
+bool innet_table_sizes_match(const struct innet_table *t, uint32_t key_size, uint32_t val_size);
 
 /* worker.c */
 int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t id);

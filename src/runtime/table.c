@@ -27,7 +27,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "runtime/switch_pvt.h"
 
@@ -79,7 +78,7 @@ static inline bool shared_equal(const uint8_t *shared, const uint8_t *key, uint3
 
 static inline uint32_t home_of(const struct innet_table *t, const void *key)
 {
-	return (uint32_t)XXH3_64bits(key, t->key_size) & (t->n_slots - 1);
+	return (uint32_t)innet_hash(key, t->key_size, 0) & (t->n_slots - 1);
 }
 
 struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
@@ -109,6 +108,11 @@ struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint
 		return NULL;
 	}
 	return t;
+}
+
+bool innet_table_sizes_match(const struct innet_table *t, uint32_t key_size, uint32_t val_size)
+{
+	return key_size == t->key_size && (val_size == UINT32_MAX || val_size == t->value_size);
 }
 
 void innet_table_destroy(struct innet_table *t)

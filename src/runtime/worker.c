@@ -909,7 +909,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 		struct innet_ctx *c = &w->ctx[i];
 		c->regs = cp->regs;
 		c->tables = cp->tables;
-		c->priv = cp->priv;
+		c->conf = cp->conf ? cp->conf : cp->priv; /* TEMP: programs not yet split */
 		c->n_regs = (uint16_t)cp->n_regs;
 		c->n_tables = (uint16_t)cp->n_tables;
 		c->n_groups = (uint16_t)cp->n_groups;

@@ -7,7 +7,8 @@
  *
  * Some tests build keys that collide on purpose. They rely on two facts of
  * table.c that a change there must keep in step with this file:
- *   - a key's home slot is XXH3_64bits(key, key_size) & (n_slots - 1);
+ *   - a key's home slot is XXH64(key, key_size, 0) & (n_slots - 1) (innet_hash,
+ *     computed here with libxxhash so the two are checked against each other);
  *   - n_slots is the smallest power of two >= max(16, 2 * capacity), and a key
  *     lives within PROBE_WINDOW slots of its home.
  */
@@ -37,7 +38,7 @@ static uint32_t n_slots_for(uint32_t capacity)
 
 static uint32_t home_of(const void *key, uint32_t key_size, uint32_t n_slots)
 {
-	return (uint32_t)XXH3_64bits(key, key_size) & (n_slots - 1);
+	return (uint32_t)XXH64(key, key_size, 0) & (n_slots - 1);
 }
 
 /* Find n 4-byte keys, starting the search at *next, whose home is `home`. */

@@ -1,0 +1,940 @@
+/*
+ * innet/dp_xdp.h — the data-path API's primitives on the XDP target (eBPF).
+ * Included by innet/dp.h when compiling with clang -target bpf; never include
+ * it directly. The engine around the handler (parsing, dispatch, verdicts,
+ * hand-offs) is src/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
+ *
+ * One BPF object per program (src/xdp/prog.bpf.c includes NAME_dp.c and the
+ * engine). Its state, in the same bytes the user-space engine and the
+ * control plane use (they mmap the maps):
+ *
+ *   map                  type / layout                          who sizes it
+ *   innet_reg0..31       ARRAY, BPF_F_MMAPABLE. Elements of 1-8 bytes: 4 KiB
+ *                        pages holding the packed array (element i at byte
+ *                        i * width); blobs: one element per map entry
+ *                        (value_size = stride = width rounded up to 8)     loader, from setup
+ *   innet_tslots0..7     ARRAY, MMAPABLE: a table's slots (table.c layout:
+ *                        seq u32 | state u32 | key | value | pad to 8)     loader
+ *   innet_tlock0..7      ARRAY, MMAPABLE: 4 KiB pages of u32 home locks    loader
+ *   innet_tmeta          ARRAY, MMAPABLE, one page: per table entries u32,
+ *                        insert_full u64, insert_busy u64                  fixed
+ *   innet_confmap        ARRAY, MMAPABLE, one element: the config block    loader
+ *   innet_timers         ARRAY, MMAPABLE: {deadline_ns u64, arg u64} each  loader
+ *   innet_groups         ARRAY_OF_MAPS of DEVMAP_HASH (ifindex -> port dev
+ *                        + the egress program): a group's members          control plane
+ *   innet_gmeta          ARRAY: per group {members, mode}                  control plane
+ *   innet_members        HASH (group << 16 | port) -> {ip, udp}            control plane
+ *   innet_stats          PERCPU_ARRAY, one struct innet_xdp_stats          -
+ *   innet_trace          PERCPU_ARRAY: the last packet's verdict (tests)   -
+ *  shared by all programs of a switch (the loader reuses one fd):
+ *   innet_ports          ARRAY [64] struct innet_xdp_port                  loader
+ *   innet_if2port        HASH ifindex -> port                              loader
+ *   innet_portdevs       DEVMAP [64]: port -> its device                   loader
+ *   innet_udp2prog       ARRAY, one 64 KiB element: UDP port -> program    loader
+ *   innet_progs          PROG_ARRAY [16]: program index -> entry           loader
+ *   innet_ring           RINGBUF: hand-offs to the user-space engine       -
+ *   innet_port_stats     PERCPU_ARRAY [64] struct innet_xdp_port_stats     -
+ *
+ * The layout of the object's state (widths, counts, table shapes, the
+ * program's index and model) is a read-only global (innet_layout, its own
+ * .rodata section) that the loader fills in before the verifier runs, so the
+ * verifier sees it as constants: it knows every register's width, prunes the
+ * branches for the others and checks every offset against the real sizes.
+ */
+#ifndef INNET_DP_XDP_H
+#define INNET_DP_XDP_H
+
+#ifndef INNET_DP_H
+#error "include innet/dp.h, not innet/dp_xdp.h"
+#endif
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "innet/xdp_abi.h"
+
+#define INNET__INLINE static inline __attribute__((always_inline))
+
+/* The packet in hand (the same public fields as on the user-space engine). */
+struct innet_pkt {
+	uint8_t *data;            /* first byte of the UDP payload (raw: of the frame) */
+	uint32_t len;             /* payload bytes (raw: frame bytes) */
+	uint16_t in_port;         /* ingress port index */
+	uint16_t dst_udp;         /* destination UDP port (selects the program) */
+	struct innet_addr src;    /* who sent it */
+	uint8_t recirc;           /* recirculations so far */
+	uint8_t flags;            /* INNET_PKT_F_* */
+	uint16_t meta16;          /* scratch carried across recirculation */
+	uint32_t meta32[4];       /* scratch carried across recirculation */
+	struct innet_out out;     /* verdict arguments */
+	/* runtime use */
+	uint8_t *data_end;        /* the frame's end (the verifier's data_end) */
+	struct xdp_md *xdp;
+	uint32_t hdr_len;         /* frame bytes before data: 42 (Eth+IPv4+UDP) or 0 */
+	uint32_t headroom;        /* what innet_pkt_push may still take (64 at first) */
+	uint8_t src_mac[6];       /* the frame's source MAC (reflect answers it) */
+	uint16_t pad;
+};
+
+/* The handler's view of its program's state. */
+struct innet_ctx {
+	uint64_t now_ns;                 /* bpf_ktime_get_ns at the packet's start */
+	struct innet_usage use;          /* this pass */
+	uint32_t reg_ops_budget;         /* per pass (PISA), or UINT32_MAX */
+	uint16_t fault;                  /* first fault this pass (drop reason) */
+	uint8_t model;                   /* enum innet_model */
+	uint8_t in_timer;                /* never on XDP (timers run in user space) */
+	const void *conf;                /* the config block (map value) */
+	struct innet_pkt *pkt;           /* the packet being handled */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Maps.                                                                      */
+
+#define INNET__PAGE 4096u
+
+#define INNET__ARRAY_MMAP(name)                                                  \
+	struct {                                                                 \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                \
+		__uint(map_flags, BPF_F_MMAPABLE);                               \
+		__uint(key_size, 4);                                             \
+		__uint(value_size, 8);                                           \
+		__uint(max_entries, 1);                                          \
+	} name SEC(".maps")
+
+INNET__ARRAY_MMAP(innet_reg0);  INNET__ARRAY_MMAP(innet_reg1);  INNET__ARRAY_MMAP(innet_reg2);
+INNET__ARRAY_MMAP(innet_reg3);  INNET__ARRAY_MMAP(innet_reg4);  INNET__ARRAY_MMAP(innet_reg5);
+INNET__ARRAY_MMAP(innet_reg6);  INNET__ARRAY_MMAP(innet_reg7);  INNET__ARRAY_MMAP(innet_reg8);
+INNET__ARRAY_MMAP(innet_reg9);  INNET__ARRAY_MMAP(innet_reg10); INNET__ARRAY_MMAP(innet_reg11);
+INNET__ARRAY_MMAP(innet_reg12); INNET__ARRAY_MMAP(innet_reg13); INNET__ARRAY_MMAP(innet_reg14);
+INNET__ARRAY_MMAP(innet_reg15); INNET__ARRAY_MMAP(innet_reg16); INNET__ARRAY_MMAP(innet_reg17);
+INNET__ARRAY_MMAP(innet_reg18); INNET__ARRAY_MMAP(innet_reg19); INNET__ARRAY_MMAP(innet_reg20);
+INNET__ARRAY_MMAP(innet_reg21); INNET__ARRAY_MMAP(innet_reg22); INNET__ARRAY_MMAP(innet_reg23);
+INNET__ARRAY_MMAP(innet_reg24); INNET__ARRAY_MMAP(innet_reg25); INNET__ARRAY_MMAP(innet_reg26);
+INNET__ARRAY_MMAP(innet_reg27); INNET__ARRAY_MMAP(innet_reg28); INNET__ARRAY_MMAP(innet_reg29);
+INNET__ARRAY_MMAP(innet_reg30); INNET__ARRAY_MMAP(innet_reg31);
+INNET__ARRAY_MMAP(innet_tslots0); INNET__ARRAY_MMAP(innet_tslots1); INNET__ARRAY_MMAP(innet_tslots2);
+INNET__ARRAY_MMAP(innet_tslots3); INNET__ARRAY_MMAP(innet_tslots4); INNET__ARRAY_MMAP(innet_tslots5);
+INNET__ARRAY_MMAP(innet_tslots6); INNET__ARRAY_MMAP(innet_tslots7);
+INNET__ARRAY_MMAP(innet_tlock0); INNET__ARRAY_MMAP(innet_tlock1); INNET__ARRAY_MMAP(innet_tlock2);
+INNET__ARRAY_MMAP(innet_tlock3); INNET__ARRAY_MMAP(innet_tlock4); INNET__ARRAY_MMAP(innet_tlock5);
+INNET__ARRAY_MMAP(innet_tlock6); INNET__ARRAY_MMAP(innet_tlock7);
+INNET__ARRAY_MMAP(innet_tmeta);
+INNET__ARRAY_MMAP(innet_confmap);
+INNET__ARRAY_MMAP(innet_timers);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_gmeta));
+	__uint(max_entries, 1);
+} innet_gmeta SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_member));
+	__uint(max_entries, INNET_MAX_GROUP_MEMBERS);
+} innet_members SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(key_size, 4);
+	__uint(max_entries, 1);
+	__array(values, struct {
+		__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+		__uint(key_size, 4);
+		__uint(value_size, sizeof(struct bpf_devmap_val));
+		__uint(max_entries, INNET_MAX_PORTS);
+	});
+} innet_groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_stats));
+	__uint(max_entries, 1);
+} innet_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_trace));
+	__uint(max_entries, 1);
+} innet_trace SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_port));
+	__uint(max_entries, INNET_MAX_PORTS);
+} innet_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(key_size, 4);
+	__uint(value_size, 4);
+	__uint(max_entries, 256);
+} innet_if2port SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct bpf_devmap_val));
+	__uint(max_entries, INNET_MAX_PORTS);
+} innet_portdevs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, 65536);
+	__uint(max_entries, 1);
+} innet_udp2prog SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, 4);
+	__uint(max_entries, INNET_XDP_MAX_PROGS);
+} innet_progs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, INNET_XDP_RING_BYTES);
+} innet_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, sizeof(struct innet_xdp_port_stats));
+	__uint(max_entries, INNET_MAX_PORTS);
+} innet_port_stats SEC(".maps");
+
+/* The object's layout, filled in by the loader before the verifier runs. */
+const volatile struct innet_xdp_layout innet_layout
+	__attribute__((section(".rodata.innet"))) = { .n_regs = 0 };
+#define INNET__L innet_layout
+
+/* ------------------------------------------------------------------------ */
+/* Faults and stats.                                                          */
+
+INNET__INLINE void innet__fault(struct innet_ctx *ctx, unsigned reason)
+{
+	if (ctx->fault == 0)
+		ctx->fault = (uint16_t)reason;
+}
+
+INNET__INLINE struct innet_xdp_stats *innet__stats(void)
+{
+	uint32_t zero = 0;
+	return bpf_map_lookup_elem(&innet_stats, &zero);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The packet.                                                                */
+
+/* A pointer to the n bytes at offset off of the packet, or NULL when the
+ * packet is shorter than off + n. n must be a compile-time constant here (the
+ * verifier checks every packet access against data_end). */
+INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
+{
+	if (off > INNET_PKT_MAX || n > INNET_PKT_MAX || off + n > p->len)
+		return NULL;
+	uint8_t *q = p->data + off;
+	if (q + n > p->data_end)
+		return NULL;
+	return q;
+}
+
+/* Reload the packet pointers after a helper that moved the frame's bounds. */
+INNET__INLINE void innet__pkt_reload(struct innet_pkt *p)
+{
+	p->data = (uint8_t *)(long)p->xdp->data + p->hdr_len;
+	p->data_end = (uint8_t *)(long)p->xdp->data_end;
+}
+
+INNET__INLINE int innet_pkt_push(struct innet_ctx *ctx, struct innet_pkt *p, uint32_t n)
+{
+	if (n > p->headroom || bpf_xdp_adjust_head(p->xdp, -(int)n) != 0) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		innet__pkt_reload(p);
+		return -1;
+	}
+	p->headroom -= n;
+	p->len += n;
+	innet__pkt_reload(p);
+	return 0;
+}
+
+INNET__INLINE int innet_pkt_pull(struct innet_ctx *ctx, struct innet_pkt *p, uint32_t n)
+{
+	if (n > p->len || bpf_xdp_adjust_head(p->xdp, (int)n) != 0) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		innet__pkt_reload(p);
+		return -1;
+	}
+	p->headroom += n;
+	p->len -= n;
+	innet__pkt_reload(p);
+	return 0;
+}
+
+INNET__INLINE int innet_pkt_resize(struct innet_ctx *ctx, struct innet_pkt *p, uint32_t len)
+{
+	if (len > INNET_PKT_MAX ||
+	    bpf_xdp_adjust_tail(p->xdp, (int)len - (int)p->len) != 0) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		innet__pkt_reload(p);
+		return -1;
+	}
+	p->len = len;
+	innet__pkt_reload(p);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registers.                                                                 */
+
+INNET__INLINE void *innet__reg_map(unsigned r)
+{
+	switch (r) {
+	case 0: return &innet_reg0;   case 1: return &innet_reg1;   case 2: return &innet_reg2;
+	case 3: return &innet_reg3;   case 4: return &innet_reg4;   case 5: return &innet_reg5;
+	case 6: return &innet_reg6;   case 7: return &innet_reg7;   case 8: return &innet_reg8;
+	case 9: return &innet_reg9;   case 10: return &innet_reg10; case 11: return &innet_reg11;
+	case 12: return &innet_reg12; case 13: return &innet_reg13; case 14: return &innet_reg14;
+	case 15: return &innet_reg15; case 16: return &innet_reg16; case 17: return &innet_reg17;
+	case 18: return &innet_reg18; case 19: return &innet_reg19; case 20: return &innet_reg20;
+	case 21: return &innet_reg21; case 22: return &innet_reg22; case 23: return &innet_reg23;
+	case 24: return &innet_reg24; case 25: return &innet_reg25; case 26: return &innet_reg26;
+	case 27: return &innet_reg27; case 28: return &innet_reg28; case 29: return &innet_reg29;
+	case 30: return &innet_reg30; case 31: return &innet_reg31;
+	}
+	return (void *)0;
+}
+
+/* Account one register operation and check idx; the element's byte offset
+ * from the start of the register's memory goes to *off. */
+INNET__INLINE bool innet__reg_check(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+{
+	if (++ctx->use.reg_ops > ctx->reg_ops_budget) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		return false;
+	}
+	if (r >= INNET_MAX_REGS || r >= INNET__L.n_regs || idx >= INNET__L.regs[r].count) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return false;
+	}
+	return true;
+}
+
+/* Element idx of a register of 1..8-byte elements: a pointer into its page. */
+INNET__INLINE uint8_t *innet__reg_word(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+{
+	uint64_t off = (uint64_t)idx << INNET__L.regs[r].shift;
+	uint32_t page = (uint32_t)(off >> 12);
+	uint8_t *base = bpf_map_lookup_elem(innet__reg_map(r), &page);
+	if (base == (void *)0) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return (void *)0;
+	}
+	return base + (off & (INNET__PAGE - 1));
+}
+
+/* Element idx of a blob register (its own map entry). */
+INNET__INLINE uint8_t *innet__reg_blob(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+{
+	uint8_t *e = bpf_map_lookup_elem(innet__reg_map(r), &idx);
+	if (e == (void *)0)
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+	return e;
+}
+
+INNET__INLINE uint64_t innet_reg_read(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+{
+	if (!innet__reg_check(ctx, r, idx))
+		return 0;
+	uint32_t w = INNET__L.regs[r].width;
+	if (w > 8) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return 0;
+	}
+	uint8_t *p = innet__reg_word(ctx, r, idx);
+	if (p == (void *)0)
+		return 0;
+	switch (w) {
+	case 8: return *(volatile uint64_t *)p;
+	case 4: return *(volatile uint32_t *)p;
+	case 2: return *(volatile uint16_t *)p;
+	case 1: return *(volatile uint8_t *)p;
+	}
+	innet__fault(ctx, INNET_DROP_REG_OOB);
+	return 0;
+}
+
+INNET__INLINE void innet_reg_write(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	if (!innet__reg_check(ctx, r, idx))
+		return;
+	uint32_t w = INNET__L.regs[r].width;
+	if (w > 8) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return;
+	}
+	uint8_t *p = innet__reg_word(ctx, r, idx);
+	if (p == (void *)0)
+		return;
+	switch (w) {
+	case 8: *(volatile uint64_t *)p = v; return;
+	case 4: *(volatile uint32_t *)p = (uint32_t)v; return;
+	case 2: *(volatile uint16_t *)p = (uint16_t)v; return;
+	case 1: *(volatile uint8_t *)p = (uint8_t)v; return;
+	}
+	innet__fault(ctx, INNET_DROP_REG_OOB);
+}
+
+enum innet__rmw_op {
+	INNET__ADD, INNET__OR, INNET__AND, INNET__SWAP, INNET__MAX, INNET__CAS,
+};
+
+INNET__INLINE uint64_t innet__rmw_apply(enum innet__rmw_op op, uint64_t old, uint64_t v)
+{
+	switch (op) {
+	case INNET__ADD: return old + v;
+	case INNET__OR: return old | v;
+	case INNET__AND: return old & v;
+	case INNET__MAX: return old > v ? old : v;
+	default: return v;   /* SWAP */
+	}
+}
+
+/*
+ * A read-modify-write of element idx. eBPF has atomic add/or/and/xchg/cmpxchg
+ * of 32 and 64 bits: those map one to one. Elements of 1 or 2 bytes, and
+ * the maximum at any width, are a compare-and-swap loop on the aligned 32-bit
+ * (or 64-bit) word that holds them, at most INNET_RMW_TRIES rounds (the same
+ * bound the user-space engine uses for fetch_max); a writer that keeps losing
+ * faults the packet with reg_contended.
+ */
+INNET__INLINE uint64_t innet__rmw(struct innet_ctx *ctx, unsigned r, uint32_t idx,
+				  enum innet__rmw_op op, uint64_t v)
+{
+	if (!innet__reg_check(ctx, r, idx))
+		return 0;
+	uint32_t w = INNET__L.regs[r].width;
+	if (w > 8) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return 0;
+	}
+	uint8_t *p = innet__reg_word(ctx, r, idx);
+	if (p == (void *)0)
+		return 0;
+	if (w == 8 && op != INNET__MAX) {
+		uint64_t *q = (uint64_t *)p;
+		switch (op) {
+		case INNET__ADD: return __sync_fetch_and_add(q, v);
+		case INNET__OR: return __sync_fetch_and_or(q, v);
+		case INNET__AND: return __sync_fetch_and_and(q, v);
+		default: return __sync_lock_test_and_set(q, v);
+		}
+	}
+	if (w == 4 && op != INNET__MAX) {
+		uint32_t *q = (uint32_t *)p;
+		switch (op) {
+		case INNET__ADD: return __sync_fetch_and_add(q, (uint32_t)v);
+		case INNET__OR: return __sync_fetch_and_or(q, (uint32_t)v);
+		case INNET__AND: return __sync_fetch_and_and(q, (uint32_t)v);
+		default: return __sync_lock_test_and_set(q, (uint32_t)v);
+		}
+	}
+	if (w == 8) {   /* max of a 64-bit element */
+		uint64_t *q = (uint64_t *)p;
+		uint64_t cur = *(volatile uint64_t *)q;
+		for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
+			if (cur >= v)
+				return cur;
+			uint64_t seen = __sync_val_compare_and_swap(q, cur, v);
+			if (seen == cur)
+				return cur;
+			cur = seen;
+		}
+		innet__fault(ctx, INNET_DROP_REG_CONTENDED);
+		return cur;
+	}
+	/* 1, 2 or 4 bytes through the aligned 32-bit word that holds them */
+	uint32_t in_word = ((uint32_t)idx << INNET__L.regs[r].shift) & 3u;
+	uint32_t *q = (uint32_t *)(p - in_word);
+	uint32_t sh = in_word * 8u;
+	uint32_t mask = w == 4 ? 0xffffffffu : ((1u << (w * 8u)) - 1u);
+	uint32_t cur = *(volatile uint32_t *)q;
+	for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
+		uint32_t old = (cur >> sh) & mask;
+		uint32_t nv = (uint32_t)innet__rmw_apply(op, old, v & mask) & mask;
+		if (op == INNET__MAX && old >= (uint32_t)(v & mask))
+			return old;
+		uint32_t next = (cur & ~(mask << sh)) | (nv << sh);
+		uint32_t seen = __sync_val_compare_and_swap(q, cur, next);
+		if (seen == cur)
+			return old;
+		cur = seen;
+	}
+	innet__fault(ctx, INNET_DROP_REG_CONTENDED);
+	return (cur >> sh) & mask;
+}
+
+INNET__INLINE uint64_t innet_reg_fetch_add(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	return innet__rmw(ctx, r, idx, INNET__ADD, v);
+}
+
+INNET__INLINE uint64_t innet_reg_fetch_or(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	return innet__rmw(ctx, r, idx, INNET__OR, v);
+}
+
+INNET__INLINE uint64_t innet_reg_fetch_and(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	return innet__rmw(ctx, r, idx, INNET__AND, v);
+}
+
+INNET__INLINE uint64_t innet_reg_swap(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	return innet__rmw(ctx, r, idx, INNET__SWAP, v);
+}
+
+INNET__INLINE uint64_t innet_reg_fetch_max(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint64_t v)
+{
+	return innet__rmw(ctx, r, idx, INNET__MAX, v);
+}
+
+INNET__INLINE bool innet_reg_cas(struct innet_ctx *ctx, unsigned r, uint32_t idx,
+				 uint64_t *expected, uint64_t desired)
+{
+	if (!innet__reg_check(ctx, r, idx))
+		return false;
+	uint32_t w = INNET__L.regs[r].width;
+	if (w > 8) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return false;
+	}
+	uint8_t *p = innet__reg_word(ctx, r, idx);
+	if (p == (void *)0)
+		return false;
+	if (w == 8) {
+		uint64_t seen = __sync_val_compare_and_swap((uint64_t *)p, *expected, desired);
+		bool ok = seen == *expected;
+		*expected = seen;
+		return ok;
+	}
+	uint32_t in_word = ((uint32_t)idx << INNET__L.regs[r].shift) & 3u;
+	uint32_t *q = (uint32_t *)(p - in_word);
+	uint32_t sh = in_word * 8u;
+	uint32_t mask = w == 4 ? 0xffffffffu : ((1u << (w * 8u)) - 1u);
+	uint32_t want = (uint32_t)*expected & mask;
+	uint32_t cur = *(volatile uint32_t *)q;
+	for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
+		uint32_t old = (cur >> sh) & mask;
+		if (old != want) {
+			*expected = old;
+			return false;
+		}
+		uint32_t next = (cur & ~(mask << sh)) | (((uint32_t)desired & mask) << sh);
+		uint32_t seen = __sync_val_compare_and_swap(q, cur, next);
+		if (seen == cur)
+			return true;
+		cur = seen;
+	}
+	innet__fault(ctx, INNET_DROP_REG_CONTENDED);
+	*expected = (cur >> sh) & mask;
+	return false;
+}
+
+/* Blob element idx for an n-byte copy, with the checks and the accounting of
+ * the user-space engine (a word per stateful ALU beyond the first). */
+INNET__INLINE uint8_t *innet__blob(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint32_t n)
+{
+	if (!innet__reg_check(ctx, r, idx))
+		return (void *)0;
+	uint32_t w = INNET__L.regs[r].width;
+	if (n > w) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return (void *)0;
+	}
+	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
+	if (ctx->use.reg_ops > ctx->reg_ops_budget) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		return (void *)0;
+	}
+	return w <= 8 ? innet__reg_word(ctx, r, idx) : innet__reg_blob(ctx, r, idx);
+}
+
+/* n is a compile-time constant at every call (sizeof of a local). */
+INNET__INLINE void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void *dst,
+					uint32_t n)
+{
+	uint8_t *e = innet__blob(ctx, r, idx, n);
+	if (e == (void *)0)
+		__builtin_memset(dst, 0, n);
+	else
+		bpf_probe_read_kernel(dst, n, e);
+}
+
+INNET__INLINE void innet_reg_write_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx,
+					 const void *src, uint32_t n)
+{
+	uint8_t *e = innet__blob(ctx, r, idx, n);
+	if (e != (void *)0)
+		bpf_probe_read_kernel(e, n, src);
+}
+
+INNET__INLINE void innet_reg_to_pkt(struct innet_ctx *ctx, unsigned r, uint32_t idx,
+				    struct innet_pkt *pkt, uint32_t off, uint32_t n)
+{
+	if (off > pkt->len || n > pkt->len - off) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return;
+	}
+	uint8_t *e = innet__blob(ctx, r, idx, n);
+	if (e == (void *)0 || n == 0)
+		return;
+	if (n > INNET__L.regs[r].stride ||
+	    bpf_xdp_store_bytes(pkt->xdp, pkt->hdr_len + off, e, n) != 0)
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+}
+
+INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt, uint32_t off,
+				    unsigned r, uint32_t idx, uint32_t n)
+{
+	if (off > pkt->len || n > pkt->len - off) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return;
+	}
+	uint8_t *e = innet__blob(ctx, r, idx, n);
+	if (e == (void *)0 || n == 0)
+		return;
+	if (n > INNET__L.regs[r].stride ||
+	    bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len + off, e, n) != 0)
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tables: src/runtime/table.c's algorithm over the same slots.               */
+
+INNET__INLINE void *innet__tslots(unsigned t)
+{
+	switch (t) {
+	case 0: return &innet_tslots0; case 1: return &innet_tslots1;
+	case 2: return &innet_tslots2; case 3: return &innet_tslots3;
+	case 4: return &innet_tslots4; case 5: return &innet_tslots5;
+	case 6: return &innet_tslots6; case 7: return &innet_tslots7;
+	}
+	return (void *)0;
+}
+
+INNET__INLINE void *innet__tlocks(unsigned t)
+{
+	switch (t) {
+	case 0: return &innet_tlock0; case 1: return &innet_tlock1;
+	case 2: return &innet_tlock2; case 3: return &innet_tlock3;
+	case 4: return &innet_tlock4; case 5: return &innet_tlock5;
+	case 6: return &innet_tlock6; case 7: return &innet_tlock7;
+	}
+	return (void *)0;
+}
+
+INNET__INLINE struct innet_table_shared *innet__tmeta(unsigned t)
+{
+	uint32_t zero = 0;
+	uint8_t *m = bpf_map_lookup_elem(&innet_tmeta, &zero);
+	if (m == (void *)0 || t >= INNET_MAX_TABLES)
+		return (void *)0;
+	return (struct innet_table_shared *)(m + t * sizeof(struct innet_table_shared));
+}
+
+INNET__INLINE bool innet__table_check(struct innet_ctx *ctx, unsigned t, uint32_t ks, uint32_t vs)
+{
+	ctx->use.table_ops++;
+	if (t >= INNET_MAX_TABLES || t >= INNET__L.n_tables) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return false;
+	}
+	if (ks != INNET__L.tables[t].key_size ||
+	    (vs != 0xffffffffu && vs != INNET__L.tables[t].value_size)) {
+		innet__fault(ctx, INNET_DROP_TABLE_KEY);
+		return false;
+	}
+	return true;
+}
+
+/* Compare ks bytes (a compile-time constant) of a slot's key with key. */
+INNET__INLINE bool innet__key_eq(const uint8_t *slot_key, const uint8_t *key, uint32_t ks)
+{
+	for (uint32_t i = 0; i < ks; i++)
+		if (slot_key[i] != key[i])
+			return false;
+	return true;
+}
+
+INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key,
+				      uint32_t ks, void *val, uint32_t vs)
+{
+	if (!innet__table_check(ctx, t, ks, vs))
+		return -1;
+	uint32_t mask = INNET__L.tables[t].n_slots - 1;
+	uint32_t home = (uint32_t)innet_hash(key, ks, 0) & mask;
+	void *slots = innet__tslots(t);
+	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
+		uint32_t k = (home + i) & mask;
+		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
+		if (s == (void *)0)
+			return -1;
+		for (uint32_t tries = 0; tries < INNET_XDP_SEQ_TRIES; tries++) {
+			uint32_t seq = *(volatile uint32_t *)&s->seq;
+			if (seq & 1)
+				continue;
+			uint32_t state = *(volatile uint32_t *)&s->state;
+			if (state == INNET_SLOT_EMPTY)
+				return -1;
+			if (state != INNET_SLOT_USED)
+				break;
+			bool eq = innet__key_eq(s->kv, key, ks);
+			if (eq)   /* (val may keep torn bytes if a racing writer then
+			           * moves the key away: the lookup still says -1) */
+				__builtin_memcpy(val, s->kv + ks, vs);
+			if (*(volatile uint32_t *)&s->seq != seq)
+				continue;
+			if (eq)
+				return 0;
+			break;
+		}
+	}
+	return -1;
+}
+
+/* Writers: the key's home lock (a u32 flag) serialises writers of one key;
+ * a slot is claimed by moving its seq from even to odd. Bounded like
+ * table.c, with fewer rounds: a data-plane writer that cannot get the lock
+ * gives up (insert_busy) rather than spin. */
+INNET__INLINE uint32_t *innet__tlock(unsigned t, uint32_t home)
+{
+	uint32_t page = home / (INNET__PAGE / 4);
+	uint32_t *p = bpf_map_lookup_elem(innet__tlocks(t), &page);
+	if (p == (void *)0)
+		return (void *)0;
+	return p + (home & (INNET__PAGE / 4 - 1));
+}
+
+INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks,
+				     const void *val, uint32_t vs, bool del)
+{
+	if (ctx->model != INNET_MODEL_TRIO) {
+		ctx->use.table_ops++;
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (!innet__table_check(ctx, t, ks, del ? 0xffffffffu : vs))
+		return -1;
+	struct innet_table_shared *meta = innet__tmeta(t);
+	uint32_t mask = INNET__L.tables[t].n_slots - 1;
+	uint32_t home = (uint32_t)innet_hash(key, ks, 0) & mask;
+	uint32_t *lock = innet__tlock(t, home);
+	if (meta == (void *)0 || lock == (void *)0)
+		return -1;
+	if (__sync_val_compare_and_swap(lock, 0, 1) != 0) {
+		__sync_fetch_and_add(&meta->insert_busy, 1);
+		return -1;
+	}
+	void *slots = innet__tslots(t);
+	int rc = -1;
+	int32_t free_at = -1;
+	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
+		uint32_t k = (home + i) & mask;
+		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
+		if (s == (void *)0)
+			break;
+		uint32_t state = *(volatile uint32_t *)&s->state;
+		if (state == INNET_SLOT_USED && innet__key_eq(s->kv, key, ks)) {
+			uint32_t seq = *(volatile uint32_t *)&s->seq;
+			if ((seq & 1) || __sync_val_compare_and_swap(&s->seq, seq, seq + 1) != seq)
+				break;   /* another writer is in the slot: busy */
+			if (del) {
+				*(volatile uint32_t *)&s->state = INNET_SLOT_DEAD;
+				__sync_fetch_and_add(&meta->entries, -1);
+			} else {
+				__builtin_memcpy(s->kv + ks, val, vs);
+			}
+			__sync_fetch_and_add(&s->seq, 1);
+			rc = 0;
+			goto out;
+		}
+		if (free_at < 0 && state != INNET_SLOT_USED)
+			free_at = (int32_t)k;
+		if (state == INNET_SLOT_EMPTY)
+			break;
+	}
+	if (del)
+		goto out;
+	if (free_at < 0 || *(volatile uint32_t *)&meta->entries >= INNET__L.tables[t].capacity) {
+		__sync_fetch_and_add(&meta->insert_full, 1);
+		goto out;
+	}
+	uint32_t k = (uint32_t)free_at;
+	struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
+	if (s == (void *)0)
+		goto out;
+	uint32_t seq = *(volatile uint32_t *)&s->seq;
+	if ((seq & 1) || __sync_val_compare_and_swap(&s->seq, seq, seq + 1) != seq) {
+		__sync_fetch_and_add(&meta->insert_busy, 1);
+		goto out;
+	}
+	__builtin_memcpy(s->kv, key, ks);
+	__builtin_memcpy(s->kv + ks, val, vs);
+	*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
+	__sync_fetch_and_add(&s->seq, 1);
+	__sync_fetch_and_add(&meta->entries, 1);
+	rc = 0;
+out:
+	*(volatile uint32_t *)lock = 0;
+	return rc;
+}
+
+INNET__INLINE int innet__table_insert(struct innet_ctx *ctx, unsigned t, const void *key,
+				      uint32_t ks, const void *val, uint32_t vs)
+{
+	return innet__table_write(ctx, t, key, ks, val, vs, false);
+}
+
+INNET__INLINE int innet__table_delete(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks)
+{
+	return innet__table_write(ctx, t, key, ks, (void *)0, 0, true);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Trio facilities: handed to the user-space engine through innet_ring.       */
+
+INNET__INLINE int innet_emit(struct innet_ctx *ctx, const struct innet_out *out, bool is_group,
+			     const void *data, uint32_t len)
+{
+	if (ctx->model != INNET_MODEL_TRIO) {
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (len > INNET_XDP_HANDOFF_MAX) {
+		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+		return -1;
+	}
+	ctx->use.emitted++;
+	struct innet_xdp_stats *st = innet__stats();
+	struct innet_xdp_rec *rec = bpf_ringbuf_reserve(&innet_ring, sizeof(*rec), 0);
+	if (rec == (void *)0) {
+		if (st)
+			st->drops[INNET_DROP_TX_FULL]++;
+		return -1;
+	}
+	rec->kind = INNET_XDP_REC_EMIT;
+	rec->prog = (uint16_t)INNET__L.self;
+	rec->is_group = is_group;
+	rec->out.port = out->port;
+	rec->out.group = out->group;
+	rec->out.ip = out->ip;
+	rec->out.udp = out->udp;
+	rec->out.src_udp = out->src_udp;
+	rec->out.reason = out->reason;
+	rec->len = len;
+	if (len > 0)
+		bpf_probe_read_kernel(rec->data, len, data);
+	bpf_ringbuf_submit(rec, 0);
+	if (st) {
+		st->emitted++;
+		st->handoffs[INNET_XDP_HANDOFF_EMIT]++;
+	}
+	return 0;
+}
+
+INNET__INLINE struct innet_timer_slot *innet__timer_slot(uint32_t timer)
+{
+	uint32_t page = timer / (INNET__PAGE / sizeof(struct innet_timer_slot));
+	uint8_t *p = bpf_map_lookup_elem(&innet_timers, &page);
+	if (p == (void *)0)
+		return (void *)0;
+	return (struct innet_timer_slot *)p +
+	       (timer & (INNET__PAGE / sizeof(struct innet_timer_slot) - 1));
+}
+
+INNET__INLINE int innet_timer_arm(struct innet_ctx *ctx, uint32_t timer, uint64_t delay_ns,
+				  uint64_t arg)
+{
+	if (ctx->model != INNET_MODEL_TRIO) {
+		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+		return -1;
+	}
+	if (timer >= INNET__L.n_timers) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return -1;
+	}
+	struct innet_timer_slot *ts = innet__timer_slot(timer);
+	struct innet_xdp_rec *rec = bpf_ringbuf_reserve(&innet_ring, sizeof(*rec), 0);
+	if (ts == (void *)0 || rec == (void *)0) {
+		if (rec)
+			bpf_ringbuf_discard(rec, 0);
+		return -1;
+	}
+	uint64_t deadline = ctx->now_ns + (delay_ns ? delay_ns : 1);
+	*(volatile uint64_t *)&ts->arg = arg;
+	*(volatile uint64_t *)&ts->deadline_ns = deadline;
+	rec->kind = INNET_XDP_REC_TIMER;
+	rec->prog = (uint16_t)INNET__L.self;
+	rec->timer = timer;
+	rec->deadline_ns = deadline;
+	rec->arg = arg;
+	rec->len = 0;
+	bpf_ringbuf_submit(rec, 0);
+	struct innet_xdp_stats *st = innet__stats();
+	if (st)
+		st->handoffs[INNET_XDP_HANDOFF_TIMER]++;
+	return 0;
+}
+
+INNET__INLINE void innet_timer_cancel(struct innet_ctx *ctx, uint32_t timer)
+{
+	if (timer >= INNET__L.n_timers)
+		return;
+	struct innet_timer_slot *ts = innet__timer_slot(timer);
+	if (ts != (void *)0)
+		*(volatile uint64_t *)&ts->deadline_ns = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration, randomness, ports.                                          */
+
+INNET__INLINE const void *innet_conf(const struct innet_ctx *ctx)
+{
+	return ctx->conf;
+}
+
+INNET__INLINE uint32_t innet_random(struct innet_ctx *ctx)
+{
+	(void)ctx;
+	return bpf_get_prandom_u32();
+}
+
+INNET__INLINE uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
+{
+	(void)ctx;
+	uint32_t k = port;
+	const struct innet_xdp_port *pi = bpf_map_lookup_elem(&innet_ports, &k);
+	return (pi != (void *)0 && port < INNET__L.n_ports) ? pi->peer_ip : 0;
+}
+
+/* NAME_dp.c's last line: the handler (and timer callback, which on XDP runs
+ * in the user-space engine, natively) of this object. */
+#define INNET_DATAPATH(name, handle_fn, timer_fn)                                        \
+	INNET__INLINE enum innet_action innet__handle(struct innet_ctx *ctx,             \
+						      struct innet_pkt *pkt)             \
+	{                                                                                \
+		return handle_fn(ctx, pkt);                                              \
+	}
+#define INNET_DATAPATH_USERSPACE(name, handle_fn, timer_fn, reason)                      \
+	_Static_assert(0, "user-space-only data path compiled for XDP: " reason);
+
+#endif /* INNET_DP_XDP_H */
