@@ -724,6 +724,18 @@ INNET__INLINE uint32_t *innet__tlock(unsigned t, uint32_t home)
 	return p + (home & (INNET__PAGE / 4 - 1));
 }
 
+/* Claim slot s for writing (seq even -> odd), a few tries. */
+INNET__INLINE bool innet__slot_claim(struct innet_table_slot *s)
+{
+	for (uint32_t t = 0; t < INNET_XDP_SEQ_TRIES; t++) {
+		uint32_t seq = *(volatile uint32_t *)&s->seq;
+		if (!(seq & 1) && __sync_val_compare_and_swap(&s->seq, seq, seq + 1) == seq)
+			return true;
+	}
+	return false;
+}
+
+/* table.c's innet_table_put / innet_table_del, step for step. */
 INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks,
 				     const void *val, uint32_t vs, bool del)
 {
@@ -741,58 +753,69 @@ INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const vo
 	if (meta == (void *)0 || lock == (void *)0)
 		return -1;
 	if (__sync_val_compare_and_swap(lock, 0, 1) != 0) {
-		__sync_fetch_and_add(&meta->insert_busy, 1);
+		if (!del)
+			__sync_fetch_and_add(&meta->insert_busy, 1);
 		return -1;
 	}
 	void *slots = innet__tslots(t);
 	int rc = -1;
-	int32_t free_at = -1;
+	/* the key's slot, if it is in the table (the home lock keeps it there) */
+	struct innet_table_slot *found = (void *)0;
 	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
 		uint32_t k = (home + i) & mask;
 		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
 		if (s == (void *)0)
 			break;
 		uint32_t state = *(volatile uint32_t *)&s->state;
-		if (state == INNET_SLOT_USED && innet__key_eq(s->kv, key, ks)) {
-			uint32_t seq = *(volatile uint32_t *)&s->seq;
-			if ((seq & 1) || __sync_val_compare_and_swap(&s->seq, seq, seq + 1) != seq)
-				break;   /* another writer is in the slot: busy */
-			if (del) {
-				*(volatile uint32_t *)&s->state = INNET_SLOT_DEAD;
-				__sync_fetch_and_add(&meta->entries, -1);
-			} else {
-				__builtin_memcpy(s->kv + ks, val, vs);
-			}
-			__sync_fetch_and_add(&s->seq, 1);
-			rc = 0;
-			goto out;
-		}
-		if (free_at < 0 && state != INNET_SLOT_USED)
-			free_at = (int32_t)k;
 		if (state == INNET_SLOT_EMPTY)
 			break;
+		if (state == INNET_SLOT_USED && innet__key_eq(s->kv, key, ks)) {
+			found = s;
+			break;
+		}
+	}
+	if (found != (void *)0) {
+		if (!innet__slot_claim(found))
+			goto out;
+		if (del) {
+			*(volatile uint32_t *)&found->state = INNET_SLOT_DEAD;
+			__sync_fetch_and_add(&found->seq, 1);
+			__sync_fetch_and_add(&meta->entries, -1);
+		} else {
+			__builtin_memcpy(found->kv + ks, val, vs);
+			__sync_fetch_and_add(&found->seq, 1);
+		}
+		rc = 0;
+		goto out;
 	}
 	if (del)
 		goto out;
-	if (free_at < 0 || *(volatile uint32_t *)&meta->entries >= INNET__L.tables[t].capacity) {
+	if (__sync_fetch_and_add(&meta->entries, 1) >= INNET__L.tables[t].capacity) {
+		__sync_fetch_and_add(&meta->entries, -1);
 		__sync_fetch_and_add(&meta->insert_full, 1);
 		goto out;
 	}
-	uint32_t k = (uint32_t)free_at;
-	struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
-	if (s == (void *)0)
-		goto out;
-	uint32_t seq = *(volatile uint32_t *)&s->seq;
-	if ((seq & 1) || __sync_val_compare_and_swap(&s->seq, seq, seq + 1) != seq) {
-		__sync_fetch_and_add(&meta->insert_busy, 1);
+	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
+		uint32_t k = (home + i) & mask;
+		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
+		if (s == (void *)0)
+			break;
+		if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED || !innet__slot_claim(s))
+			continue;
+		if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED) {   /* raced */
+			__sync_fetch_and_add(&s->seq, 1);
+			continue;
+		}
+		__builtin_memcpy(s->kv, key, ks);
+		__builtin_memcpy(s->kv + ks, val, vs);
+		*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
+		__sync_fetch_and_add(&s->seq, 1);
+		rc = 0;
 		goto out;
 	}
-	__builtin_memcpy(s->kv, key, ks);
-	__builtin_memcpy(s->kv + ks, val, vs);
-	*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
-	__sync_fetch_and_add(&s->seq, 1);
-	__sync_fetch_and_add(&meta->entries, 1);
-	rc = 0;
+	/* the probe window around this key's home is full */
+	__sync_fetch_and_add(&meta->entries, -1);
+	__sync_fetch_and_add(&meta->insert_full, 1);
 out:
 	*(volatile uint32_t *)lock = 0;
 	return rc;

@@ -68,10 +68,15 @@ static inline int innet_route_get(struct innet_ctx *ctx, unsigned table, uint16_
 	return 0;
 }
 
-/* One of a port route's equal-cost ports, chosen by a flow hash (ECMP). */
+/* One of a port route's equal-cost ports, chosen by a flow hash (ECMP).
+ * (innet_route_get checked n <= 8, so the mask changes nothing; it is there
+ * for the eBPF verifier, which cannot bound a remainder.) */
+_Static_assert((INNET_ROUTE_MAX_PORTS & (INNET_ROUTE_MAX_PORTS - 1)) == 0, "a power of two");
 static inline uint16_t innet_route_pick(const struct innet_route *r, uint64_t hash)
 {
-	return r->ports[r->n > 1 ? hash % r->n : 0];
+	uint32_t i = r->n > 1 ? (uint32_t)(hash % r->n) : 0;
+	innet_opaque(i);
+	return r->ports[i & (INNET_ROUTE_MAX_PORTS - 1)];
 }
 
 #ifdef __cplusplus

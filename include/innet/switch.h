@@ -59,6 +59,10 @@ struct innet_link_conf {
 struct innet_port_conf {
 	char name[INNET_NAME_MAX];    /* e.g. "p0" or the neighbour's name */
 	char iface[INNET_IFACE_MAX];  /* raw port: the interface (AF_PACKET); "" = UDP port */
+	char dev[INNET_IFACE_MAX];    /* XDP target: the network device carrying this port
+	                               * (ip is its address; raw ports: = iface) */
+	uint8_t peer_mac[6];          /* XDP target: the link peer's MAC (static neighbour) */
+	bool has_peer_mac;            /* else looked up in the kernel's neighbour table */
 	uint32_t ip;                  /* local address (host order); 0 for a raw port */
 	uint32_t peer_ip;             /* other end of the link; 0 = none */
 	uint16_t peer_udp;            /* 0 = same UDP port as the packet */
@@ -83,8 +87,18 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 /* Parse "N" or "A-B" (decimal) into *lo, *hi (no range checks). 0 or -EINVAL. */
 int innet_udp_range_parse(const char *s, uint32_t *lo, uint32_t *hi);
 
+/* Where a switch's data paths run (docs/xdp.md). */
+enum innet_target {
+	INNET_TARGET_UDP = 0,     /* the user-space engine over UDP sockets / AF_PACKET */
+	INNET_TARGET_XDP = 1,     /* eBPF on the port devices, the engine for hand-offs */
+};
+
 struct innet_switch_conf {
 	char name[INNET_NAME_MAX];
+	enum innet_target target;              /* INNET_TARGET_UDP (default) or _XDP */
+	bool xdp_no_attach;                    /* XDP: load and map, attach nothing (tests:
+	                                        * innet_switch_inject runs the eBPF program
+	                                        * with BPF_PROG_TEST_RUN) */
 	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */
@@ -192,6 +206,8 @@ const char *innet_action_name(unsigned action);
 /* ------------------------------------------------------------------------ */
 /* Statistics: per-thread counters summed on request.                         */
 
+#define INNET_HANDOFF_KINDS 8u
+
 struct innet_prog_stats {
 	uint64_t rx_pkts;                         /* packets into the handler (first pass) */
 	uint64_t rx_bytes;
@@ -211,7 +227,17 @@ struct innet_prog_stats {
 	uint32_t max_alu_ops;
 	uint32_t max_recirc;                      /* per packet */
 	uint32_t max_emitted;                     /* per packet */
+	/* XDP target: what left the fast path for the user-space engine, by kind
+	 * (innet_handoff_name), and hand-offs lost to a full ring. The packets
+	 * themselves are counted above like any other, whoever handled them. */
+	uint64_t handoffs[INNET_HANDOFF_KINDS];
+	uint64_t handoff_ring_full;
+	uint64_t xdp_rx_pkts;                     /* of rx_pkts, handled in XDP */
 };
+
+/* Name of hand-off kind k (to_cpu, emit, timer, multicast, neighbour,
+ * oversize, userspace), or NULL past the last. */
+const char *innet_handoff_name(unsigned k);
 
 struct innet_port_stats {
 	uint64_t rx_pkts;
@@ -225,7 +251,17 @@ struct innet_port_stats {
 	uint64_t link_reordered;
 	uint64_t link_delayed;
 	uint64_t link_queue_full;  /* delay queue full: dropped */
+	/* XDP target: of rx_pkts/tx_pkts, those the eBPF program handled, and
+	 * frames it passed to the kernel unhandled, by reason
+	 * (innet_xdp_pass_name). */
+	uint64_t xdp_rx_pkts;
+	uint64_t xdp_tx_pkts;
+	uint64_t xdp_pass[8];
 };
+
+/* Name of XDP pass reason k (not_ipv4, not_local, not_udp, no_program,
+ * ip_options, fragment, bad_length, userspace), or NULL past the last. */
+const char *innet_xdp_pass_name(unsigned k);
 
 int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out);
 int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out);

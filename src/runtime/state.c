@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "runtime/switch_pvt.h"
+#include "xdp/xdp.h"
 
 struct innet_args {
 	json_t *obj;                 /* the settings object (never NULL) */
@@ -387,8 +388,12 @@ void innet_state_free(struct innet_cp *cp)
 	free(cp->groups);
 	cp->groups = NULL;
 	cp->n_groups = 0;
-	free(cp->timers);
+	if (cp->timers_mapped)
+		munmap(cp->timers, cp->timers_mapped);
+	else
+		free(cp->timers);
 	cp->timers = NULL;
+	cp->timers_mapped = 0;
 	cp->n_timers = 0;
 	if (cp->conf != NULL && cp->conf_release != NULL)
 		cp->conf_release(cp);
@@ -695,8 +700,9 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 	innet_shared_store(g->m, m, n * (uint32_t)sizeof(*m));
 	__atomic_store_n(&g->n, n, __ATOMIC_RELEASE);
 	atomic_fetch_add_explicit(&g->seq, 1, memory_order_release);  /* even: stable */
+	int rc = innet_xdp_group_sync(cp->sw, cp->index, group, m, n);
 	pthread_mutex_unlock(&cp->cp_lock);
-	return 0;
+	return rc;
 }
 
 int innet_cp_group_get(struct innet_cp *cp, uint32_t group, struct innet_member *m, uint32_t max)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "runtime/switch_pvt.h"
+#include "xdp/xdp.h"
 
 #define SOCK_BUF (4 << 20)
 
@@ -49,6 +50,25 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_REG_CONTENDED] = "reg_contended",
 	[INNET_DROP_TABLE_KEY] = "table_key_size",
 };
+
+static const char *const handoff_names[] = {
+	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace",
+};
+
+const char *innet_handoff_name(unsigned k)
+{
+	return k < sizeof(handoff_names) / sizeof(handoff_names[0]) ? handoff_names[k] : NULL;
+}
+
+static const char *const xdp_pass_names[] = {
+	"not_ipv4", "not_local", "not_udp", "no_program", "ip_options", "fragment", "bad_length",
+	"userspace",
+};
+
+const char *innet_xdp_pass_name(unsigned k)
+{
+	return k < sizeof(xdp_pass_names) / sizeof(xdp_pass_names[0]) ? xdp_pass_names[k] : NULL;
+}
 
 static const char *const action_names[INNET_ACTION_COUNT] = {
 	[INNET_DROP] = "drop",         [INNET_FORWARD] = "forward",
@@ -547,6 +567,13 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		if (rc != 0)
 			goto err_destroy;
 	}
+	/* The XDP target loads the programs' eBPF objects and moves their state
+	 * onto the maps before anything (workers, init) looks at it. */
+	if (conf->target == INNET_TARGET_XDP) {
+		rc = innet_xdp_create(sw, err, errlen);
+		if (rc != 0)
+			goto err_destroy;
+	}
 	sw->workers = aligned_alloc(INNET_CACHELINE, sizeof(*sw->workers) * (sw->n_workers + INNET_EXTRA_WORKERS));
 	if (sw->workers == NULL) {
 		rc = -ENOMEM;
@@ -592,6 +619,11 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		}
 	}
 	sw->init_err = NULL;
+	if (sw->xdp != NULL) {
+		rc = innet_xdp_start(sw, err, errlen);
+		if (rc != 0)
+			goto err_destroy;
+	}
 	return sw;
 
 err_destroy:
@@ -661,6 +693,7 @@ void innet_switch_destroy(struct innet_switch *sw)
 	if (sw == NULL)
 		return;
 	innet_switch_stop(sw);
+	innet_xdp_stop(sw);   /* detach first: nothing new arrives on the ring */
 	innet_capture_close_all(sw);
 	innet_timerq_destroy(sw);
 	for (uint32_t i = 0; i < sw->n_socks; i++)
@@ -676,6 +709,7 @@ void innet_switch_destroy(struct innet_switch *sw)
 		free(sw->progs[i].udp);
 		pthread_mutex_destroy(&sw->progs[i].cp_lock);
 	}
+	innet_xdp_destroy(sw);
 	if (sw->cpu_wake_fd >= 0)
 		close(sw->cpu_wake_fd);
 	pthread_mutex_destroy(&sw->capture_lock);
@@ -731,6 +765,7 @@ int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out)
 		MAXOF(max_emitted);
 #undef MAXOF
 	}
+	innet_xdp_prog_stats_add(sw, cp->index, out);
 	return 0;
 }
 
@@ -753,6 +788,7 @@ int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet
 		out->link_delayed += LOAD64(s->link_delayed);
 		out->link_queue_full += LOAD64(s->link_queue_full);
 	}
+	innet_xdp_port_stats_add(sw, port, out);
 	return 0;
 }
 
@@ -765,4 +801,5 @@ void innet_switch_stats_reset(struct innet_switch *sw)
 		memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
 		memset(w->portstats, 0, sizeof(*w->portstats) * sw->n_ports);
 	}
+	innet_xdp_stats_reset(sw);
 }

@@ -98,6 +98,7 @@ struct innet_cp {
 	uint32_t n_groups;
 	struct innet_timer *timers;
 	uint32_t n_timers;
+	size_t timers_mapped;                 /* bytes mmap'ed by the XDP target, 0 = calloc */
 	uint32_t reg_ops_budget;              /* per pass */
 	uint32_t serial_worker;               /* SERIAL: the one worker that polls it */
 	pthread_mutex_t cp_lock;              /* serialises control-plane writers */
@@ -253,6 +254,7 @@ struct innet_switch {
 	pthread_mutex_t inject_lock;           /* serialises innet_switch_inject */
 	char *init_err;                        /* during create: the caller's message buffer */
 	size_t init_errlen;
+	struct innet_xdp *xdp;                 /* the XDP target (src/xdp/), or NULL */
 };
 
 /* Per-thread counters: one writer (the owning thread), read by anyone with
@@ -265,7 +267,8 @@ struct innet_switch {
 #define INNET_TIMER_WORKER(sw)   (&(sw)->workers[(sw)->n_workers])
 #define INNET_CONTROL_WORKER(sw) (&(sw)->workers[(sw)->n_workers + 1])
 #define INNET_INJECT_WORKER(sw)  (&(sw)->workers[(sw)->n_workers + 2])
-#define INNET_EXTRA_WORKERS 3u
+#define INNET_XDP_WORKER(sw)     (&(sw)->workers[(sw)->n_workers + 3]) /* hand-offs */
+#define INNET_EXTRA_WORKERS 4u
 
 /* state.c: declarations, settings, register blobs. */
 struct innet_decl {
@@ -305,11 +308,19 @@ int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const voi
 /* Does the table take keys of key_size and values of val_size bytes
  * (val_size UINT32_MAX: any)? */
 bool innet_table_sizes_match(const struct innet_table *t, uint32_t key_size, uint32_t val_size);
+void innet_table_geometry(const struct innet_table *t, uint32_t *n_slots, uint32_t *slot_size);
+/* Move an empty table onto memory someone else provides (the XDP target's
+ * maps): n_slots * slot_size bytes of zeroed slots, n_slots u32 locks, the
+ * counters. 0, or -EBUSY if the table has entries. */
+struct innet_table_shared;
+int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct innet_table_shared *sh);
 
 /* worker.c */
 int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t id);
 void innet_worker_fini(struct innet_worker *w);
 void *innet_worker_main(void *arg);
+/* Hand pkt to the control plane's on_cpu through w's ring (counted). */
+void innet_worker_punt(struct innet_worker *w, struct innet_cp *cp, const struct innet_pkt *pkt);
 /* Queue a copy of data (emit / control-plane send) on w; 0 or -1. */
 int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const struct innet_out *out,
 			   bool is_group, const void *data, uint32_t len, uint16_t src_udp);

@@ -9,6 +9,13 @@
  *
  *   slots: | slot 0 | slot 1 | ... | slot n-1 |
  *   slot:  | seq u32 | state u32 | key (key_size) | value (value_size) | pad to 8 |
+ *   locks: | u32 home lock per slot |
+ *   shared counters: struct innet_table_shared (entries, insert_full, insert_busy)
+ *
+ * On the XDP target the three live in BPF array maps that the eBPF program
+ * reads and writes with the same algorithm (innet/dp_xdp.h): the loader
+ * rehomes an empty table onto them (innet_table_rehome), so lookups and
+ * writes from either executor and from the control plane see one table.
  *
  *   seq    even = stable, odd = a writer is changing the slot (seqlock)
  *   state  EMPTY (never used), USED, or DEAD (deleted: probing continues)
@@ -28,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "innet/xdp_abi.h"
 #include "runtime/switch_pvt.h"
 
 #define PROBE      32u
@@ -40,6 +48,8 @@ struct slot_hdr {
 	_Atomic uint32_t state;
 };
 
+_Static_assert(sizeof(struct slot_hdr) == sizeof(struct innet_table_slot), "slot header layout");
+
 struct innet_table {
 	char name[INNET_NAME_MAX];
 	uint32_t key_size;
@@ -48,11 +58,14 @@ struct innet_table {
 	uint32_t n_slots;          /* power of two */
 	uint32_t slot_size;        /* bytes per slot, multiple of 8 */
 	uint8_t *slots;
-	_Atomic uint8_t *home_lock; /* [n_slots] */
-	_Atomic uint32_t entries;
-	_Atomic uint64_t insert_full;
-	_Atomic uint64_t insert_busy;
+	_Atomic uint32_t *home_lock; /* [n_slots] */
+	struct innet_table_shared *sh; /* counters (atomics through __atomic) */
+	bool own;                  /* slots, home_lock, sh are ours to free */
 };
+
+#define SH_LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SH_ADD(x, n)   __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
+#define SH_SUB(x, n)   __atomic_fetch_sub(&(x), (n), __ATOMIC_RELAXED)
 
 static inline struct slot_hdr *slot_at(const struct innet_table *t, uint32_t i)
 {
@@ -101,8 +114,10 @@ struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint
 		t->n_slots <<= 1;
 	t->slot_size = (uint32_t)((sizeof(struct slot_hdr) + key_size + value_size + 7) & ~7u);
 	t->slots = calloc(t->n_slots, t->slot_size);
-	t->home_lock = calloc(t->n_slots, 1);
-	if (t->slots == NULL || t->home_lock == NULL) {
+	t->home_lock = calloc(t->n_slots, sizeof(*t->home_lock));
+	t->sh = calloc(1, sizeof(*t->sh));
+	t->own = true;
+	if (t->slots == NULL || t->home_lock == NULL || t->sh == NULL) {
 		innet_table_destroy(t);
 		errno = ENOMEM;
 		return NULL;
@@ -119,9 +134,34 @@ void innet_table_destroy(struct innet_table *t)
 {
 	if (t == NULL)
 		return;
-	free(t->slots);
-	free((void *)t->home_lock);
+	if (t->own) {
+		free(t->slots);
+		free((void *)t->home_lock);
+		free(t->sh);
+	}
 	free(t);
+}
+
+void innet_table_geometry(const struct innet_table *t, uint32_t *n_slots, uint32_t *slot_size)
+{
+	*n_slots = t->n_slots;
+	*slot_size = t->slot_size;
+}
+
+int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct innet_table_shared *sh)
+{
+	if (SH_LOAD(t->sh->entries) != 0)
+		return -EBUSY;
+	if (t->own) {
+		free(t->slots);
+		free((void *)t->home_lock);
+		free(t->sh);
+	}
+	t->slots = slots;
+	t->home_lock = locks;
+	t->sh = sh;
+	t->own = false;
+	return 0;
 }
 
 /* Copy a consistent (state, key, value) of slot s. Waits (boundedly) for a
@@ -169,7 +209,7 @@ int innet_table_get(struct innet_table *t, const void *key, void *val)
 static bool home_lock(struct innet_table *t, uint32_t home)
 {
 	for (uint32_t i = 0; i < SPIN; i++) {
-		uint8_t expected = 0;
+		uint32_t expected = 0;
 		if (atomic_compare_exchange_weak_explicit(&t->home_lock[home], &expected, 1,
 							  memory_order_acquire, memory_order_relaxed))
 			return true;
@@ -220,7 +260,7 @@ int innet_table_put(struct innet_table *t, const void *key, const void *val)
 {
 	uint32_t home = home_of(t, key);
 	if (!home_lock(t, home)) {
-		atomic_fetch_add_explicit(&t->insert_busy, 1, memory_order_relaxed);
+		SH_ADD(t->sh->insert_busy, 1);
 		return -EBUSY;
 	}
 	int rc = 0;
@@ -234,9 +274,9 @@ int innet_table_put(struct innet_table *t, const void *key, const void *val)
 		slot_release(s);
 		goto out_unlock;
 	}
-	if (atomic_fetch_add_explicit(&t->entries, 1, memory_order_relaxed) >= t->capacity) {
-		atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&t->insert_full, 1, memory_order_relaxed);
+	if (SH_ADD(t->sh->entries, 1) >= t->capacity) {
+		SH_SUB(t->sh->entries, 1);
+		SH_ADD(t->sh->insert_full, 1);
 		rc = -ENOSPC;
 		goto out_unlock;
 	}
@@ -258,8 +298,8 @@ int innet_table_put(struct innet_table *t, const void *key, const void *val)
 		goto out_unlock;
 	}
 	/* The probe window around this key's home is full. */
-	atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&t->insert_full, 1, memory_order_relaxed);
+	SH_SUB(t->sh->entries, 1);
+	SH_ADD(t->sh->insert_full, 1);
 	rc = -ENOSPC;
 out_unlock:
 	home_unlock(t, home);
@@ -278,7 +318,7 @@ int innet_table_del(struct innet_table *t, const void *key)
 	else if (s != NULL) {
 		atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_release);
 		slot_release(s);
-		atomic_fetch_sub_explicit(&t->entries, 1, memory_order_relaxed);
+		SH_SUB(t->sh->entries, 1);
 		rc = 0;
 	}
 	home_unlock(t, home);
@@ -291,9 +331,8 @@ void innet_table_info_get(const struct innet_table *t, struct innet_table_info *
 	info->key_size = t->key_size;
 	info->value_size = t->value_size;
 	info->capacity = t->capacity;
-	info->entries = atomic_load_explicit(&((struct innet_table *)t)->entries, memory_order_relaxed);
-	info->insert_full = atomic_load_explicit(&((struct innet_table *)t)->insert_full,
-						 memory_order_relaxed);
+	info->entries = SH_LOAD(t->sh->entries);
+	info->insert_full = SH_LOAD(t->sh->insert_full);
 }
 
 int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const void *val, void *arg),

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "runtime/switch_pvt.h"
+#include "xdp/xdp.h"
 
 uint64_t innet_now_ns(void)
 {
@@ -506,7 +507,7 @@ int innet_emit(struct innet_ctx *ctx, const struct innet_out *out, bool is_group
 /* ------------------------------------------------------------------------ */
 /* The pipeline                                                               */
 
-static void punt(struct innet_worker *w, struct innet_cp *cp, const struct innet_pkt *pkt)
+void innet_worker_punt(struct innet_worker *w, struct innet_cp *cp, const struct innet_pkt *pkt)
 {
 	struct innet_cpu_ring *r = &w->cpu;
 	uint32_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
@@ -631,7 +632,7 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 			       &sent, kind);
 		break;
 	case INNET_TO_CPU:
-		punt(w, cp, pkt);
+		innet_worker_punt(w, cp, pkt);
 		return;
 	case INNET_CONSUMED:
 		INNET_STAT_INC(ps->actions[INNET_CONSUMED]);
@@ -995,8 +996,19 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	struct innet_worker *w = INNET_INJECT_WORKER(sw);
 	res->n_out = 0;
 	res->n_out_lost = 0;
-	w->inject = res;
 	innet_worker_set_now(w);
+	if (sw->xdp != NULL) {
+		/* the eBPF program, through BPF_PROG_TEST_RUN; 1: it would pass the
+		 * packet up, so the user-space engine below takes it, as it would */
+		int rc = innet_xdp_inject(sw, port, dst_udp, src, data, len, res);
+		if (rc != 1) {
+			pthread_mutex_unlock(&sw->inject_lock);
+			return rc < 0 ? rc : 0;
+		}
+		res->n_out = 0;
+		res->n_out_lost = 0;
+	}
+	w->inject = res;
 	uint8_t *buf = emit_buf_pinned(w);
 	memcpy(buf, data, len);
 	struct sockaddr_in sin;

@@ -209,7 +209,9 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	}
 	bpf_ringbuf_submit(rec, 0);
 	if (st != (void *)0) {
-		st->actions[action]++;
+		/* TO_CPU is counted where on_cpu's queue takes it (user space) */
+		if (kind != INNET_XDP_REC_TO_CPU)
+			st->actions[action]++;
 		if (handoff < INNET_XDP_HANDOFF_COUNT)
 			st->handoffs[handoff]++;
 	}
@@ -292,6 +294,8 @@ INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 		return XDP_TX;
 	}
 	innet__trace(pkt, action, 0, port, 0, XDP_REDIRECT);
+	if (INNET__L.test_mode)
+		return XDP_REDIRECT;   /* no devices in a test run */
 	return bpf_redirect_map(&innet_portdevs, port, 0);
 }
 

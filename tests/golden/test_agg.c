@@ -64,6 +64,7 @@ static struct innet_switch *make_switch(void)
 		 K, p, p, p, p, p);
 	c.progs[0].args_json = args;
 	char err[256];
+	test_target(&c);
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("create: %s", err);
@@ -619,6 +620,7 @@ static void test_settings(void **state)
 		c.progs[0].n_udp = 1;
 		c.progs[0].args_json = (char *)cases_s[i].args;
 		char err[256] = "";
+		test_target(&c);
 		struct innet_switch *s = innet_switch_create(&c, err, sizeof(err));
 		if (cases_s[i].msg == NULL) {
 			if (s == NULL)
@@ -638,6 +640,7 @@ static void test_settings(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_slot_life, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),

@@ -136,6 +136,7 @@ static void test_golden_packets(void **state)
 	c.progs[0].n_udp = 1;
 	c.progs[0].args_json = "{\"size\": 16}";
 	char err[256];
+	test_target(&c);
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("create: %s", err);
@@ -229,6 +230,7 @@ static void test_settings(void **state)
 		c.progs[0].n_udp = 1;
 		c.progs[0].args_json = (char *)cases_s[i].args;
 		char err[256] = "";
+		test_target(&c);
 		struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 		if (cases_s[i].msg == NULL) {
 			if (sw == NULL)
@@ -251,6 +253,7 @@ static void test_settings(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_packets),
 		cmocka_unit_test(test_settings),

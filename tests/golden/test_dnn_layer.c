@@ -66,6 +66,7 @@ static struct innet_switch *make_switch(const char *mult, char *args, size_t arg
 	c.progs[0].n_udp = 1;
 	c.progs[0].args_json = args;
 	char err[512];
+	test_target(&c);
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("create: %s", err);
@@ -250,6 +251,7 @@ static void test_settings(void **state)
 		c.progs[0].n_udp = 1;
 		c.progs[0].args_json = args;
 		char err[512] = "";
+		test_target(&c);
 		struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 		if (sw != NULL) {
 			innet_switch_destroy(sw);
@@ -262,6 +264,7 @@ static void test_settings(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shift_and_add),
 		cmocka_unit_test(test_plain_multiply),

@@ -141,6 +141,7 @@ static int fx_setup(void **state)
 	c.progs[0].n_udp = 2;
 	c.progs[0].args_json = "{\"map\": [1, 0, 3], \"routes\": " ROUTES "}";
 	char err[256];
+	test_target(&c);
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("create: %s", err);
@@ -343,6 +344,7 @@ static void test_bad_settings(void **state)
 		c.progs[0].n_udp = 1;
 		c.progs[0].args_json = (char *)cases_bad[i].args;
 		char err[512] = "";
+		test_target(&c);
 		struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 		if (sw != NULL) {
 			innet_switch_destroy(sw);
@@ -355,6 +357,7 @@ static void test_bad_settings(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_golden_packets, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_ecmp, fx_setup, fx_teardown),

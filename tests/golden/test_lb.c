@@ -122,6 +122,7 @@ static struct innet_switch *make_lb(const char *body, uint32_t n_nat, char *err,
 		c.progs[0].udp[c.progs[0].n_udp++] = (uint16_t)(NAT_BASE + i);
 	c.progs[0].args_json = args;
 	char e[512];
+	test_target(&c);
 	struct innet_switch *sw = innet_switch_create(&c, err ? err : e, err ? errlen : sizeof(e));
 	if (sw == NULL && err == NULL)
 		fail_msg("switch: %s", e);
@@ -539,6 +540,7 @@ static void test_reports(void **state)
 	c.progs[0].n_udp = 3;
 	c.progs[0].args_json = body;
 	char err[256];
+	test_target(&c);
 	cur = innet_switch_create(&c, err, sizeof(err));
 	assert_non_null(cur);
 	assert_int_equal(norm(send_report(&key, 1, 0, INNET_LB_KIND_CPU, 1, 5, 5)), LB_DR_REPORT_NO_KEY);
@@ -892,6 +894,7 @@ static struct innet_switch *make_packet_lb(void)
 	c.progs[0].raw = true;
 	c.progs[0].args_json = args;
 	char err[512];
+	test_target(&c);
 	cur = innet_switch_create(&c, err, sizeof(err));
 	if (cur == NULL)
 		fail_msg("packet-mode switch: %s", err);
@@ -1072,6 +1075,7 @@ static void test_frame_csum_property(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_pcc, teardown),
 		cmocka_unit_test_teardown(test_policies, teardown),

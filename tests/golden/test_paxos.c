@@ -119,6 +119,7 @@ static struct innet_switch *sw_make(const char *prog, const char *args, int kind
 	c.progs[0].n_udp = 1;
 	c.progs[0].args_json = (char *)args;
 	char err[512];
+	test_target(&c);
 	struct innet_switch *sw = sw_track(innet_switch_create(&c, err, sizeof(err)));
 	if (sw == NULL)
 		fail_msg("create %s: %s", prog, err);
@@ -557,6 +558,7 @@ static void test_settings(void **state)
 		c.progs[0].n_udp = 1;
 		c.progs[0].args_json = (char *)cases[i].args;
 		char err[512] = "";
+		test_target(&c);
 		struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 		if (cases[i].msg == NULL) {
 			if (sw == NULL)
@@ -576,6 +578,7 @@ static void test_settings(void **state)
 
 int main(void)
 {
+	test_target_require();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_coordinator, teardown),
 		cmocka_unit_test_teardown(test_acceptor, teardown),

@@ -1,5 +1,50 @@
+/*
+ * testutil.h — what every C test includes: cmocka, and the target choice of
+ * the golden tests.
+ *
+ * The golden tests run twice (tests/run): once on the user-space engine and
+ * once with INNET_TEST_TARGET=xdp, where every switch they create loads its
+ * programs' eBPF objects and innet_switch_inject runs them with
+ * BPF_PROG_TEST_RUN (needs root; without it the xdp run skips with 77). The
+ * expectations are the same file: same verdicts, same bytes.
+ */
+#ifndef INNET_TESTUTIL_H
+#define INNET_TESTUTIL_H
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
+
+#include "innet/switch.h"
+
+static inline bool test_target_xdp(void)
+{
+	const char *t = getenv("INNET_TEST_TARGET");
+	return t != NULL && strcmp(t, "xdp") == 0;
+}
+
+/* Set the switch conf's target from INNET_TEST_TARGET. */
+static inline void test_target(struct innet_switch_conf *c)
+{
+	if (test_target_xdp()) {
+		c->target = INNET_TARGET_XDP;
+		c->xdp_no_attach = true;
+	}
+}
+
+/* Call first in main(): the xdp run needs root (BPF); skip it otherwise. */
+static inline void test_target_require(void)
+{
+	if (test_target_xdp() && geteuid() != 0) {
+		printf("skip: INNET_TEST_TARGET=xdp needs root (BPF_PROG_TEST_RUN)\n");
+		exit(77);
+	}
+}
+
+#endif /* INNET_TESTUTIL_H */
