@@ -25,13 +25,16 @@ static void switch_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: innet switch --topology FILE --name SWITCH [options]\n"
-		"       innet switch [--name NAME] --port IP[=PEER[:UDP]]|iface:DEV... --program PROG[/INST]@PORTS\n"
+		"       innet switch [--name NAME] --port IP[=PEER[:UDP]][@DEV]|iface:DEV... --program PROG[/INST]@PORTS\n"
 		"                    [--args JSON] [--program ...] [options]\n\n"
 		"Run one programmable switch until SIGINT/SIGTERM (or --duration).\n\n"
 		"  -t, --topology FILE   take the switch's ports and programs from a topology file\n"
 		"  -n, --name NAME       the switch (in the topology), or this switch's name\n"
 		"  -p, --port SPEC       add a port: local IPv4 address, optionally =PEER[:UDP];\n"
-		"                        or iface:DEV, a raw port on interface DEV (AF_PACKET, root)\n"
+		"                        or iface:DEV, a raw port on interface DEV (AF_PACKET, root);\n"
+		"                        @DEV names the port's network device (the XDP target)\n"
+		"      --target T        udp (the user-space engine, default) or xdp: the programs'\n"
+		"                        eBPF objects on every port's device (root; docs/xdp.md)\n"
 		"  -P, --program SPEC    bind program PROG (instance name INST) to PORTS: a comma\n"
 		"                        list of UDP ports and ranges A-B, and/or \"raw\" (the raw\n"
 		"                        ports' frames), e.g. lb@5353,20000-20255 or l2fwd@raw\n"
@@ -72,7 +75,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* IP[=PEER[:UDP]], or iface:DEV */
+/* IP[=PEER[:UDP]][@DEV], or iface:DEV */
 static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t index)
 {
 	char buf[128];
@@ -88,6 +91,14 @@ static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t inde
 		return 0;
 	}
 	strcpy(buf, spec);
+	char *dev = strchr(buf, '@');
+	if (dev != NULL) {
+		*dev++ = '\0';
+		if (dev[0] == '\0' || strlen(dev) >= sizeof(p->dev) || strchr(dev, '/') ||
+		    strchr(dev, ' '))
+			return -EINVAL;
+		snprintf(p->dev, sizeof(p->dev), "%s", dev);
+	}
 	char *peer = strchr(buf, '=');
 	if (peer != NULL)
 		*peer++ = '\0';
@@ -209,7 +220,7 @@ int cmd_switch(int argc, char **argv)
 		{ "node", required_argument, NULL, 'N' },     { "seed", required_argument, NULL, 'S' },
 		{ "duration", required_argument, NULL, 'd' }, { "pidfile", required_argument, NULL, 'F' },
 		{ "check", no_argument, NULL, 'C' },          { "no-gso", no_argument, NULL, 'G' },
-		{ "help", no_argument, NULL, 'h' },
+		{ "target", required_argument, NULL, 'T' },   { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct innet_switch_conf conf;
@@ -217,6 +228,7 @@ int cmd_switch(int argc, char **argv)
 	const char *topo = NULL, *name = NULL, *ctl = NULL, *pidfile = NULL;
 	uint64_t workers = 0, duration = 0, node = 1, seed = 1;
 	bool have_seed = false, have_node = false, check = false, no_gso = false;
+	const char *target = NULL;
 	int c, rc = 2;
 	char *args_text[16] = { 0 };
 
@@ -228,7 +240,7 @@ int cmd_switch(int argc, char **argv)
 		case 'p':
 			if (conf.n_ports == INNET_MAX_PORTS ||
 			    parse_port(optarg, &conf.ports[conf.n_ports], conf.n_ports) != 0) {
-				fprintf(stderr, "innet switch: bad --port '%s' (want IP[=PEER[:UDP]] or "
+				fprintf(stderr, "innet switch: bad --port '%s' (want IP[=PEER[:UDP]][@DEV] or "
 						"iface:DEV)\n", optarg);
 				goto out;
 			}
@@ -308,6 +320,13 @@ int cmd_switch(int argc, char **argv)
 		case 'F': pidfile = optarg; break;
 		case 'C': check = true; break;
 		case 'G': no_gso = true; break;
+		case 'T':
+			if (strcmp(optarg, "udp") != 0 && strcmp(optarg, "xdp") != 0) {
+				fprintf(stderr, "innet switch: --target wants udp or xdp, not '%s'\n", optarg);
+				goto out;
+			}
+			target = optarg;
+			break;
 		case 'h': switch_usage(stdout); rc = 0; goto out;
 		default: switch_usage(stderr); goto out;
 		}
@@ -360,6 +379,14 @@ int cmd_switch(int argc, char **argv)
 		conf.node_id = (uint16_t)node;
 	if (no_gso)
 		conf.no_gso = true;
+	if (target != NULL)
+		conf.target = !strcmp(target, "xdp") ? INNET_TARGET_XDP : INNET_TARGET_UDP;
+	if (conf.target == INNET_TARGET_XDP && geteuid() != 0 && !check) {
+		fprintf(stderr, "innet switch %s: the XDP target needs root (loading eBPF programs)\n",
+			conf.name);
+		rc = 1;
+		goto out_conf;
+	}
 	if (ctl != NULL) {
 		if (strlen(ctl) >= sizeof(conf.ctl_path)) {
 			fprintf(stderr, "innet switch: --ctl path is too long\n");
