@@ -69,7 +69,7 @@ class _Stats(ctypes.Structure):
     # struct innet_agg_stats
     _fields_ = [(n, ctypes.c_uint64) for n in (
         "calls", "packets_sent", "retransmits", "results", "results_ignored",
-        "partial", "excluded", "clipped")]
+        "partial", "excluded", "clipped", "joins")]
 
 
 _lib = None

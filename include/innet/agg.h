@@ -17,7 +17,8 @@
  * died, the switch is gone, straggler mitigation is off); -ESTALE: this
  * worker fell more than a round behind the others (its slot's copy was
  * reused after a straggler timeout). After either the handle is out of step
- * with the job and every later call fails the same way.
+ * with the job and every later call fails the same way, until
+ * innet_agg_join puts it back in step.
  */
 #ifndef INNET_AGG_H
 #define INNET_AGG_H
@@ -58,6 +59,7 @@ struct innet_agg_stats {
 	uint64_t excluded;          /* of those, results without this worker's elements */
 	uint64_t clipped;           /* float elements saturated (larger than the negotiated
 	                             * exponent allowed: only after an exclusion) */
+	uint64_t joins;             /* successful innet_agg_join calls */
 };
 
 struct innet_agg;
@@ -88,6 +90,20 @@ int innet_agg_start_i32(struct innet_agg *a, const int32_t *in, int32_t *out, si
 int innet_agg_start_f32(struct innet_agg *a, const float *in, float *out, size_t n);
 /* Wait for the call started last; returns its result (-EINVAL: none). */
 int innet_agg_wait(struct innet_agg *a);
+
+/* Rejoin the job: a worker that restarted (a new handle on the same member
+ * address) or whose calls failed with -ESTALE asks the switch where the
+ * job's slots are (JOIN) and adopts the rounds at which the others' NEXT
+ * call starts; that call's number (counting the job's calls from 0) goes to
+ * *next_call — the caller resumes its sequence of calls there, skipping the
+ * ones the others made meanwhile. The others must be making calls of n
+ * elements of the same type (f32: 1 for float32, 0 for int32) at the time;
+ * other calls: -EPROTO. Needs the job's straggler timer (timeout_us) so that
+ * the others get through their current call without this worker. The first
+ * call after a join waits (its packets are dropped as early) until the
+ * others reach it. 0, -ETIMEDOUT (no answer within timeout_ms), -EPROTO,
+ * -EINVAL (n = 0), -EBUSY (an asynchronous call runs), -ENOMEM. */
+int innet_agg_join(struct innet_agg *a, size_t n, int f32, uint32_t *next_call);
 
 void innet_agg_get_stats(const struct innet_agg *a, struct innet_agg_stats *out);
 

@@ -207,7 +207,8 @@ void innet_dnn_plan_free(struct innet_dnn_plan *p);
 
 /* What one dnn_layer instance (src/dnn/layer.c) can hold. */
 #define INNET_DNN_LAYER_MAX_CHUNKS  64u    /* input packets per inference: a 64-bit bitmap */
-#define INNET_DNN_LAYER_MAX_NEURONS 4096u  /* accumulators per pipeline */
+#define INNET_DNN_LAYER_MAX_NEURONS 16384u /* accumulators per pipeline (the paper's conv1:
+                                           * 16 filters x 30 x 30 = 14,400 on 4 pipelines) */
 #define INNET_DNN_LAYER_MAX_POST    8u     /* relu/maxpool2/flatten layers after a stage's layer */
 
 /* Whether every stage and pipeline of p fits a dnn_layer instance: 0, or

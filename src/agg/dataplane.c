@@ -20,6 +20,7 @@
  *   R_VAL2   u32   k more at the same indices                    bank B
  *   R_ADDER  u8    bit 0 EXCL: a contributor is adding into bank A
  *                  bit 1 B_USED: some contributor added into bank B
+ *   R_CALL   u32   call number the contributors sent (echoed; read by JOIN)
  *
  * Two banks, because an atomic add costs ~8 ns here and a plain one a
  * fraction of that (measured, docs/aggregation.md): a contributor that
@@ -72,7 +73,7 @@
 #include "innet/switch.h"
 #include "agg/wire.h"
 
-enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER };
+enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER, R_CALL };
 
 #define ADDER_EXCL    0x1u
 #define ADDER_B_USED  0x2u
@@ -226,7 +227,7 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, uin
 	a->exp = (uint8_t)innet_reg_read(ctx, R_EXP, idx);
 	a->n_contrib = (uint8_t)__builtin_popcountll(bitmap);
 	a->k = htons((uint16_t)c->k);
-	a->reserved = 0;
+	a->call = htonl((uint32_t)innet_reg_read(ctx, R_CALL, idx));
 	a->bitmap = htobe64(bitmap);
 	uint32_t *el = (uint32_t *)(a + 1);
 	uint32_t base = idx * c->k;
@@ -262,6 +263,7 @@ static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t
 	innet_reg_write(ctx, R_COUNT, idx, 0);
 	innet_reg_write(ctx, R_EXP, idx, 0);
 	innet_reg_write(ctx, R_OFF, idx, 0);
+	innet_reg_write(ctx, R_CALL, idx, 0);
 	uint32_t base = idx * c->k;
 	zero_vals(ctx, R_VAL, base, c->k);
 	if (innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED)
@@ -295,6 +297,80 @@ static void finish_round(struct innet_ctx *ctx, const struct agg_conf *c, uint32
 	reset_copy(ctx, c, idx ^ 1u, round + 1);
 }
 
+/* The newest finished round of global slot g as a join record (host order):
+ * of the slot's two copies, the EMITTED one (both: the later tag). The
+ * offset and call registers of a copy are written before its count++, so
+ * they are final once EMITTED; the copy is re-read after them, and a copy
+ * reset meanwhile (the slot moved on) is reported BUSY. */
+static void join_rec(struct innet_ctx *ctx, uint32_t g, struct innet_agg_join_rec *r)
+{
+	uint64_t w0 = innet_reg_read(ctx, R_STATE, 2 * g), w1 = innet_reg_read(ctx, R_STATE, 2 * g + 1);
+	bool e0 = w0 & ST_EMITTED, e1 = w1 & ST_EMITTED;
+	*r = (struct innet_agg_join_rec){ 0 };
+	if (!e0 && !e1)
+		return;
+	uint32_t ver = e1 ? 1u : 0u;
+	if (e0 && e1)
+		ver = ((st_tag(w1) - st_tag(w0)) & ST_TAG_MASK) < (ST_TAG_MASK + 1) / 2 ? 1u : 0u;
+	uint32_t idx = 2 * g + ver;
+	uint64_t w = ver ? w1 : w0;
+	r->offset = (uint32_t)innet_reg_read(ctx, R_OFF, idx);
+	r->call = (uint32_t)innet_reg_read(ctx, R_CALL, idx);
+	if (innet_reg_fetch_or(ctx, R_STATE, idx, 0) != w) { /* seq-cst re-read */
+		*r = (struct innet_agg_join_rec){ .state = INNET_AGG_JOIN_BUSY };
+		return;
+	}
+	r->state = INNET_AGG_JOIN_DONE | st_tag(w);
+}
+
+/* JOIN: where are slots [slot, slot + k) of the job? Answered in place,
+ * unicast, never longer than the request. Reads only: at most
+ * INNET_AGG_JOIN_MAX slots (the packet's size bounds the loop). */
+static enum innet_action agg_join(struct innet_ctx *ctx, struct innet_pkt *pkt)
+{
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(pkt->data + sizeof(struct innet_hdr));
+	uint32_t want = ntohs(a->k);
+	if (want == 0 || pkt->len != INNET_AGG_HDR_LEN + 12u * want)
+		return innet_drop(pkt, AGG_BAD_LENGTH);
+	uint16_t job_id = ntohs(a->job);
+	uint32_t jkey = job_id;
+	struct agg_job job;
+	if (innet_table_lookup(ctx, T_JOBS, &jkey, &job) != 0)
+		return innet_drop(pkt, AGG_UNKNOWN_JOB);
+	uint8_t wid = a->worker;
+	if (wid >= job.n_workers)
+		return innet_drop(pkt, AGG_BAD_WORKER);
+	uint16_t slot = ntohs(a->slot);
+	if (slot >= job.slots)
+		return innet_drop(pkt, AGG_BAD_SLOT);
+	uint32_t mkey = member_key(job_id, wid);
+	struct agg_member m;
+	if (innet_table_lookup(ctx, T_MEMBERS, &mkey, &m) != 0 || m.ip != pkt->src.ip ||
+	    m.udp != pkt->src.udp)
+		return innet_drop(pkt, AGG_SPOOFED);
+	uint32_t n = job.slots - slot < want ? job.slots - slot : want;
+	uint8_t *recs = pkt->data + INNET_AGG_HDR_LEN;
+	for (uint32_t i = 0; i < want; i++) {
+		struct innet_agg_join_rec r = { 0 };
+		if (i < n)
+			join_rec(ctx, job.slot_base + slot + i, &r);
+		struct innet_agg_join_rec be = { htonl(r.state), htonl(r.offset), htonl(r.call) };
+		__builtin_memcpy(recs + 12u * i, &be, sizeof(be));
+	}
+	a->op = INNET_AGG_JOINED;
+	a->status = 0;
+	a->ver = 0;
+	a->round = 0;
+	a->offset = 0;
+	a->exp = 0;
+	a->n_contrib = 0;
+	a->k = htons((uint16_t)n);
+	a->call = 0;
+	a->bitmap = 0;
+	innet_alu(ctx, 16 + 6 * n);
+	return innet_reflect(pkt);
+}
+
 static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
 	const struct agg_conf *c = innet_conf(ctx);
@@ -308,8 +384,10 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return innet_drop(pkt, AGG_BAD_VERSION);
 	if (h->service != INNET_SVC_AGG)
 		return innet_drop(pkt, AGG_WRONG_SERVICE);
-	if (a->op == INNET_AGG_RESULT)
+	if (a->op == INNET_AGG_RESULT || a->op == INNET_AGG_JOINED)
 		return innet_drop(pkt, AGG_IS_RESULT); /* never answer an answer */
+	if (a->op == INNET_AGG_JOIN)
+		return agg_join(ctx, pkt);
 	if (a->op != INNET_AGG_CONTRIB)
 		return innet_drop(pkt, AGG_BAD_OP);
 	if (ntohs(a->k) != c->k || pkt->len != INNET_AGG_HDR_LEN + 4 * c->k)
@@ -383,6 +461,7 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		innet_timer_arm(ctx, idx, (uint64_t)job.timeout_us * 1000u,
 				((uint64_t)job_id << 32) | round);
 	innet_reg_write(ctx, R_OFF, idx, ntohl(a->offset));
+	innet_reg_write(ctx, R_CALL, idx, ntohl(a->call));
 	const uint32_t *el = (const uint32_t *)(a + 1);
 	uint32_t base = idx * c->k;
 	if (!(innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_EXCL) & ADDER_EXCL)) {
@@ -588,6 +667,7 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_VAL, "values", 4, copies * c->k)) != 0 ||
 	    (rc = innet_decl_reg(d, R_VAL2, "values_b", 4, copies * c->k)) != 0 ||
 	    (rc = innet_decl_reg(d, R_ADDER, "adder", 1, copies)) != 0 ||
+	    (rc = innet_decl_reg(d, R_CALL, "call", 4, copies)) != 0 ||
 	    (rc = innet_decl_table(d, T_JOBS, "jobs", 4, sizeof(struct agg_job), c->max_jobs)) != 0 ||
 	    (rc = innet_decl_table(d, T_MEMBERS, "members", 4, sizeof(struct agg_member),
 				   c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||

@@ -96,7 +96,10 @@ struct innet_agg {
 		struct cmsghdr align;
 	} tx_cmsg[TX_MSGS];
 	uint32_t tx_segs;           /* datagrams per GSO message (1: GSO off) */
-	int broken;                 /* sticky error after -ETIMEDOUT / -ESTALE */
+	int broken;                 /* sticky error after -ETIMEDOUT / -ESTALE (until a join) */
+	uint32_t call_no;           /* this call's number (calls started; innet_agg_join sets it) */
+	bool joined;                /* the next call is the first after a join: its packets may
+	                             * wait for the others (early), so its RTO backs off less */
 	int qbits;                  /* B */
 	uint64_t srtt_ns;           /* smoothed round trip (RFC 6298), 0 = no sample yet */
 	uint64_t rttvar_ns;
@@ -300,8 +303,8 @@ static void build_packet(struct call *c, uint32_t s)
 	*ah = (struct innet_agg_hdr){ .op = INNET_AGG_CONTRIB, .job = htons(a->conf.job), .slot = htons((uint16_t)s),
 				      .ver = (uint8_t)(ss->round & 1), .worker = a->conf.worker,
 				      .round = htonl(ss->round),
-				      .offset = htonl(j < 0 ? 0 : (uint32_t)((size_t)j * k)),
-				      .k = htons((uint16_t)k) };
+				      .offset = htonl(j < 0 ? INNET_AGG_OFFSET_PRIMING : (uint32_t)((size_t)j * k)),
+				      .k = htons((uint16_t)k), .call = htonl(a->call_no) };
 	uint32_t *el = (uint32_t *)(ah + 1);
 	size_t first = j < 0 ? 0 : (size_t)j * k;
 	size_t cnt = j < 0 ? 0 : (c->n - first < k ? c->n - first : k);
@@ -569,12 +572,15 @@ static int run_call(struct call *c)
 				 * behind only if the copy of our current round holds a
 				 * later round; an old duplicate of ours (the other copy,
 				 * or an earlier round) is answered STALE too. */
+				uint32_t ahead = (ntohl(ah->round) - a->slots[s].round) & INNET_AGG_ROUND_MASK;
 				if (ah->status == INNET_AGG_STALE && ah->ver == (a->slots[s].round & 1) &&
-				    (int32_t)(ntohl(ah->round) - a->slots[s].round) > 0) {
+				    ahead != 0 && ahead <= INNET_AGG_ROUND_MASK / 2) {
 					rc = -ESTALE;
 					goto out;
 				}
-				if (ah->status == INNET_AGG_STALE || ntohl(ah->round) != a->slots[s].round) {
+				/* rounds compare as the switch does: modulo 2^14 (a
+				 * joined worker knows its rounds modulo 2^14 only) */
+				if (ah->status == INNET_AGG_STALE || ahead != 0) {
 					a->st.results_ignored++;
 					continue;
 				}
@@ -603,8 +609,13 @@ static int run_call(struct call *c)
 					continue;
 				uint64_t due = ss->sent_ns + (uint64_t)ss->rto_us * 1000u;
 				if (due <= now) {
-					ss->rto_us = ss->rto_us * 2 > a->conf.rto_max_us ? a->conf.rto_max_us
-											  : ss->rto_us * 2;
+					/* after a join the first packets wait for the others to
+					 * reach our call: back off to 4 x rto_us at most, so a
+					 * round that opens is claimed well before its timer */
+					uint32_t cap = a->conf.rto_max_us;
+					if (a->joined && cap > 4 * a->conf.rto_us)
+						cap = 4 * a->conf.rto_us;
+					ss->rto_us = ss->rto_us * 2 > cap ? cap : ss->rto_us * 2;
 					a->st.retransmits++;
 					ss->retransmitted = true;
 					send_slot(c, s, now);
@@ -626,6 +637,7 @@ static int run_call(struct call *c)
 			next_check = tmo;
 	}
 	a->st.calls++;
+	a->joined = false;
 out:
 	a->n_tx = 0;
 	for (uint32_t s = 0; s < c->w; s++) {
@@ -634,6 +646,7 @@ out:
 	}
 	if (rc == -ETIMEDOUT || rc == -ESTALE)
 		a->broken = rc;
+	a->call_no++;
 	return rc;
 }
 
@@ -647,6 +660,168 @@ int innet_agg_allreduce_f32(struct innet_agg *a, const float *in, float *out, si
 {
 	struct call c = { .a = a, .f32 = true, .in = in, .out = out, .n = n };
 	return run_call(&c);
+}
+
+/* ---- rejoin ---------------------------------------------------------------- */
+
+#define JOIN_BATCH 100u   /* slot records per JOIN: 1240-byte datagrams fit a 1500-byte MTU */
+
+/* Ask the switch for every slot's newest finished round: recs[0..slots). */
+static int join_query(struct innet_agg *a, struct innet_agg_join_rec *recs)
+{
+	uint32_t S = a->conf.slots, n_batches = (S + JOIN_BATCH - 1) / JOIN_BATCH;
+	size_t qlen = INNET_AGG_HDR_LEN + 12u * JOIN_BATCH;
+	uint8_t *q = malloc(qlen), *rx = malloc(INNET_PKT_MAX + 1), *got = calloc(n_batches, 1);
+	int rc = 0;
+	if (q == NULL || rx == NULL || got == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	uint64_t start = mono_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
+	uint32_t left = n_batches;
+	while (left > 0) {
+		uint64_t now = mono_ns();
+		if (now - start > (uint64_t)a->conf.timeout_ms * 1000000u) {
+			rc = -ETIMEDOUT;
+			goto out;
+		}
+		if (now >= next_send) {
+			for (uint32_t b = 0; b < n_batches; b++) {
+				if (got[b])
+					continue;
+				uint32_t first = b * JOIN_BATCH, cnt = S - first < JOIN_BATCH ? S - first : JOIN_BATCH;
+				struct innet_hdr *h = (struct innet_hdr *)q;
+				struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
+				*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
+							 .service = INNET_SVC_AGG };
+				*ah = (struct innet_agg_hdr){ .op = INNET_AGG_JOIN, .job = htons(a->conf.job),
+							      .slot = htons((uint16_t)first),
+							      .worker = a->conf.worker, .k = htons((uint16_t)cnt) };
+				memset(ah + 1, 0, 12u * cnt);
+				if (sendto(a->fd, q, INNET_AGG_HDR_LEN + 12u * cnt, 0, (struct sockaddr *)&a->to,
+					   sizeof(a->to)) < 0 && !tx_transient(errno)) {
+					rc = -errno;
+					goto out;
+				}
+			}
+			next_send = now + rto_ns;
+			rto_ns = rto_ns * 2 > (uint64_t)a->conf.rto_max_us * 1000u ? (uint64_t)a->conf.rto_max_us * 1000u
+										     : rto_ns * 2;
+		}
+		int wait_ms = (int)((next_send - now + 999999) / 1000000);
+		struct pollfd pfd = { .fd = a->fd, .events = POLLIN };
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
+			rc = -errno;
+			goto out;
+		}
+		for (;;) {
+			ssize_t len = recv(a->fd, rx, INNET_PKT_MAX + 1, MSG_DONTWAIT);
+			if (len < 0)
+				break;
+			const struct innet_hdr *h = (const struct innet_hdr *)rx;
+			const struct innet_agg_hdr *ah = (const struct innet_agg_hdr *)(h + 1);
+			/* the others' results (we are in the job's group) pass by: ignored */
+			if ((size_t)len < INNET_AGG_HDR_LEN || h->magic != INNET_MAGIC ||
+			    h->version != INNET_VERSION || h->service != INNET_SVC_AGG ||
+			    ah->op != INNET_AGG_JOINED || ntohs(ah->job) != a->conf.job ||
+			    ah->worker != a->conf.worker)
+				continue;
+			uint32_t first = ntohs(ah->slot), cnt = ntohs(ah->k), b = first / JOIN_BATCH;
+			if (first % JOIN_BATCH != 0 || b >= n_batches || got[b] ||
+			    cnt != (S - first < JOIN_BATCH ? S - first : JOIN_BATCH) ||
+			    (size_t)len < INNET_AGG_HDR_LEN + 12u * cnt)
+				continue;
+			bool busy = false;
+			for (uint32_t i = 0; i < cnt; i++) {
+				struct innet_agg_join_rec r;
+				memcpy(&r, rx + INNET_AGG_HDR_LEN + 12u * i, sizeof(r));
+				recs[first + i] = (struct innet_agg_join_rec){ ntohl(r.state), ntohl(r.offset),
+									      ntohl(r.call) };
+				busy |= (recs[first + i].state & INNET_AGG_JOIN_BUSY) != 0;
+			}
+			if (busy)
+				continue; /* a slot moved while read: this batch again */
+			got[b] = 1;
+			left--;
+		}
+	}
+out:
+	free(q);
+	free(rx);
+	free(got);
+	return rc;
+}
+
+int innet_agg_join(struct innet_agg *a, size_t n, int f32, uint32_t *next_call)
+{
+	if (a->async_busy)
+		return -EBUSY;
+	uint32_t k = a->conf.k, S = a->conf.slots;
+	if (n == 0 || (uint64_t)n > (uint64_t)UINT32_MAX)
+		return -EINVAL;
+	struct innet_agg_join_rec *recs = calloc(S, sizeof(*recs));
+	if (recs == NULL)
+		return -ENOMEM;
+	int rc = join_query(a, recs);
+	if (rc != 0)
+		goto out;
+	uint32_t chunks = (uint32_t)((n + k - 1) / k), w = chunks < S ? chunks : S, pr = f32 ? 1 : 0;
+	/* the newest call any finished round belongs to */
+	bool any = false;
+	uint32_t newest = 0;
+	for (uint32_t s = 0; s < S; s++) {
+		if (!(recs[s].state & INNET_AGG_JOIN_DONE))
+			continue;
+		if (!any || (int32_t)(recs[s].call - newest) > 0)
+			newest = recs[s].call;
+		any = true;
+	}
+	uint32_t next = any ? newest + 1 : 0;
+	for (uint32_t s = 0; s < S; s++) {
+		uint32_t uses = s < w ? (chunks - s + w - 1) / w + pr : 0, round;
+		const struct innet_agg_join_rec *r = &recs[s];
+		uint32_t tag = r->state & INNET_AGG_ROUND_MASK;
+		if (!(r->state & INNET_AGG_JOIN_DONE)) {
+			/* no round of the slot finished: only possible in the first call */
+			if (any && newest != 0 && uses > 0) {
+				rc = -EPROTO;
+				goto out;
+			}
+			round = next * uses;
+		} else if (uses == 0) {
+			round = tag + 1; /* a slot calls of n elements do not use */
+		} else {
+			/* which use of its call the finished round was */
+			uint32_t u;
+			if (r->offset == INNET_AGG_OFFSET_PRIMING) {
+				if (!f32) {
+					rc = -EPROTO;
+					goto out;
+				}
+				u = 0;
+			} else {
+				uint32_t j = r->offset / k;
+				if (r->offset % k != 0 || j < s || j >= chunks || (j - s) % w != 0) {
+					rc = -EPROTO; /* the job's calls are not of n elements */
+					goto out;
+				}
+				u = pr + (j - s) / w;
+			}
+			/* the slot's first round of call `next` */
+			round = tag - u + (next - r->call) * uses;
+		}
+		a->slots[s].round = round & INNET_AGG_ROUND_MASK;
+		a->slots[s].next_exp = 0;
+	}
+	a->call_no = next;
+	a->broken = 0;
+	a->joined = true;
+	a->st.joins++;
+	if (next_call != NULL)
+		*next_call = next;
+out:
+	free(recs);
+	return rc;
 }
 
 /* ---- asynchronous calls ---------------------------------------------------- */

@@ -19,13 +19,19 @@
  *   +---------------+---------------+-------------------------------+
  *   |      exp      |   n_contrib   |               k               |
  *   +---------------+---------------+-------------------------------+
- *   |                           reserved                            |
+ *   |                             call                              |
  *   +---------------------------------------------------------------+
  *   |                        bitmap (64 bits)                       |
  *   +---------------------------------------------------------------+
  *   |                  k x int32 elements ...                       |
  *
  * All fields big-endian, elements two's-complement int32 big-endian.
+ *
+ * JOIN (a worker that restarted or fell behind asks where the job's slots
+ * are): header with k = number of slot records asked for, starting at
+ * `slot`, then 12 x k zero bytes; the switch answers JOINED in place (same
+ * length, never larger) with k = records filled and that many
+ * struct innet_agg_join_rec, the rest zero.
  */
 #ifndef INNET_AGG_WIRE_H
 #define INNET_AGG_WIRE_H
@@ -48,6 +54,8 @@
 enum innet_agg_op {
 	INNET_AGG_CONTRIB = 1,   /* worker -> switch: my k elements for (slot, round) */
 	INNET_AGG_RESULT = 2,    /* switch -> worker(s): the aggregate, or a status */
+	INNET_AGG_JOIN = 3,      /* worker -> switch: where are slots [slot, slot + k)? */
+	INNET_AGG_JOINED = 4,    /* switch -> worker: k join records (unicast) */
 };
 
 enum innet_agg_status {
@@ -69,7 +77,8 @@ struct innet_agg_hdr {
 	uint8_t exp;         /* CONTRIB: biased exponent proposal; RESULT: max of contributors' */
 	uint8_t n_contrib;   /* RESULT: number of contributors (popcount of bitmap) */
 	uint16_t k;          /* number of elements that follow */
-	uint32_t reserved;   /* zero */
+	uint32_t call;       /* CONTRIB: the worker's call number (the same on every worker for
+	                      * the same call); RESULT: the round's (echoed); JOIN: zero */
 	uint64_t bitmap;     /* RESULT: bit i set = worker i's elements are in the sum */
 } __attribute__((packed));
 
@@ -78,6 +87,31 @@ _Static_assert(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr) + 4 * INN
 	       "a packet of K_MAX elements fits INNET_PKT_MAX");
 
 #define INNET_AGG_HDR_LEN ((uint32_t)(sizeof(struct innet_hdr) + sizeof(struct innet_agg_hdr)))
+
+/* The switch keeps a slot's round as a 14-bit tag: rounds are compared
+ * modulo 2^14 (a worker more than 2^13 rounds behind is not told apart). */
+#define INNET_AGG_ROUND_MASK  0x3fffu
+
+/* A priming packet (float calls: no elements, only an exponent proposal)
+ * carries this offset. */
+#define INNET_AGG_OFFSET_PRIMING 0xffffffffu
+
+/* One slot in a JOINED answer: the latest round of the slot that finished
+ * (its result went out), with the offset and call its contributors sent. */
+struct innet_agg_join_rec {
+	uint32_t state;      /* bit 31 DONE: the slot has a finished round (else the record
+	                      * is all zero: no round of the slot finished yet); bit 30 BUSY:
+	                      * the slot moved while being read, ask again; bits 0..13 the
+	                      * finished round's tag (round mod 2^14) */
+	uint32_t offset;     /* that round's offset field */
+	uint32_t call;       /* that round's call field */
+} __attribute__((packed));
+
+_Static_assert(sizeof(struct innet_agg_join_rec) == 12, "join record is 12 bytes");
+
+#define INNET_AGG_JOIN_DONE  0x80000000u
+#define INNET_AGG_JOIN_BUSY  0x40000000u
+#define INNET_AGG_JOIN_MAX   ((INNET_PKT_MAX - INNET_AGG_HDR_LEN) / 12u) /* records per packet */
 
 _Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MTU9000 + 28 <= 9000, "k for MTU 9000");
 _Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MTU1500 + 28 <= 1500, "k for MTU 1500");

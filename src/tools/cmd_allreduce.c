@@ -7,6 +7,7 @@
  *                   [--type int32|float32] [--count ELEMS] [--iters I]
  *                   [--timeout-ms T] [--rto-us U] [--check]
  *                   [--delay-worker W --delay-ms D [--delay-every N]]
+ *                   [--join] [--rejoin]
  *
  * Worker W binds IP:(UDP + W) (so --all, which runs every worker as a thread
  * of this process, and separate processes agree with the same member list).
@@ -16,12 +17,23 @@
  * --delay-worker W sleeps D ms before every N-th iteration (N = 1 default:
  * every one; iterations 0, N, 2N, ...), outside the timed call: a straggler
  * for bench/stragglers.sh.
+ * --join: a restarted worker; before its first call it joins the job
+ * (innet_agg_join) and starts at the iteration the others make next.
+ * --rejoin: a call that fails with -ESTALE (the worker fell a round behind
+ * the straggler timer) rejoins and goes on at the others' next iteration.
+ * --check with partial results (straggler timer): a call that got partial
+ * results must give, per block of k elements, exactly the sum of some subset
+ * of the workers (int32, up to 12 workers; float32 partial calls are not
+ * checked, counted in unchecked); a call without must give the full sum.
  * Prints one RESULT line per worker:
  *   RESULT worker=W type=T elems=N iters=I seconds=S elem_per_s=R gbit_s=G
  *          retransmits=X partial=P excluded=E check=ok|FAIL|skipped rc=RC
- *          median_s=M max_s=X done=D
+ *          median_s=M max_s=X done=D joined_at=J rejoins=R last_partial=L
+ *          partial_blocks=B unchecked=U
  * (seconds: the sum over the timed calls; median_s, max_s: per call; done:
- * calls that succeeded).
+ * calls that succeeded; joined_at: the iteration --join started at, -1
+ * without; last_partial: the last iteration with partial results, -1 none;
+ * partial_blocks: blocks checked as a subset sum).
  * Exit status: 0 ok, 1 a call failed or a check failed, 2 usage.
  */
 #include <arpa/inet.h>
@@ -48,6 +60,7 @@ struct ar_opts {
 	long delay_worker;    /* -1: none */
 	uint32_t delay_ms;
 	uint32_t delay_every;
+	bool join, rejoin;
 };
 
 struct ar_worker {
@@ -58,6 +71,10 @@ struct ar_worker {
 	double seconds;
 	double *per_call;     /* [iters] seconds of each call */
 	uint32_t done;        /* calls that succeeded */
+	long joined_at;       /* --join: first iteration, else -1 */
+	uint32_t rejoins;
+	long last_partial;    /* last iteration with partial results, -1: none */
+	uint64_t partial_blocks, unchecked;
 	struct innet_agg_stats st;
 };
 
@@ -75,6 +92,37 @@ static float gen_f32(uint32_t w, uint32_t it, size_t i)
 	return (float)((double)(gen_i32(w, it, i) % 1000000) * 1e-6);
 }
 
+/* int32 block [lo, hi) of iteration it: the full sum, or (partial) the sum
+ * of some subset of the workers. 1 full, 2 subset, 0 neither. */
+static int check_block_i32(const int32_t *out, uint32_t n_workers, uint32_t it, size_t lo, size_t hi,
+			   bool partial)
+{
+	bool full = true;
+	for (size_t i = lo; i < hi && full; i++) {
+		uint32_t want = 0;
+		for (uint32_t w = 0; w < n_workers; w++)
+			want += (uint32_t)gen_i32(w, it, i);
+		full = (uint32_t)out[i] == want;
+	}
+	if (full)
+		return 1;
+	if (!partial || n_workers > 12)
+		return 0;
+	for (uint32_t mask = 1; mask < (1u << n_workers) - 1; mask++) {
+		bool ok = true;
+		for (size_t i = lo; i < hi && ok; i++) {
+			uint32_t want = 0;
+			for (uint32_t w = 0; w < n_workers; w++)
+				if (mask & (1u << w))
+					want += (uint32_t)gen_i32(w, it, i);
+			ok = (uint32_t)out[i] == want;
+		}
+		if (ok)
+			return 2;
+	}
+	return 0;
+}
+
 static void *ar_main(void *arg)
 {
 	struct ar_worker *r = arg;
@@ -82,6 +130,8 @@ static void *ar_main(void *arg)
 	struct innet_agg_conf c = o->conf;
 	c.worker = (uint8_t)r->w;
 	c.local_udp = (uint16_t)(o->conf.local_udp + r->w);
+	r->joined_at = -1;
+	r->last_partial = -1;
 	struct innet_agg *a = innet_agg_open(&c);
 	if (a == NULL) {
 		fprintf(stderr, "innet allreduce: worker %u: %s\n", r->w, strerror(errno));
@@ -97,7 +147,18 @@ static void *ar_main(void *arg)
 	r->check_ok = true;
 	struct timespec t0, t1;
 	double secs = 0;
-	for (uint32_t it = 0; it < o->iters && r->rc == 0; it++) {
+	uint32_t it = 0;
+	if (o->join) {
+		uint32_t next;
+		r->rc = innet_agg_join(a, n, o->f32, &next);
+		if (r->rc != 0) {
+			fprintf(stderr, "innet allreduce: worker %u: join: %s\n", r->w, strerror(-r->rc));
+			goto done;
+		}
+		it = next;
+		r->joined_at = (long)next;
+	}
+	for (; it < o->iters && r->rc == 0; it++) {
 		for (size_t i = 0; i < n; i++) {
 			if (o->f32)
 				((float *)in)[i] = gen_f32(r->w, it, i);
@@ -108,43 +169,67 @@ static void *ar_main(void *arg)
 			struct timespec d = { .tv_sec = o->delay_ms / 1000, .tv_nsec = (long)(o->delay_ms % 1000) * 1000000 };
 			nanosleep(&d, NULL);
 		}
+		struct innet_agg_stats before, after;
+		innet_agg_get_stats(a, &before);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		r->rc = o->f32 ? innet_agg_allreduce_f32(a, in, out, n)
 			       : innet_agg_allreduce_i32(a, in, out, n);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		innet_agg_get_stats(a, &after);
+		bool partial = after.partial != before.partial;
+		if (partial)
+			r->last_partial = (long)it;
 		double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 		secs += dt;
-		if (r->per_call != NULL)
-			r->per_call[it] = dt;
-		if (r->rc == 0)
+		if (r->rc == -ESTALE && o->rejoin) {
+			/* out of step: join the others' next call and go on from there */
+			uint32_t next;
+			r->rc = innet_agg_join(a, n, o->f32, &next);
+			if (r->rc != 0) {
+				fprintf(stderr, "innet allreduce: worker %u: rejoin: %s\n", r->w, strerror(-r->rc));
+				continue;
+			}
+			r->rejoins++;
+			it = next - 1; /* the loop's it++ */
+			continue;
+		}
+		if (r->rc == 0) {
+			if (r->per_call != NULL)
+				r->per_call[r->done] = dt; /* [0, done): what median_s, max_s read */
 			r->done++;
+		}
 		if (r->rc != 0 || !o->check)
 			continue;
+		if (!o->f32) {
+			for (size_t lo = 0; lo < n && r->check_ok; lo += c.k) {
+				size_t hi = lo + c.k < n ? lo + c.k : n;
+				int v = check_block_i32(out, c.n_workers, it, lo, hi, partial);
+				if (v == 0)
+					r->check_ok = false;
+				r->partial_blocks += v == 2;
+			}
+			continue;
+		}
+		if (partial) {
+			r->unchecked++; /* float partial sums: not checked */
+			continue;
+		}
 		double block_max = 0;
 		for (size_t i = 0; i < n && r->check_ok; i++) {
-			if (!o->f32) {
-				uint32_t want = 0;
+			/* The bound depends on the block's largest |input| over
+			 * all workers: computed once per block of k elements. */
+			if (i % c.k == 0) {
+				block_max = 0;
 				for (uint32_t w = 0; w < c.n_workers; w++)
-					want += (uint32_t)gen_i32(w, it, i);
-				if ((uint32_t)((int32_t *)out)[i] != want)
-					r->check_ok = false;
-			} else {
-				/* The bound depends on the block's largest |input| over
-				 * all workers: computed once per block of k elements. */
-				if (i % c.k == 0) {
-					block_max = 0;
-					for (uint32_t w = 0; w < c.n_workers; w++)
-						for (size_t j = i; j < i + c.k && j < n; j++)
-							block_max = fmax(block_max, fabs(gen_f32(w, it, j)));
-				}
-				double want = 0;
-				for (uint32_t w = 0; w < c.n_workers; w++)
-					want += gen_f32(w, it, i);
-				float y = ((float *)out)[i];
-				if (fabs(y - want) > innet_agg_f32_error_bound(c.n_workers, block_max) +
-							     ldexp(fabs(y), -24))
-					r->check_ok = false;
+					for (size_t j = i; j < i + c.k && j < n; j++)
+						block_max = fmax(block_max, fabs(gen_f32(w, it, j)));
 			}
+			double want = 0;
+			for (uint32_t w = 0; w < c.n_workers; w++)
+				want += gen_f32(w, it, i);
+			float y = ((float *)out)[i];
+			if (fabs(y - want) > innet_agg_f32_error_bound(c.n_workers, block_max) + ldexp(fabs(y), -24))
+				r->check_ok = false;
 		}
 	}
 	r->seconds = secs;
@@ -182,7 +267,7 @@ static void ar_usage(FILE *f)
 	fprintf(f, "usage: innet allreduce --switch IP[:UDP] --bind IP:UDP --job ID --workers N\n"
 		   "                       (--worker W | --all) [--slots S] [--k K] [--type int32|float32]\n"
 		   "                       [--count ELEMS] [--iters I] [--timeout-ms T] [--rto-us U] [--check]\n"
-		   "                       [--delay-worker W --delay-ms D [--delay-every N]]\n"
+		   "                       [--delay-worker W --delay-ms D [--delay-every N]] [--join] [--rejoin]\n"
 		   "Worker W binds IP:(UDP+W). --all runs every worker as a thread of this process.\n");
 }
 
@@ -220,6 +305,7 @@ int cmd_allreduce(int argc, char **argv)
 		{ "rto-us", required_argument, NULL, 'r' }, { "check", no_argument, NULL, 'C' },
 		{ "delay-worker", required_argument, NULL, 'D' }, { "delay-ms", required_argument, NULL, 'M' },
 		{ "delay-every", required_argument, NULL, 'E' },
+		{ "join", no_argument, NULL, 'J' },         { "rejoin", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct ar_opts o = { .conf = { .switch_udp = INNET_AGG_UDP, .slots = 64, .k = 256 }, .count = 1 << 20,
@@ -261,6 +347,8 @@ int cmd_allreduce(int argc, char **argv)
 		case 'D': o.delay_worker = strtol(optarg, &end, 10); break;
 		case 'M': o.delay_ms = (uint32_t)strtoul(optarg, &end, 10); break;
 		case 'E': o.delay_every = (uint32_t)strtoul(optarg, &end, 10); break;
+		case 'J': o.join = true; break;
+		case 'R': o.rejoin = true; break;
 		case 'h': ar_usage(stdout); return 0;
 		default: ar_usage(stderr); return 2;
 		}
@@ -300,13 +388,15 @@ int cmd_allreduce(int argc, char **argv)
 		if (o.check && !r->check_ok)
 			status = 1;
 		printf("RESULT worker=%u type=%s elems=%zu iters=%u seconds=%.6f elem_per_s=%.0f gbit_s=%.3f "
-		       "retransmits=%llu partial=%llu excluded=%llu check=%s rc=%d median_s=%.6f max_s=%.6f done=%u\n",
+		       "retransmits=%llu partial=%llu excluded=%llu check=%s rc=%d median_s=%.6f max_s=%.6f done=%u "
+		       "joined_at=%ld rejoins=%u last_partial=%ld partial_blocks=%llu unchecked=%llu\n",
 		       w, o.f32 ? "float32" : "int32", o.count, o.iters, r->seconds,
 		       r->seconds > 0 ? elems / r->seconds : 0, r->seconds > 0 ? elems * 32 / r->seconds / 1e9 : 0,
 		       (unsigned long long)r->st.retransmits, (unsigned long long)r->st.partial,
 		       (unsigned long long)r->st.excluded,
 		       !o.check ? "skipped" : r->check_ok && r->rc == 0 ? "ok" : "FAIL", r->rc,
-		       med, mx, r->done);
+		       med, mx, r->done, r->joined_at, r->rejoins, r->last_partial,
+		       (unsigned long long)r->partial_blocks, (unsigned long long)r->unchecked);
 		free(r->per_call);
 	}
 	free(rs);

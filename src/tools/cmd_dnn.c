@@ -299,6 +299,44 @@ static void report(const struct innet_dnn_model *m, const struct innet_dnn_plan 
 	       (unsigned long long)tot.acc_bytes, (unsigned long long)tot.macs,
 	       (unsigned long long)tot.shift_adds);
 
+	/* The same layers as Razavi et al.'s Table 1 counts them (docs/dnn.md,
+	 * "The paper's network"): operations = 2 x MACs, memory = parameters
+	 * at one byte each + the stage's output values (after its relu/pool)
+	 * at one byte each; a first row for the input the client sends. */
+	printf("\nTable 1 conventions (Razavi et al.): ops = 2 x MACs; memory = params (1 byte each) + "
+	       "output values after relu/pool (1 byte each):\n");
+	printf("%-6s %-5s %-9s %-12s %9s %11s %10s\n", "table1", "layer", "type", "output", "params", "ops",
+	       "memory");
+	char ishape[40];
+	snprintf(ishape, sizeof(ishape), "%ux%ux%u", m->in.c, m->in.h, m->in.w);
+	uint64_t in_n = (uint64_t)m->in.c * m->in.h * m->in.w;
+	printf("%-6s %-5s %-9s %-12s %9u %11u %10llu\n", "table1", "in", "input", ishape, 0u, 0u,
+	       (unsigned long long)in_n);
+	uint64_t t1_ops = 0, t1_mem = in_n;
+	for (uint32_t si = 0; si < p->n_stages; si++) {
+		const struct innet_dnn_stage *s = &p->stages[si];
+		const struct innet_dnn_layer *l = &m->layers[s->layer];
+		uint32_t li = s->post_hi > s->post_lo ? s->post_hi - 1 : s->layer;
+		while (li > s->layer && m->layers[li].type == INNET_DNN_FLATTEN)
+			li--; /* the shape before flattening */
+		const struct innet_dnn_layer *lo = &m->layers[li];
+		struct innet_dnn_layer_cost lc;
+		innet_dnn_layer_cost(l, &lc);
+		char lname[32], shape[40];
+		if (l->type == INNET_DNN_CONV2D)
+			snprintf(lname, sizeof(lname), "conv%ux%u", l->kh, l->kw);
+		else
+			snprintf(lname, sizeof(lname), "dense");
+		snprintf(shape, sizeof(shape), "%ux%ux%u", lo->out.c, lo->out.h, lo->out.w);
+		printf("%-6s %-5u %-9s %-12s %9llu %11llu %10llu\n", "table1", s->layer, lname, shape,
+		       (unsigned long long)lc.params, (unsigned long long)(2 * lc.macs),
+		       (unsigned long long)(lc.params + s->out_n));
+		t1_ops += 2 * lc.macs;
+		t1_mem += lc.params + s->out_n;
+	}
+	printf("%-6s %-5s %-9s %-12s %9llu %11llu %10llu\n", "table1", "total", "", "",
+	       (unsigned long long)tot.params, (unsigned long long)t1_ops, (unsigned long long)t1_mem);
+
 	struct innet_dnn_projection *pr = malloc(sizeof(*pr));
 	if (pr == NULL)
 		return;

@@ -160,7 +160,7 @@ static void check_result(const char *why, const uint8_t *d, uint32_t len, uint8_
 	assert_int_equal(be64toh(a->bitmap), bitmap);
 	assert_int_equal(a->n_contrib, __builtin_popcountll(bitmap));
 	assert_int_equal(ntohs(a->k), K);
-	assert_int_equal(a->reserved, 0);
+	assert_int_equal(a->call, 0);
 	const uint32_t *el = (const uint32_t *)(a + 1);
 	for (uint32_t i = 0; i < K; i++) {
 		int32_t want = (int32_t)(uint32_t)(uint64_t)(base + (int64_t)i * step);
@@ -578,6 +578,129 @@ static void test_straggler_timer(void **state)
 	close(fd[1]);
 }
 
+/* JOIN: a JOIN packet of `want` records for slots from `slot`. */
+static uint32_t build_join(uint8_t *buf, uint16_t job, uint8_t worker, uint16_t slot, uint16_t want)
+{
+	struct innet_hdr *h = (struct innet_hdr *)buf;
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG };
+	*a = (struct innet_agg_hdr){ .op = INNET_AGG_JOIN, .job = htons(job), .slot = htons(slot),
+				     .worker = worker, .k = htons(want) };
+	memset(a + 1, 0, 12u * want);
+	return INNET_AGG_HDR_LEN + 12u * want;
+}
+
+/* Send JOIN from job 7's worker w; expect a JOINED of the same length with
+ * n records; recs[i] = { state, offset, call } expected per record. */
+static void expect_joined(const char *why, uint8_t w, uint16_t slot, uint16_t want, uint16_t n,
+			  const uint32_t (*recs)[3])
+{
+	uint8_t buf[INNET_AGG_HDR_LEN + 12 * 8];
+	uint32_t len = build_join(buf, 7, w, slot, want);
+	inject_from(buf, len, 7, w);
+	if (res.action != INNET_REFLECT)
+		fail_msg("%s: want reflect, got %s (%s)", why, innet_action_name(res.action),
+			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
+	assert_int_equal(res.n_out, 1);
+	assert_int_equal(res.out[0].dst.ip, test_ip(11u + w));
+	assert_int_equal(res.out[0].dst.udp, 6001u + w);
+	assert_int_equal(res.out[0].len, len); /* never larger than the request */
+	const struct innet_agg_hdr *a = (const struct innet_agg_hdr *)(res.out[0].data + 8);
+	assert_int_equal(a->op, INNET_AGG_JOINED);
+	assert_int_equal(a->status, 0);
+	assert_int_equal(ntohs(a->job), 7);
+	assert_int_equal(ntohs(a->slot), slot);
+	assert_int_equal(a->worker, w);
+	assert_int_equal(ntohs(a->k), n);
+	assert_int_equal(a->round, 0);
+	assert_int_equal(a->bitmap, 0);
+	const uint8_t *r = res.out[0].data + INNET_AGG_HDR_LEN;
+	for (uint32_t i = 0; i < want; i++) {
+		struct innet_agg_join_rec jr;
+		memcpy(&jr, r + 12 * i, sizeof(jr));
+		uint32_t got[3] = { ntohl(jr.state), ntohl(jr.offset), ntohl(jr.call) };
+		for (int f = 0; f < 3; f++) {
+			uint32_t want_v = i < n ? recs[i][f] : 0;
+			if (got[f] != want_v)
+				fail_msg("%s: record %u field %d = 0x%x, want 0x%x", why, i, f, got[f], want_v);
+		}
+	}
+}
+
+/* JOIN answers, per slot, the newest finished round with the offset and the
+ * call its contributors sent; rounds in progress do not count; records past
+ * the job's slots are zero; the result echoes the call. Bad JOINs dropped. */
+static void test_join(void **state)
+{
+	static const uint32_t none[2][3] = { { 0, 0, 0 }, { 0, 0, 0 } };
+	expect_joined("fresh job: nothing finished", 0, 0, 4, 2, none);
+
+	uint8_t buf[PLEN];
+	for (uint8_t w = 0; w < 3; w++) {
+		struct contrib c = { .job = 7, .slot = 0, .round = 0, .worker = w, .offset = 0, .base = 1, .step = 0 };
+		build(buf, &c);
+		((struct innet_agg_hdr *)(buf + 8))->call = htonl(5);
+		inject_from(buf, PLEN, 7, w);
+	}
+	assert_int_equal(res.action, INNET_MULTICAST);
+	assert_int_equal(ntohl(((const struct innet_agg_hdr *)(res.out[0].data + 8))->call), 5);
+	static const uint32_t r0[2][3] = { { INNET_AGG_JOIN_DONE | 0, 0, 5 }, { 0, 0, 0 } };
+	expect_joined("slot 0 round 0 done (call 5)", 1, 0, 2, 2, r0);
+
+	for (uint8_t w = 0; w < 3; w++) {
+		struct contrib c = { .job = 7, .slot = 0, .round = 1, .worker = w, .offset = 128, .base = 1, .step = 0 };
+		build(buf, &c);
+		((struct innet_agg_hdr *)(buf + 8))->call = htonl(6);
+		inject_from(buf, PLEN, 7, w);
+	}
+	assert_int_equal(res.action, INNET_MULTICAST);
+	/* in progress, not finished: slot 0 round 2 and slot 1 round 0, one claim each */
+	struct contrib p2 = { .job = 7, .slot = 0, .round = 2, .worker = 0, .offset = 256, .base = 1, .step = 0 };
+	contribute(&p2);
+	expect_consumed("slot 0 round 2 w0");
+	struct contrib p1 = { .job = 7, .slot = 1, .round = 0, .worker = 2, .offset = 64, .base = 1, .step = 0 };
+	contribute(&p1);
+	expect_consumed("slot 1 round 0 w2");
+	static const uint32_t r1[2][3] = { { INNET_AGG_JOIN_DONE | 1, 128, 6 }, { 0, 0, 0 } };
+	expect_joined("slot 0: round 1 is the newest finished", 2, 0, 2, 2, r1);
+	for (uint8_t w = 1; w < 3; w++) {
+		p2.worker = w;
+		contribute(&p2);
+	}
+	assert_int_equal(res.action, INNET_MULTICAST);
+	static const uint32_t r2[1][3] = { { INNET_AGG_JOIN_DONE | 2, 256, 0 } };
+	expect_joined("slot 0 round 2 done; one record asked", 0, 0, 1, 1, r2);
+	static const uint32_t s1[1][3] = { { 0, 0, 0 } };
+	expect_joined("from slot 1: 3 asked, 1 filled", 0, 1, 3, 1, s1);
+
+	/* bad JOINs: counted drops, nothing answered */
+	uint8_t jb[INNET_AGG_HDR_LEN + 24];
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(jb + 8);
+	uint32_t len = build_join(jb, 7, 0, 0, 2);
+	struct innet_addr src = { test_ip(11), 6002 };
+	memset(&res, 0xAB, sizeof(res));
+	assert_int_equal(innet_switch_inject(sw, 0, UDP_AGG, &src, jb, len, &res), 0);
+	expect_drop("JOIN from another worker's port", "spoofed");
+	inject_from(jb, len - 12, 7, 0);
+	expect_drop("JOIN shorter than its k records", "bad_length");
+	a->k = 0;
+	inject_from(jb, INNET_AGG_HDR_LEN, 7, 0);
+	expect_drop("JOIN of 0 records", "bad_length");
+	len = build_join(jb, 7, 0, 2, 2);
+	inject_from(jb, len, 7, 0);
+	expect_drop("JOIN from slot 2 of 2", "bad_slot");
+	len = build_join(jb, 8, 0, 0, 2);
+	inject_from(jb, len, 7, 0);
+	expect_drop("JOIN for job 8", "unknown_job");
+	len = build_join(jb, 7, 3, 0, 2);
+	inject_from(jb, len, 7, 0);
+	expect_drop("JOIN of worker 3 of 3", "bad_worker");
+	len = build_join(jb, 7, 0, 0, 2);
+	a->op = INNET_AGG_JOINED;
+	inject_from(jb, len, 7, 0);
+	expect_drop("a JOINED sent to the switch", "is_result");
+}
+
 static void test_settings(void **state)
 {
 	static const struct {
@@ -648,6 +771,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_banks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_timer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_join, setup, teardown),
 		cmocka_unit_test(test_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -483,6 +483,101 @@ static void test_straggler_slow(void **state)
 	assert_int_equal(r[0].st.excluded, 0);
 }
 
+/* Rejoin, float32: worker 3 makes 5 calls, "dies" (its handle closed, as
+ * a killed process's socket is), and a new handle on the same address joins
+ * (innet_agg_join) while the others go on with the straggler timer. It
+ * resumes at the others' next call and from then on holds the same values as
+ * they do, bit for bit (block floating point: priming packets, exponents);
+ * the last call is the full sum (within the bound: worker 3 is back). A join
+ * for calls of another length is refused (-EPROTO). */
+#define RJ_CALLS 40
+#define RJ_N     (64 * 10)
+static float rj_out[4][RJ_CALLS][RJ_N];
+
+struct rj_run {
+	const struct job_def *j;
+	uint32_t w;
+	int rc;
+	uint32_t joined_at;
+	struct innet_agg_stats st;
+};
+
+static void *rj_main(void *arg)
+{
+	struct rj_run *r = arg;
+	struct innet_agg *a = open_worker(r->j, r->w, 64, 5000);
+	static _Thread_local float x[RJ_N];
+	uint32_t c = 0;
+	for (; c < RJ_CALLS && r->rc == 0; c++) {
+		if (r->w == 3 && c == 5) {
+			innet_agg_close(a);
+			usleep(60000);
+			a = open_worker(r->j, r->w, 64, 5000);
+			r->rc = innet_agg_join(a, RJ_N, 1, &r->joined_at);
+			if (r->rc != 0)
+				break;
+			c = r->joined_at;
+			if (c >= RJ_CALLS)
+				break;
+		}
+		for (size_t i = 0; i < RJ_N; i++)
+			x[i] = in_f32(r->w, c, i, 64);
+		r->rc = innet_agg_allreduce_f32(a, x, rj_out[r->w][c], RJ_N);
+	}
+	innet_agg_get_stats(a, &r->st);
+	innet_agg_close(a);
+	return NULL;
+}
+
+static void test_rejoin_f32(void **state)
+{
+	struct job_def j = { .id = 11, .workers = 4, .slots = 4, .timeout_us = 20000 };
+	make_switch(64, &j, 1, 2, 0);
+	struct rj_run r[4];
+	pthread_t t[4];
+	for (uint32_t w = 0; w < 4; w++) {
+		r[w] = (struct rj_run){ .j = &j, .w = w };
+		pthread_create(&t[w], NULL, rj_main, &r[w]);
+	}
+	for (int w = 0; w < 4; w++)
+		pthread_join(t[w], NULL);
+	for (int w = 0; w < 4; w++)
+		assert_int_equal(r[w].rc, 0);
+	uint32_t jn = r[3].joined_at;
+	print_message("worker 3 rejoined at call %u of %u; others: %llu partial results\n", jn, RJ_CALLS,
+		      (unsigned long long)r[0].st.partial);
+	assert_true(jn > 5 && jn < RJ_CALLS - 5);
+	assert_int_equal(r[3].st.joins, 1);
+	assert_true(r[0].st.partial > 0);
+	for (uint32_t c = jn; c < RJ_CALLS; c++)
+		for (int w = 0; w < 3; w++)
+			assert_memory_equal(rj_out[w][c], rj_out[3][c], sizeof(rj_out[3][c]));
+	/* the last call: every worker's values in the sum */
+	uint32_t c = RJ_CALLS - 1;
+	for (size_t b = 0; b < RJ_N; b += 64) {
+		double m = 0;
+		for (uint32_t w = 0; w < 4; w++)
+			for (size_t i = b; i < b + 64; i++)
+				m = fmax(m, fabs(in_f32(w, c, i, 64)));
+		for (size_t i = b; i < b + 64; i++) {
+			double want = 0;
+			for (uint32_t w = 0; w < 4; w++)
+				want += in_f32(w, c, i, 64);
+			double y = rj_out[3][c][i];
+			assert_true(fabs(y - want) <= innet_agg_f32_error_bound(4, m) + ldexp(fabs(y), -24));
+		}
+	}
+	/* a join for calls of another length: the slots' offsets do not fit */
+	struct innet_agg *a = open_worker(&j, 3, 64, 2000);
+	uint32_t next = 12345;
+	assert_int_equal(innet_agg_join(a, 64 * 7, 1, &next), -EPROTO);
+	assert_int_equal(next, 12345);
+	assert_int_equal(innet_agg_join(a, 0, 1, &next), -EINVAL);
+	assert_int_equal(innet_agg_join(a, RJ_N, 1, &next), 0);
+	assert_int_equal(next, RJ_CALLS);
+	innet_agg_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +590,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_dead_worker, teardown),
 		cmocka_unit_test_teardown(test_straggler_dead, teardown),
 		cmocka_unit_test_teardown(test_straggler_slow, teardown),
+		cmocka_unit_test_teardown(test_rejoin_f32, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,7 +301,7 @@ services:add(2, paxos)
 
 local agg = Proto("innet.agg", "innet aggregation (all-reduce)")
 local AGG_LEN = 32
-local agg_ops = { [1] = "CONTRIB", [2] = "RESULT" }
+local agg_ops = { [1] = "CONTRIB", [2] = "RESULT", [3] = "JOIN", [4] = "JOINED" }
 local agg_status = { [0] = "complete", [1] = "partial", [2] = "stale" }
 local af = agg.fields
 af.op        = ProtoField.uint8("innet.agg.op", "Operation", base.DEC, agg_ops)
@@ -315,7 +315,7 @@ af.offset    = ProtoField.uint32("innet.agg.offset", "Element offset", base.DEC)
 af.exp       = ProtoField.uint8("innet.agg.exp", "Exponent (biased by 127)", base.DEC)
 af.n_contrib = ProtoField.uint8("innet.agg.n_contrib", "Contributors", base.DEC)
 af.k         = ProtoField.uint16("innet.agg.k", "Elements", base.DEC)
-af.reserved  = ProtoField.uint32("innet.agg.reserved", "Reserved", base.HEX)
+af.call      = ProtoField.uint32("innet.agg.call", "Call", base.DEC)
 af.bitmap    = ProtoField.uint64("innet.agg.bitmap", "Contributor bitmap", base.HEX)
 af.elems     = ProtoField.bytes("innet.agg.elements", "Elements (int32, big-endian)")
 
@@ -350,12 +350,13 @@ function agg.dissector(tvb, pinfo, tree)
 	t:add(af.exp, tvb(16, 1))
 	t:add(af.n_contrib, tvb(17, 1))
 	t:add(af.k, tvb(18, 2))
-	t:add(af.reserved, tvb(20, 4))
+	t:add(af.call, tvb(20, 4))
 	t:add(af.bitmap, tvb(24, 8))
 	if len > AGG_LEN then
 		t:add(af.elems, tvb(AGG_LEN, len - AGG_LEN))
 	end
-	if len - AGG_LEN ~= k * 4 and not (op == 2 and status == 2) then
+	local rec = (op == 3 or op == 4) and 12 or 4 -- JOIN/JOINED: 12-byte slot records
+	if len - AGG_LEN ~= k * rec and not (op == 2 and status == 2) and op ~= 4 then
 		t:add_proto_expert_info(ex_agg_len)
 	end
 	local text = string.format("%s job %d slot %d round %d worker %d k %d",
