@@ -64,6 +64,7 @@ struct innet_topo_node {
 	uint32_t *links;                /* links touching this node (indices in t->links) */
 	uint32_t n_links;
 	/* Switches only (NULL for hosts): */
+	enum innet_target target;       /* "target" (or the file's): udp or xdp */
 	struct innet_switch_conf *conf; /* resolved conf; args_json as written ("auto"
 	                                 * routes not expanded: see innet_topology_switch_conf) */
 	struct innet_topo_peer *peers;  /* conf->n_ports entries, one per port */
@@ -73,6 +74,7 @@ struct innet_topo_link {
 	uint32_t a, b;                  /* node indices of the two ends */
 	uint32_t a_port, b_port;        /* port index on a / b; INNET_TOPO_NO_PORT for a host */
 	struct innet_link_conf emu;     /* emulation as written (flags and seed unset) */
+	uint32_t mtu;                   /* netns mode: the veth pair's MTU */
 };
 
 struct innet_topology {
@@ -82,6 +84,9 @@ struct innet_topology {
 	uint32_t addr_base;             /* automatic port addresses start after this */
 	bool external_addrs;            /* addresses outside 127.0.0.0/8 allowed */
 	char state_dir[4096];           /* absolute; default /tmp/innet-<name> */
+	enum innet_target target;       /* "target": the switches' default */
+	bool netns;                     /* every node in its own network namespace,
+	                                 * links are veth pairs (docs/topology.md) */
 	struct innet_topo_node *nodes;  /* switches first, then hosts */
 	uint32_t n_nodes;
 	uint32_t n_switches;
@@ -106,6 +111,28 @@ struct innet_topology *innet_topology_parse(const char *json_text, const char *o
 
 /* Free a topology. NULL is allowed. */
 void innet_topology_free(struct innet_topology *t);
+
+/*
+ * Netns mode (t->netns): where each node lives. A node's namespace is
+ * "innet-<topology>-<node>"; a switch's port k is device "p<k>" there (a raw
+ * port keeps its "a_iface"/"b_iface" name) and a host's j-th link is
+ * "eth<j>"; every device's MAC is innet_topology_mac(node id, index).
+ */
+void innet_topology_netns_name(const struct innet_topology *t, uint32_t node, char *out, size_t len);
+void innet_topology_mac(uint16_t node_id, uint32_t index, uint8_t mac[6]);
+/* The device name of node's end of link li, into out (IFNAMSIZ). */
+void innet_topology_dev(const struct innet_topology *t, uint32_t node, uint32_t li, char *out,
+			size_t len);
+/* Build the namespaces, veth pairs, addresses, neighbours and routes of a
+ * netns-mode topology (root). 0 (also when t is not in netns mode), or
+ * -errno with a message in err; on failure nothing is left behind. */
+int innet_topology_netns_up(const struct innet_topology *t, char *err, size_t errlen);
+/* Delete every namespace of topology `name` (and so its veths). Returns how
+ * many were removed, or -errno. */
+int innet_topology_netns_down(const char *name);
+/* Move the calling thread into node's namespace (clients: innet ping --from
+ * HOST). 0 or -errno (-ENOENT: the fabric is not up). */
+int innet_topology_enter(const struct innet_topology *t, uint32_t node);
 
 /* Index in t->nodes of the switch or host called name, or -ENOENT. */
 int innet_topology_find(const struct innet_topology *t, const char *name);

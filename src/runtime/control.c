@@ -47,6 +47,7 @@
 
 #include "innet/resources.h"
 #include "runtime/switch_pvt.h"
+#include "xdp/xdp.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
 #define CTL_MAX_CLIENTS   64u
@@ -910,6 +911,16 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	jset(o, "link_reordered", ju64(s.link_reordered));
 	jset(o, "link_delayed", ju64(s.link_delayed));
 	jset(o, "link_queue_full", ju64(s.link_queue_full));
+	if (sw->xdp != NULL) {
+		/* the XDP target: what the eBPF program took and sent, and the
+		 * frames it passed to the kernel unhandled, by reason */
+		jset(o, "xdp_rx_pkts", ju64(s.xdp_rx_pkts));
+		jset(o, "xdp_tx_pkts", ju64(s.xdp_tx_pkts));
+		json_t *pass = json_object();
+		for (unsigned k = 0; innet_xdp_pass_name(k) != NULL; k++)
+			jset(pass, innet_xdp_pass_name(k), ju64(s.xdp_pass[k]));
+		jset(o, "xdp_pass", pass);
+	}
 	return o;
 }
 
@@ -957,6 +968,14 @@ static json_t *prog_stats_json(struct innet_cp *cp)
 		jset(drops, key, ju64(v));
 	}
 	jset(o, "drops", drops);
+	if (cp->sw->xdp != NULL) {
+		jset(o, "xdp_rx_pkts", ju64(s.xdp_rx_pkts));
+		json_t *h = json_object();
+		for (unsigned k = 0; innet_handoff_name(k) != NULL; k++)
+			jset(h, innet_handoff_name(k), ju64(s.handoffs[k]));
+		jset(o, "handoffs", h);
+		jset(o, "handoff_ring_full", ju64(s.handoff_ring_full));
+	}
 	return o;
 }
 
@@ -967,6 +986,7 @@ static int cmd_stats(struct ctl_req *r, int argc, char **argv)
 	for (uint32_t i = 0; i < sw->n_ports; i++)
 		jpush(ports, port_stats_json(sw, i));
 	jset(r->resp, "switch", jstr(sw->conf.name));
+	jset(r->resp, "target", jstr(sw->conf.target == INNET_TARGET_XDP ? "xdp" : "udp"));
 	jset(r->resp, "ports", ports);
 	json_t *progs = json_array();
 	for (uint32_t i = 0; i < sw->n_progs; i++)

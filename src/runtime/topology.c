@@ -105,6 +105,8 @@ struct parser {
 	size_t n_addrs;
 	size_t cap_addrs;
 	uint32_t *a_addr, *b_addr;   /* per link: explicit switch-end address or 0 */
+	int netns;                   /* "netns": -1 unset, 0, 1 */
+	uint32_t def_mtu;            /* "mtu" at the top level */
 };
 
 /* out = base.key / base[i], cut short if needed (a long path still points
@@ -233,6 +235,27 @@ static int get_bool(struct parser *p, json_t *obj, const char *path, const char 
 		return -1;
 	}
 	*out = json_is_true(v);
+	return 1;
+}
+
+/* "target": "udp" or "xdp". 1 if set, 0 if absent, -1 on error. */
+static int get_target(struct parser *p, json_t *obj, const char *path, enum innet_target *out)
+{
+	const char *s;
+	int r = get_str(p, obj, path, "target", false, &s);
+	if (r <= 0)
+		return r;
+	if (!strcmp(s, "udp")) {
+		*out = INNET_TARGET_UDP;
+	} else if (!strcmp(s, "xdp")) {
+		*out = INNET_TARGET_XDP;
+	} else {
+		char kp[PATH_LEN];
+		path_key(kp, path, "target");
+		errs_add(&p->e, kp, "'%.40s' is not a target (udp: the user-space engine, "
+			 "xdp: eBPF on network devices)", s);
+		return -1;
+	}
 	return 1;
 }
 
@@ -607,7 +630,7 @@ static void parse_node_common(struct parser *p, json_t *o, const char *path,
 static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", "gso",
-					    NULL };
+					    "target", NULL };
 	struct innet_topo_node *n = &p->t->nodes[idx];
 	char path[PATH_LEN], kp[PATH_LEN];
 	uint64_t w = p->def_workers;
@@ -626,6 +649,8 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 	check_keys(p, o, path, keys);
 	parse_node_common(p, o, path, n);
 	get_uint(p, o, path, "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w);
+	n->target = p->t->target;
+	get_target(p, o, path, &n->target);
 
 	struct innet_switch_conf *c = n->conf;
 	snprintf(c->name, sizeof(c->name), "%s", n->name);
@@ -787,7 +812,7 @@ static int node_add_link(struct innet_topo_node *n, uint32_t li)
 static int parse_link(struct parser *p, json_t *o, uint32_t li)
 {
 	static const char *const keys[] = { "a", "b", "a_addr", "b_addr", "a_iface", "b_iface",
-					    "loss", "dup", "reorder", "delay_us", "jitter_us", NULL };
+					    "loss", "dup", "reorder", "delay_us", "jitter_us", "mtu", NULL };
 	struct innet_topology *t = p->t;
 	struct innet_topo_link *l = &t->links[li];
 	char path[PATH_LEN];
@@ -808,6 +833,9 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 		l->emu.delay_us = (uint32_t)us;
 	if (get_uint(p, o, path, "jitter_us", false, 0, UINT32_MAX, &us) > 0)
 		l->emu.jitter_us = (uint32_t)us;
+	l->mtu = p->def_mtu;
+	if (get_uint(p, o, path, "mtu", false, 68, 9000, &us) > 0)
+		l->mtu = (uint32_t)us;
 
 	int a = link_end(p, o, path, "a"), b = link_end(p, o, path, "b");
 	if (a < 0 || b < 0)
@@ -927,6 +955,121 @@ static int resolve(struct parser *p)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Netns mode.                                                               */
+
+#define XDP_MTU_MAX 3500u   /* a veth with a single-buffer XDP program: one page */
+
+void innet_topology_netns_name(const struct innet_topology *t, uint32_t node, char *out, size_t len)
+{
+	snprintf(out, len, "innet-%s-%s", t->name, t->nodes[node].name);
+}
+
+void innet_topology_mac(uint16_t node_id, uint32_t index, uint8_t mac[6])
+{
+	mac[0] = 0x02;   /* locally administered, unicast */
+	mac[1] = 0x69;
+	mac[2] = 0x6e;
+	mac[3] = (uint8_t)(node_id >> 8);
+	mac[4] = (uint8_t)node_id;
+	mac[5] = (uint8_t)index;
+}
+
+/* Index of link li among node's links (a host's device number). */
+static uint32_t link_index(const struct innet_topo_node *n, uint32_t li)
+{
+	for (uint32_t j = 0; j < n->n_links; j++)
+		if (n->links[j] == li)
+			return j;
+	return 0;
+}
+
+void innet_topology_dev(const struct innet_topology *t, uint32_t node, uint32_t li, char *out,
+			size_t len)
+{
+	const struct innet_topo_node *n = &t->nodes[node];
+	const struct innet_topo_link *l = &t->links[li];
+	if (n->kind == INNET_TOPO_HOST) {
+		snprintf(out, len, "eth%u", link_index(n, li));
+		return;
+	}
+	uint32_t port = l->a == node ? l->a_port : l->b_port;
+	const struct innet_port_conf *pc = &n->conf->ports[port];
+	if (pc->iface[0] != '\0')
+		snprintf(out, len, "%s", pc->iface);
+	else
+		snprintf(out, len, "p%u", port);
+}
+
+/* The MAC of node's end of link li: a switch's port index, a host's link
+ * index (node ids are unique, so MACs are). */
+static void end_mac(const struct innet_topology *t, uint32_t node, uint32_t li, uint8_t mac[6])
+{
+	const struct innet_topo_node *n = &t->nodes[node];
+	const struct innet_topo_link *l = &t->links[li];
+	uint32_t idx = n->kind == INNET_TOPO_HOST ? link_index(n, li)
+						  : (l->a == node ? l->a_port : l->b_port);
+	innet_topology_mac(n->node_id, idx, mac);
+}
+
+/* 127.a.b.c -> 10.a.b.c: a loopback address cannot leave lo, so in netns
+ * mode the fabric's addresses move to 10.0.0.0/8, one for one. */
+static uint32_t netns_addr(uint32_t ip)
+{
+	return is_loopback(ip) ? (10u << 24) | (ip & 0x00ffffffu) : ip;
+}
+
+static int resolve_netns(struct parser *p)
+{
+	struct innet_topology *t = p->t;
+	bool any_xdp = false;
+	for (uint32_t i = 0; i < t->n_switches; i++)
+		any_xdp |= t->nodes[i].target == INNET_TARGET_XDP;
+	t->netns = p->netns < 0 ? any_xdp : p->netns == 1;
+	if (any_xdp && !t->netns) {
+		errs_add(&p->e, "$.netns", "a switch with \"target\": \"xdp\" needs network devices: "
+			 "\"netns\": false cannot be");
+		return 0;
+	}
+	for (uint32_t i = 0; i < t->n_switches; i++)
+		t->nodes[i].conf->target = t->nodes[i].target;
+	if (!t->netns)
+		return 0;
+	for (uint32_t k = 0; k < t->n_nodes; k++) {
+		struct innet_topo_node *n = &t->nodes[k];
+		if (n->kind == INNET_TOPO_HOST) {
+			n->addr = netns_addr(n->addr);
+			continue;
+		}
+		for (uint32_t q = 0; q < n->conf->n_ports; q++) {
+			struct innet_port_conf *pc = &n->conf->ports[q];
+			pc->ip = netns_addr(pc->ip);
+			pc->peer_ip = netns_addr(pc->peer_ip);
+		}
+	}
+	for (uint32_t li = 0; li < t->n_links; li++) {
+		const struct innet_topo_link *l = &t->links[li];
+		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
+		for (int s = 0; s < 2; s++) {
+			if (ports[s] == INNET_TOPO_NO_PORT)
+				continue;
+			struct innet_topo_node *n = &t->nodes[ends[s]];
+			struct innet_port_conf *pc = &n->conf->ports[ports[s]];
+			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
+			end_mac(t, ends[1 - s], li, pc->peer_mac);
+			pc->has_peer_mac = true;
+			if (n->target == INNET_TARGET_XDP && l->mtu > XDP_MTU_MAX) {
+				char path[PATH_LEN];
+				snprintf(path, sizeof(path), "$.links[%u].mtu", li);
+				errs_add(&p->e, path, "MTU %u on a port of XDP switch '%s': its eBPF program "
+					 "works on one page per frame, at most MTU %u", l->mtu, n->name,
+					 XDP_MTU_MAX);
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Top level.                                                                */
 
 static int parse_defaults(struct parser *p, json_t *root)
@@ -956,7 +1099,7 @@ static int parse_top(struct parser *p, json_t *root)
 {
 	static const char *const keys[] = { "name", "seed", "external_addrs", "addr_base",
 					    "state_dir", "defaults", "switches", "hosts",
-					    "links", NULL };
+					    "links", "target", "netns", "mtu", NULL };
 	struct innet_topology *t = p->t;
 	json_t *sw, *hosts, *links;
 	const char *dir = NULL;
@@ -970,6 +1113,14 @@ static int parse_top(struct parser *p, json_t *root)
 	get_uint(p, root, "$", "seed", false, 0, INT64_MAX, &t->seed);
 	get_bool(p, root, "$", "external_addrs", &t->external_addrs);
 	get_addr(p, root, "$", "addr_base", false, &t->addr_base);
+	get_target(p, root, "$", &t->target);
+	bool netns;
+	if (get_bool(p, root, "$", "netns", &netns) > 0)
+		p->netns = netns;
+	uint64_t mtu;
+	p->def_mtu = 1500;
+	if (get_uint(p, root, "$", "mtu", false, 68, 9000, &mtu) > 0)
+		p->def_mtu = (uint32_t)mtu;
 	if (get_str(p, root, "$", "state_dir", false, &dir) > 0 && dir[0] != '/') {
 		errs_add(&p->e, "$.state_dir", "'%.80s' is not an absolute path", dir);
 		dir = NULL;
@@ -1055,7 +1206,7 @@ static int parse_top(struct parser *p, json_t *root)
 
 static struct innet_topology *parse_root(json_t *root, struct errs *e)
 {
-	struct parser p = { .e = *e, .def_workers = 1 };
+	struct parser p = { .e = *e, .def_workers = 1, .netns = -1 };
 	int r = -ENOMEM;
 
 	p.t = calloc(1, sizeof(*p.t));
@@ -1067,6 +1218,8 @@ static struct innet_topology *parse_root(json_t *root, struct errs *e)
 	r = parse_top(&p, root);
 	if (r == 0 && p.e.n == 0)
 		r = resolve(&p);
+	if (r == 0 && p.e.n == 0)
+		r = resolve_netns(&p);
 	if (r == 0 && p.e.n > 0)
 		r = -EINVAL;
 	if (r == -1)

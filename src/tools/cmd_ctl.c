@@ -566,9 +566,18 @@ static void render_stats(const json_t *r)
 	json_array_foreach(json_object_get(r, "ports"), i, p) {
 		char extra[512] = "";
 		static const char *const more[] = { "tx_errors", "tx_gso", "link_lost", "link_duplicated",
-						    "link_reordered", "link_delayed", "link_queue_full" };
+						    "link_reordered", "link_delayed", "link_queue_full",
+						    "xdp_rx_pkts", "xdp_tx_pkts" };
 		for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
+		const char *key;
+		json_t *v;
+		json_t *pass = json_object_get(p, "xdp_pass");
+		json_object_foreach(pass, key, v) {
+			char name[64];
+			snprintf(name, sizeof(name), "xdp_pass_%s", key);
+			add_nz(extra, sizeof(extra), name, ju(pass, key));
+		}
 		printf("port %" PRIu64 " %-8s rx %" PRIu64 " pkts %" PRIu64 " B, tx %" PRIu64
 		       " pkts %" PRIu64 " B%s\n",
 		       ju(p, "index"), js(p, "name", "?"), ju(p, "rx_pkts"), ju(p, "rx_bytes"),
@@ -579,7 +588,8 @@ static void render_stats(const json_t *r)
 		static const char *const more[] = { "passes", "recirculations", "emitted", "timer_fires",
 						    "cpu_pkts", "reg_ops", "table_ops", "alu_ops",
 						    "max_reg_ops", "max_table_ops", "max_alu_ops",
-						    "max_recirc", "max_emitted" };
+						    "max_recirc", "max_emitted", "xdp_rx_pkts",
+						    "handoff_ring_full" };
 		const char *key;
 		json_t *v;
 		json_object_foreach(json_object_get(p, "actions"), key, v) {
@@ -594,6 +604,10 @@ static void render_stats(const json_t *r)
 		json_t *drops = json_object_get(p, "drops");
 		json_object_foreach(drops, key, v)
 			printf("  drop %-20s %" PRIu64 "\n", key, ju(drops, key));
+		json_t *hand = json_object_get(p, "handoffs");
+		json_object_foreach(hand, key, v)
+			if (ju(hand, key) != 0)
+				printf("  handoff %-17s %" PRIu64 "\n", key, ju(hand, key));
 	}
 }
 

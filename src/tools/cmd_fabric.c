@@ -720,7 +720,8 @@ static int write_state(const struct innet_topology *t, const char *file, const s
  * stdout and stderr to its log, in its own session (so that a terminal's
  * Ctrl-C reaches only us: we stop the switches in order). */
 static pid_t spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
-			  uint64_t workers, const sigset_t *mask, bool append)
+			  uint64_t workers, const sigset_t *mask, bool append,
+			  const struct innet_topology *t)
 {
 	char wbuf[24];
 	const char *argv[] = { exe, "switch", "--topology", file, "--name", sw,
@@ -740,6 +741,12 @@ static pid_t spawn_switch(const char *exe, const char *file, const char *sw, con
 		sigprocmask(SIG_SETMASK, mask, NULL);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
 			_exit(127);
+		int idx = t != NULL && t->netns ? innet_topology_find(t, sw) : -1;
+		if (idx >= 0 && innet_topology_enter(t, (uint32_t)idx) != 0) {
+			fprintf(stderr, "innet fabric: cannot enter the namespace of %s: %s\n", sw,
+				strerror(errno));
+			_exit(127);
+		}
 		execv(exe, (char *const *)argv);
 		fprintf(stderr, "innet fabric: cannot run %s: %s\n", exe, strerror(errno));
 		_exit(127);
@@ -903,6 +910,14 @@ static int fabric_up(const struct opts *o)
 		goto out;
 	}
 
+	if (t->netns) {
+		char nerr[1024];
+		if (innet_topology_netns_up(t, nerr, sizeof(nerr)) != 0) {
+			fprintf(stderr, "innet fabric: %s\n", nerr);
+			goto out;
+		}
+	}
+
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -915,7 +930,7 @@ static int fabric_up(const struct opts *o)
 			continue;
 		unlink(p->ctl);
 		log_path(t->state_dir, p->name, log, sizeof(log));
-		p->pid = spawn_switch(exe, file, p->name, log, o->workers, &old, false);
+		p->pid = spawn_switch(exe, file, p->name, log, o->workers, &old, false, t);
 		if (p->pid < 0) {
 			fprintf(stderr, "innet fabric: cannot start switch %s: %s\n", p->name,
 				strerror(errno));
@@ -940,6 +955,8 @@ static int fabric_up(const struct opts *o)
 	rc = stay(t, procs, &set);
 	stop_procs(procs, t->n_switches);
 	clean_state(t->state_dir, procs, t->n_switches);
+	if (t->netns)
+		innet_topology_netns_down(t->name);
 	goto out_mask;
 
 out_stop:
@@ -948,6 +965,8 @@ out_stop:
 			started == 1 ? "" : "es");
 	stop_procs(procs, t->n_switches);
 	clean_state(t->state_dir, procs, t->n_switches);
+	if (t->netns)
+		innet_topology_netns_down(t->name);
 out_mask:
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
@@ -998,6 +1017,18 @@ static int fabric_down(const struct opts *o)
 	int left = stop_procs(procs, (size_t)n);
 	if (left == 0)
 		clean_state(dir, procs, (size_t)n);
+	if (left == 0 && o->file != NULL) {
+		/* netns mode: the namespaces (and their veths) go too */
+		int lrc;
+		struct innet_topology *t = load(o->file, &lrc);
+		if (t != NULL && t->netns) {
+			int gone = innet_topology_netns_down(t->name);
+			if (gone > 0)
+				printf("removed %d network namespace%s of %s\n", gone, gone == 1 ? "" : "s",
+				       t->name);
+		}
+		innet_topology_free(t);
+	}
 	printf("stopped %d switch%s (%d recorded); state in %s %s\n", running - left,
 	       running - left == 1 ? "" : "es", n, dir, left ? "kept" : "cleaned");
 	free(procs);
@@ -1280,7 +1311,10 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 			unlink(p.ctl);
 	}
 	sigemptyset(&none);
-	p.pid = spawn_switch(exe, topo, p.name, log, workers > 0 ? (uint64_t)workers : 0, &none, true);
+	int lrc;
+	struct innet_topology *t = load(topo, &lrc);   /* netns mode: its namespace */
+	p.pid = spawn_switch(exe, topo, p.name, log, workers > 0 ? (uint64_t)workers : 0, &none, true, t);
+	innet_topology_free(t);
 	if (p.pid < 0) {
 		fprintf(stderr, "innet fabric: cannot start switch %s: %s\n", p.name, strerror(errno));
 		goto out;

@@ -217,13 +217,29 @@ int cmd_ping(int argc, char **argv)
 		goto out_topo;
 	}
 	const struct innet_topo_node *na = &t->nodes[ia], *nb = &t->nodes[ib];
+	/* netns mode: each host's socket is made in its own namespace */
+	int ns_rc = 0;
+	if (t->netns && (ns_rc = innet_topology_enter(t, (uint32_t)ib)) != 0) {
+		fprintf(stderr, "innet ping: cannot enter the namespace of %s: %s%s\n", nb->name,
+			strerror(-ns_rc), ns_rc == -ENOENT ? " (is the fabric up?)" : "");
+		rc = 1;
+		goto out_topo;
+	}
 	if (!strcmp(role, "echo")) {
 		rc = echo_only(nb, swb, (uint16_t)udp, duration_s, quiet);
 		goto out_topo;
 	}
 	bool send_only = !strcmp(role, "send");
-	int fa = bind_udp(na->addr, (uint16_t)udp);
 	int fb = ia == ib || send_only ? -1 : bind_udp(nb->addr, (uint16_t)udp);
+	if (t->netns && (ns_rc = innet_topology_enter(t, (uint32_t)ia)) != 0) {
+		fprintf(stderr, "innet ping: cannot enter the namespace of %s: %s\n", na->name,
+			strerror(-ns_rc));
+		if (fb >= 0)
+			close(fb);
+		rc = 1;
+		goto out_topo;
+	}
+	int fa = bind_udp(na->addr, (uint16_t)udp);
 	if (fa < 0 || (ia != ib && !send_only && fb < 0)) {
 		fprintf(stderr, "innet ping: cannot bind the hosts' addresses on UDP %ld: %s\n", udp,
 			strerror(-(fa < 0 ? fa : fb)));
