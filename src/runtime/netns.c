@@ -11,12 +11,23 @@
  *   default via 10.0.20.9      ip_forward=1, a route to every host
  *                              by its first shortest-path port
  *
+ * A link's emulation settings (loss, dup, reorder, delay_us, jitter_us) become
+ * the kernel's own faults: a netem qdisc on each end's egress, so each
+ * direction is hit once, as the user-space engine's emulation does on
+ * loopback (netem reorders by delaying the others: reorder without delay_us
+ * gets a 1 ms delay).
+ *
  * Switch namespaces also route plain IP between hosts (ip_forward, routes to
  * every host address), so traffic that is not for a program (a replica's
  * snapshot, an ssh) still crosses the fabric through the kernel; hosts have a
- * default route through their first link. GRO is on at every veth end: a
- * veth only takes frames an XDP program redirects into it when its receiving
- * side runs NAPI (docs/xdp.md).
+ * default route through their first link.
+ *
+ * Every veth end that is not an XDP switch's port gets a two-instruction
+ * XDP_PASS program: a veth only takes the frames an XDP program on its peer
+ * transmits (XDP_TX) or redirects into it when its own receive side runs in
+ * XDP mode (measured: with GRO instead of a program, redirected frames
+ * arrive but XDP_TX'd ones are lost). The program stays attached (netlink,
+ * not a link) until the namespace is deleted.
  *
  * The work is done by iproute2 (`ip -batch`, one run for the links and one
  * per namespace) and, for what ip cannot set, a child that enters the
@@ -25,8 +36,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/ethtool.h>
-#include <linux/sockios.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -38,6 +47,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
 
 #include "innet/topology.h"
 
@@ -87,7 +101,21 @@ int innet_topology_enter(const struct innet_topology *t, uint32_t node)
 	return rc;
 }
 
-/* Things ip cannot do, done from inside the namespace: sysctls and GRO. */
+/* XDP_PASS, for the veth ends that must run XDP to take frames from an XDP
+ * switch. */
+static int pass_prog(void)
+{
+	struct bpf_insn insns[2];
+	memset(insns, 0, sizeof(insns));
+	insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+	insns[0].dst_reg = BPF_REG_0;
+	insns[0].imm = XDP_PASS;
+	insns[1].code = BPF_JMP | BPF_EXIT;
+	return bpf_prog_load(BPF_PROG_TYPE_XDP, "innet_pass", "GPL", insns, 2, NULL);
+}
+
+/* Things ip cannot do, done from inside the namespace: ip_forward and the
+ * XDP_PASS program. */
 static int ns_tune(const struct innet_topology *t, uint32_t node)
 {
 	pid_t pid = fork();
@@ -103,18 +131,16 @@ static int ns_tune(const struct innet_topology *t, uint32_t node)
 				_exit(2);
 			close(fd);
 		}
-		int s = socket(AF_INET, SOCK_DGRAM, 0);
-		if (s < 0)
+		if (n->kind == INNET_TOPO_SWITCH && n->target == INNET_TARGET_XDP)
+			_exit(0);   /* its own program attaches when it starts */
+		int prog = pass_prog();
+		if (prog < 0)
 			_exit(3);
 		for (uint32_t j = 0; j < n->n_links; j++) {
 			char dev[IFNAMSIZ];
 			innet_topology_dev(t, node, n->links[j], dev, sizeof(dev));
-			struct ethtool_value ev = { .cmd = ETHTOOL_SGRO, .data = 1 };
-			struct ifreq ifr;
-			memset(&ifr, 0, sizeof(ifr));
-			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
-			ifr.ifr_data = (void *)&ev;
-			if (ioctl(s, SIOCETHTOOL, &ifr) < 0)
+			int ifindex = (int)if_nametoindex(dev);
+			if (ifindex == 0 || bpf_xdp_attach(ifindex, prog, XDP_FLAGS_DRV_MODE, NULL) != 0)
 				_exit(4);
 		}
 		_exit(0);
@@ -157,6 +183,20 @@ static int node_batch(const struct innet_topology *t, uint32_t node, const char 
 		uint32_t other = l->a == node ? l->b : l->a;
 		innet_topology_dev(t, node, li, dev, sizeof(dev));
 		fprintf(f, "link set %s up\n", dev);
+		const struct innet_link_conf *e = &l->emu;
+		if (e->loss > 0 || e->dup > 0 || e->reorder > 0 || e->delay_us || e->jitter_us) {
+			uint32_t delay = e->delay_us ? e->delay_us : (e->reorder > 0 ? 1000 : 0);
+			fprintf(f, "qdisc replace dev %s root netem limit 100000", dev);
+			if (delay)
+				fprintf(f, " delay %uus %uus", delay, e->jitter_us);
+			if (e->loss > 0)
+				fprintf(f, " loss %.4f%%", e->loss * 100);
+			if (e->dup > 0)
+				fprintf(f, " duplicate %.4f%%", e->dup * 100);
+			if (e->reorder > 0)
+				fprintf(f, " reorder %.4f%%", e->reorder * 100);
+			fprintf(f, "\n");
+		}
 		end_addrs(t, node, li, &local, &remote);
 		if (local == 0)
 			continue;   /* a raw port: frames only */
@@ -287,7 +327,8 @@ int innet_topology_netns_up(const struct innet_topology *t, char *err, size_t er
 	for (uint32_t i = 0; rc == 0 && i < t->n_nodes; i++) {
 		rc = node_batch(t, i, file, err, errlen);
 		if (rc == 0 && ns_tune(t, i) != 0) {
-			snprintf(err, errlen, "cannot tune namespace of %s (ip_forward, GRO)", t->nodes[i].name);
+			snprintf(err, errlen, "cannot set up namespace of %s (ip_forward, XDP pass program)",
+				 t->nodes[i].name);
 			rc = -1;
 		}
 	}

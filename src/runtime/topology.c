@@ -1054,6 +1054,9 @@ static int resolve_netns(struct parser *p)
 				continue;
 			struct innet_topo_node *n = &t->nodes[ends[s]];
 			struct innet_port_conf *pc = &n->conf->ports[ports[s]];
+			/* the link's faults are the kernel's here (netem on the veths,
+			 * innet_topology_netns_up), not the switch's emulation */
+			memset(&pc->link, 0, sizeof(pc->link));
 			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
 			end_mac(t, ends[1 - s], li, pc->peer_mac);
 			pc->has_peer_mac = true;

@@ -234,6 +234,8 @@ static json_t *port_json(const struct innet_topology *t, const struct innet_topo
 	if (pe->port != INNET_TOPO_NO_PORT)
 		jset(o, "peer_port", json_integer(pe->port));
 	jset(o, "peer_addr", jaddr(pc->peer_ip));
+	if (pc->dev[0] != '\0')
+		jset(o, "dev", json_string(pc->dev));
 	if (emu_active(&pc->link)) {
 		const struct innet_link_conf *l = &pc->link;
 		json_t *e = json_object();
@@ -265,6 +267,12 @@ static json_t *switch_json(const struct innet_topology *t, uint32_t i)
 	if (n->machine[0])
 		jset(o, "machine", json_string(n->machine));
 	jset(o, "workers", json_integer(c->n_workers));
+	jset(o, "target", json_string(n->target == INNET_TARGET_XDP ? "xdp" : "udp"));
+	if (t->netns) {
+		char ns[256];
+		innet_topology_netns_name(t, i, ns, sizeof(ns));
+		jset(o, "netns", json_string(ns));
+	}
 	jset(o, "ctl", json_string(c->ctl_path));
 	for (uint32_t k = 0; k < c->n_ports; k++)
 		jpush(ports, port_json(t, n, k));
@@ -417,20 +425,24 @@ static void show_text(const struct innet_topology *t)
 {
 	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
 
-	printf("topology %s: %u switch%s, %u host%s, %u link%s (seed %llu, state %s)\n", t->name,
+	printf("topology %s: %u switch%s, %u host%s, %u link%s (seed %llu, state %s%s)\n", t->name,
 	       t->n_switches, t->n_switches == 1 ? "" : "es", t->n_hosts, t->n_hosts == 1 ? "" : "s",
-	       t->n_links, t->n_links == 1 ? "" : "s", (unsigned long long)t->seed, t->state_dir);
+	       t->n_links, t->n_links == 1 ? "" : "s", (unsigned long long)t->seed, t->state_dir,
+	       t->netns ? ", each node in network namespace innet-NAME-NODE" : "");
 	for (uint32_t i = 0; i < t->n_switches; i++) {
 		const struct innet_topo_node *n = &t->nodes[i];
 		const struct innet_switch_conf *c = n->conf;
-		printf("\nswitch %s  node %u  workers %u%s%s  ctl %s\n", n->name, n->node_id,
-		       c->n_workers, n->machine[0] ? "  machine " : "", n->machine, c->ctl_path);
+		printf("\nswitch %s  node %u  workers %u%s%s  target %s  ctl %s\n", n->name, n->node_id,
+		       c->n_workers, n->machine[0] ? "  machine " : "", n->machine,
+		       n->target == INNET_TARGET_XDP ? "xdp" : "udp", c->ctl_path);
 		for (uint32_t k = 0; k < c->n_ports; k++) {
 			const struct innet_port_conf *pc = &c->ports[k];
 			const struct innet_topo_peer *pe = &n->peers[k];
 			ip_str(pc->ip, a);
 			ip_str(pc->peer_ip, b);
 			printf("  port %-2u %-15s -> %-15s %s", k, a, b, t->nodes[pe->node].name);
+			if (pc->dev[0] != '\0')
+				printf(" dev %s", pc->dev);
 			if (pe->port != INNET_TOPO_NO_PORT)
 				printf(" port %u", pe->port);
 			else

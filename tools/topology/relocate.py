@@ -5,6 +5,10 @@ optionally other link-emulation rates.
 
     relocate.py IN OUT [--name NAME] [--state-dir DIR] [--addr-base A.B.C.D]
                 [--hosts A.B.C] [--rates LOSS,DUP,REORDER [--links A:B]]
+                [--target udp|xdp] [--netns]
+
+--target sets the file's "target" (every switch; xdp implies netns mode) and
+drops any per-switch "target"; --netns puts a udp fabric in namespaces too.
 
 --hosts A.B.C gives host i (in file order) the address A.B.C.(i+1).
 --rates sets loss, dup and reorder on the links named by --links A:B (links
@@ -32,6 +36,8 @@ def main():
     ap.add_argument("--hosts", metavar="A.B.C")
     ap.add_argument("--rates", metavar="LOSS,DUP,REORDER")
     ap.add_argument("--links", metavar="A:B")
+    ap.add_argument("--target", choices=("udp", "xdp"))
+    ap.add_argument("--netns", action="store_true")
     o = ap.parse_args()
 
     t = json.load(open(o.src))
@@ -45,6 +51,12 @@ def main():
     if o.hosts:
         for i, h in enumerate(t.get("hosts", [])):
             h["addr"] = "%s.%d" % (o.hosts, i + 1)
+    if o.target:
+        t["target"] = o.target
+        for sw in t.get("switches", []):
+            sw.pop("target", None)
+    if o.netns:
+        t["netns"] = True
     if o.links and not o.rates:
         ap.error("--links needs --rates")
     if o.rates:
