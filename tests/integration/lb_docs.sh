@@ -14,10 +14,11 @@
 #        `prog lb show` calls both units "unknown" (a unit whose agent never
 #        reported is served; before that fix every query was dropped as
 #        no_backend from 3 s on);
+#     3. the unit table of `prog lb show` lines up under its header;
 #   demo (dnsperf runs before the agents start, down_after_ms 1500):
-#     3. dnsperf (5 s) completes its queries, at most 1 % lost (it was
+#     4. dnsperf (5 s) completes its queries, at most 1 % lost (it was
 #        "Queries completed: 0");
-#     4. `innet lb load` (10 s, after the agents start) loses at most 1 %,
+#     5. `innet lb load` (10 s, after the agents start) loses at most 1 %,
 #        and `prog lb show` then calls both units "up" (their agents report).
 # Each script runs in a session of its own (setsid), bounded by timeout; on
 # exit that session's process group is killed by its id. Loopback only:
@@ -108,6 +109,26 @@ assert r["sent"] >= 900 and r["received"] == r["sent"], "queries lost with no ag
 units = [u for p in json.load(open(sys.argv[2]))["pools"] for u in p["units"]]
 print("states:", [(u["server"], u["unit"], u["state"]) for u in units])
 assert [u["state"] for u in units] == ["unknown", "unknown"], "units never reported: unknown"
+PYEOF
+
+# `prog lb show`'s unit table: every header word's column edges fall on the
+# same places in the rows (left-aligned columns start there, right-aligned
+# ones end there), so the columns line up.
+"$PY" - "$TMP/quickstart.out" <<'PYEOF' || fail "prog lb show: the unit table's columns do not line up"
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+h = [i for i, l in enumerate(lines) if l.lstrip().startswith("server/unit")]
+assert h, "no unit table header"
+head = lines[h[0]]
+rows = lines[h[0] + 1:h[0] + 3]
+print(head); print("\n".join(rows))
+for r in rows:
+    assert len(r) == len(head), "row and header lengths differ"
+    for m in re.finditer(r"\S+", head):
+        s, e = m.span()
+        starts = r[s - 1] == " " and r[s] != " "                  # left-aligned
+        ends = r[e - 1] != " " and (e == len(r) or r[e] == " ")  # right-aligned
+        assert starts or ends, "column %r" % m.group()
 PYEOF
 
 script demo "### Demo: two DNS servers" "
