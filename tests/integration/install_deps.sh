@@ -24,7 +24,10 @@ command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "skip:
 T=$(mktemp -d /tmp/innet-install-deps-test.XXXXXX)
 holder=""
 cleanup() {
-	[ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
+	if [ -n "$holder" ]; then
+		kill "$holder" 2>/dev/null || true
+		wait "$holder" 2>/dev/null || true
+	fi
 	rm -rf "$T"
 }
 trap cleanup EXIT
