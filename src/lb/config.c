@@ -5,7 +5,8 @@
  *
  *   { "mode": "proxy"|"packet", "report_port": 47900, "key_file": PATH,
  *     "maglev_size": 65537, "conn_capacity": 65536, "idle_timeout_ms": 30000,
- *     "tcp_closing_ms": 2000, "down_after_ms": 0, "sweep_ms": 0,
+ *     "tcp_closing_ms": 2000, "down_after_ms": 0, "unreported": "serve",
+ *     "sweep_ms": 0,
  *     "thresholds": { "cpu": 192, "accelerator": 192 },
  *     "vips":  [ { "name", "address", "port", "proto", "pool", "policy" } ],
  *     "pools": [ { "name", "servers": [ { "id", "weight",
@@ -302,7 +303,7 @@ static int parse_vips(struct innet_decl *d, struct lb_conf *c, json_t *vips)
 
 int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 {
-	const char *mode, *key_file;
+	const char *mode, *key_file, *unrep;
 	uint64_t report_port, mg, cap, idle, closing, down, sweep;
 	int rc;
 	if ((rc = innet_args_str(a, "mode", "proxy", &mode)) != 0)
@@ -321,6 +322,7 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 	    (rc = innet_args_u64(a, "tcp_closing_ms", 2000, 1, 86400000, &closing)) ||
 	    (rc = innet_args_u64(a, "down_after_ms", 0, 0, 86400000, &down)) ||
 	    (rc = innet_args_u64(a, "sweep_ms", 0, 0, 3600000, &sweep)) ||
+	    (rc = innet_args_str(a, "unreported", "serve", &unrep)) ||
 	    (rc = innet_args_str(a, "key_file", NULL, &key_file)))
 		return rc;
 	if (!lb_is_prime((uint32_t)mg))
@@ -332,6 +334,18 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 	c->idle_ms = (uint32_t)idle;
 	c->closing_ms = (uint32_t)closing;
 	c->down_after_ms = (uint32_t)down;
+	/* A unit whose agent never reported: served (state "unknown", as
+	 * HAProxy and Katran serve a backend before any health check), served
+	 * for down_after_ms from its configuration, or down until it reports. */
+	if (!strcmp(unrep, "serve"))
+		c->unreported = LB_UNREP_SERVE;
+	else if (!strcmp(unrep, "grace"))
+		c->unreported = LB_UNREP_GRACE;
+	else if (!strcmp(unrep, "down"))
+		c->unreported = LB_UNREP_DOWN;
+	else
+		return innet_decl_error(d, "setting 'unreported' must be \"serve\", \"grace\" or "
+					"\"down\", not \"%s\"", unrep);
 	c->sweep_ms = sweep ? (uint32_t)sweep : (c->idle_ms / 4 > 100 ? c->idle_ms / 4 : 100);
 	c->bloom_size = 64;
 	while (c->bloom_size < 4 * c->conn_capacity)

@@ -150,8 +150,8 @@ static int set_unit(struct innet_cp *cp, const struct lb_unit_init *u, uint8_t f
 		return rc;
 	wr(cp, R_UNIT_ADDR, slot, lb_addr(u->ip, u->udp, u->port));
 	wr(cp, R_UNIT_MAC, slot, u->mac);
-	wr(cp, R_UNIT_STATE, slot, 0);
-	wr(cp, R_UNIT_SEEN, slot, mono_ns()); /* down_after grace from now */
+	wr(cp, R_UNIT_STATE, slot, LB_US_UNKNOWN); /* until its agent reports */
+	wr(cp, R_UNIT_SEEN, slot, mono_ns());      /* "unreported": "grace" counts from now */
 	wr(cp, R_UNIT_META, slot, lb_meta(flags, u->kind, u->weight, u->pool));
 	return 0;
 }
@@ -339,6 +339,11 @@ static const char *kind_name(uint8_t k)
 	return k == INNET_LB_KIND_ACCEL ? "accelerator" : "cpu";
 }
 
+/* `prog lb show`'s unit table: one format for the header and the rows, so
+ * the columns line up. */
+#define UNIT_HDR_FMT "  %-11s %-11s %-21s %6s %-7s %-7s %-4s %4s %8s %8s %6s %8s %7s\n"
+#define UNIT_ROW_FMT "  %-11s %-11s %-21s %6u %-7s %-7s %-4s %4u %8u %8s %6d %8llu %6.2f%%\n"
+
 static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t slot,
 			 const uint32_t *share, uint64_t now, FILE *t)
 {
@@ -351,8 +356,9 @@ static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t 
 	struct in_addr in = { .s_addr = htonl((uint32_t)(a >> 32)) };
 	snprintf(addr, sizeof(addr), "%s:%u", inet_ntoa(in), (unsigned)(uint16_t)(a >> 16));
 	uint8_t fl = LB_META_FLAGS(m), kind = LB_META_KIND(m);
-	bool down = ((st & LB_US_REPORTED) && !(st & INNET_LB_ST_AVAILABLE)) ||
-		    (c->down_after_ms && (int64_t)(now - seen) > (int64_t)c->down_after_ms * 1000000);
+	static const char *const health_name[] = { "unknown", "up", "down" };
+	static const char *const health_text[] = { "unknown", "up", "DOWN" };
+	enum lb_health h = lb_unit_health(c, st, (int64_t)(now - seen));
 	uint32_t load = (st >> 8) & 0xff;
 	bool busy = (st & INNET_LB_ST_BUSY) || load >= c->threshold[kind < 2 ? kind : 0];
 	const char *admin = fl & LB_UF_REMOVED ? "removed" : fl & LB_UF_DRAINED ? "drained" : "active";
@@ -361,22 +367,21 @@ static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t 
 	json_t *u = json_pack("{s:i,s:i,s:s,s:s,s:i,s:s,s:s,s:b,s:i,s:i,s:f,s:i,s:I,s:I,s:f}",
 			      "server", c->servers[srv].id, "unit", slot % LB_UNITS_PER_SERVER,
 			      "kind", kind_name(kind), "address", addr, "weight", LB_META_WEIGHT(m),
-			      "admin", admin, "state", down ? "down" : "up", "busy", busy,
+			      "admin", admin, "state", health_name[h], "busy", busy,
 			      "load", load, "latency_us", (int)rd(cp, R_UNIT_LAT, slot),
 			      "report_age_ms", age_ms, "conns", (int)(int32_t)rd(cp, R_UNIT_CONNS, slot),
 			      "new_conns", (json_int_t)rd(cp, R_UNIT_NEW, slot),
 			      "pkts", (json_int_t)rd(cp, R_UNIT_PKTS, slot), "maglev_share_pct", sh);
 	if (t != NULL) {
-		char age[32];
+		char su[16], age[32];
+		snprintf(su, sizeof(su), "%u/%u", c->servers[srv].id, slot % LB_UNITS_PER_SERVER);
 		if (age_ms < 0)
 			snprintf(age, sizeof(age), "never");
 		else
 			snprintf(age, sizeof(age), "%.0fms", age_ms);
-		fprintf(t, "  %5u/%u  %-11s %-21s w=%-5u %-7s %-4s %-4s load=%-3u lat=%-7uus "
-			"report=%-8s conns=%-6d new=%-8llu share=%.2f%%\n",
-			c->servers[srv].id, slot % LB_UNITS_PER_SERVER, kind_name(kind), addr,
-			LB_META_WEIGHT(m), admin, down ? "DOWN" : "up", busy ? "BUSY" : "-", load,
-			(unsigned)rd(cp, R_UNIT_LAT, slot), age, (int)(int32_t)rd(cp, R_UNIT_CONNS, slot),
+		fprintf(t, UNIT_ROW_FMT, su, kind_name(kind), addr, LB_META_WEIGHT(m), admin,
+			health_text[h], busy ? "BUSY" : "-", load, (unsigned)rd(cp, R_UNIT_LAT, slot),
+			age, (int)(int32_t)rd(cp, R_UNIT_CONNS, slot),
 			(unsigned long long)rd(cp, R_UNIT_NEW, slot), sh);
 	}
 	return u;
@@ -409,10 +414,12 @@ static int cmd_show(struct innet_cp *cp, struct lb_conf *c, json_t *reply, FILE 
 {
 	uint64_t now = mono_ns();
 	fprintf(t, "lb '%s': mode %s, report port %u, key %s, maglev %u, conn capacity %u, "
-		"idle %u ms, down after %u ms\n", innet_cp_name(cp),
+		"idle %u ms, down after %u ms, unreported units %s\n", innet_cp_name(cp),
 		c->mode == LB_MODE_PROXY ? "proxy" : "packet", c->report_port,
 		c->have_key ? "set" : "NONE (reports refused)", c->maglev_size, c->conn_capacity,
-		c->idle_ms, c->down_after_ms);
+		c->idle_ms, c->down_after_ms,
+		c->unreported == LB_UNREP_DOWN ? "down" :
+		c->unreported == LB_UNREP_GRACE ? "served for down_after_ms" : "served");
 	json_t *vips = json_array();
 	fprintf(t, "vips:\n");
 	for (uint32_t i = 0; i < c->n_vips; i++) {
@@ -440,8 +447,9 @@ static int cmd_show(struct innet_cp *cp, struct lb_conf *c, json_t *reply, FILE 
 		for (uint32_t s = 0; mg != NULL && s < c->maglev_size; s++)
 			if (mg[s] < LB_MAX_UNIT_SLOTS)
 				share[mg[s]]++;
-		fprintf(t, "pool %s (version %u):\n   server/unit kind        address               "
-			"weight  admin   state busy\n", c->pool_names[p], c->pool_ver[p]);
+		fprintf(t, "pool %s (version %u):\n", c->pool_names[p], c->pool_ver[p]);
+		fprintf(t, UNIT_HDR_FMT, "server/unit", "kind", "address", "weight", "admin", "state",
+			"busy", "load", "lat_us", "report", "conns", "new", "share");
 		json_t *units = json_array();
 		for (uint32_t s = 0; s < c->n_servers; s++) {
 			if (c->servers[s].pool != p)

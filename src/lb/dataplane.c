@@ -28,7 +28,9 @@
  *
  * "Eligible" is static (configured, not drained/removed, weight > 0) and is
  * what the control thread builds the tables from; "usable" adds the reported
- * state (available, not silent for down_after_ms). A table entry that names an
+ * state (available, not silent for down_after_ms; a unit whose agent never
+ * reported is usable unless the "unreported" setting says otherwise:
+ * lb_unit_health in lb_pvt.h). A table entry that names an
  * unusable unit probes up to LB_PROBES further entries, then falls back to
  * hashing over the eligible list: units going down never need a rebuild, and
  * flows of the others do not move.
@@ -131,13 +133,11 @@ static bool unit_usable(struct innet_ctx *ctx, const struct lb_conf *c, uint32_t
 	    LB_META_WEIGHT(m) == 0)
 		return false;
 	uint32_t st = (uint32_t)innet_reg_read(ctx, R_UNIT_STATE, slot);
-	if ((st & LB_US_REPORTED) && !(st & INNET_LB_ST_AVAILABLE))
+	int64_t silent_ns = 0; /* since its last report (or its configuration) */
+	if (c->down_after_ms != 0)
+		silent_ns = (int64_t)(ctx->now_ns - innet_reg_read(ctx, R_UNIT_SEEN, slot));
+	if (lb_unit_health(c, st, silent_ns) == LB_HEALTH_DOWN)
 		return false;
-	if (c->down_after_ms != 0) {
-		uint64_t seen = innet_reg_read(ctx, R_UNIT_SEEN, slot);
-		if ((int64_t)(ctx->now_ns - seen) > (int64_t)c->down_after_ms * 1000000)
-			return false;
-	}
 	uint8_t kind = LB_META_KIND(m);
 	uint32_t l = (st >> 8) & 0xff;
 	bool b = (st & INNET_LB_ST_BUSY) || l >= c->threshold[kind < INNET_LB_KIND_COUNT ? kind : 0];

@@ -46,8 +46,25 @@ static inline uint64_t lb_meta(uint8_t flags, uint8_t kind, uint16_t weight, uin
 #define LB_META_WEIGHT(m)  ((uint16_t)((m) >> 16))
 #define LB_META_POOL(m)    ((uint8_t)((m) >> 32))
 
-/* R_UNIT_STATE (u32): state bits | load << 8 | LB_US_REPORTED. */
+/* R_UNIT_STATE (u32): LB_US_UNKNOWN until the unit's agent first reports
+ * (set when the unit is configured), then state bits | load << 8 |
+ * LB_US_REPORTED. */
+#define LB_US_UNKNOWN     0u
 #define LB_US_REPORTED    0x10000u
+
+/* What a unit whose agent has never reported gets (setting "unreported"). */
+enum lb_unreported {
+	LB_UNREP_SERVE = 0, /* new connections, as HAProxy and Katran do (default) */
+	LB_UNREP_GRACE,     /* new connections for down_after_ms after it was configured */
+	LB_UNREP_DOWN,      /* none until its agent reports it available */
+};
+
+/* A unit's health as the handler acts on it and `prog lb show` prints it. */
+enum lb_health {
+	LB_HEALTH_UNKNOWN = 0, /* never reported: serving unless "unreported" says otherwise */
+	LB_HEALTH_UP,          /* reported available, within down_after_ms */
+	LB_HEALTH_DOWN,        /* reported unavailable, silent too long, or unreported and held down */
+};
 
 /* R_UNIT_ADDR (u64): ip << 32 | udp << 16 | switch port. */
 static inline uint64_t lb_addr(uint32_t ip, uint16_t udp, uint16_t port)
@@ -231,6 +248,7 @@ struct lb_conf {
 	uint32_t idle_ms;
 	uint32_t closing_ms;               /* TCP after FIN/RST */
 	uint32_t down_after_ms;            /* 0 = never down for silence */
+	uint8_t unreported;                /* enum lb_unreported */
 	uint32_t sweep_ms;
 	uint16_t threshold[INNET_LB_KIND_COUNT]; /* load level counted as busy (256: never) */
 	uint32_t bloom_size;               /* power of two */
@@ -254,6 +272,27 @@ struct lb_conf {
 	uint64_t nonce;                    /* authenticates sweep packets */
 	uint32_t pool_ver[INNET_LB_MAX_POOLS];
 };
+
+/* The health of a unit whose R_UNIT_STATE is st and whose last report (or,
+ * never reported, its configuration) is silent_ns old. Pure; the handler
+ * serves a unit unless this says LB_HEALTH_DOWN:
+ *
+ *   never reported  -> UNKNOWN (serving); "grace": DOWN once silent for
+ *                      down_after_ms; "down": DOWN
+ *   reported        -> DOWN if not AVAILABLE or silent for down_after_ms
+ *                      (0: never), else UP */
+static inline enum lb_health lb_unit_health(const struct lb_conf *c, uint32_t st, int64_t silent_ns)
+{
+	bool silent = c->down_after_ms != 0 && silent_ns > (int64_t)c->down_after_ms * 1000000;
+	if (!(st & LB_US_REPORTED)) {
+		if (c->unreported == LB_UNREP_DOWN || (c->unreported == LB_UNREP_GRACE && silent))
+			return LB_HEALTH_DOWN;
+		return LB_HEALTH_UNKNOWN;
+	}
+	if (!(st & INNET_LB_ST_AVAILABLE) || silent)
+		return LB_HEALTH_DOWN;
+	return LB_HEALTH_UP;
+}
 
 /* config.c: parse and check the settings (errors via innet_decl_error). */
 struct innet_decl;

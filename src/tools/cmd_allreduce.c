@@ -41,6 +41,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,10 +266,45 @@ static double max_of(const double *v, uint32_t n)
 static void ar_usage(FILE *f)
 {
 	fprintf(f, "usage: innet allreduce --switch IP[:UDP] --bind IP:UDP --job ID --workers N\n"
-		   "                       (--worker W | --all) [--slots S] [--k K] [--type int32|float32]\n"
-		   "                       [--count ELEMS] [--iters I] [--timeout-ms T] [--rto-us U] [--check]\n"
-		   "                       [--delay-worker W --delay-ms D [--delay-every N]] [--join] [--rejoin]\n"
-		   "Worker W binds IP:(UDP+W). --all runs every worker as a thread of this process.\n");
+		   "                       (--worker W | --all) [options]\n"
+		   "\n"
+		   "All-reduce (sum) generated int32/float32 arrays through a switch running the\n"
+		   "agg program: one worker, or with --all every worker as a thread of this process.\n"
+		   "\n"
+		   "  --switch IP[:UDP]   the switch's address and agg port (default UDP %u)\n"
+		   "  --bind IP:UDP       local address: worker W binds IP:(UDP+W)\n"
+		   "  --job ID            the job id configured in the switch's agg settings\n"
+		   "  --workers N         workers in the job (1..%u)\n"
+		   "  --worker W          run worker W (0..N-1)            | --all  run all N\n"
+		   "  --slots S           aggregator slots of the job (default 64)\n"
+		   "  --k K               elements per packet (default 256)\n"
+		   "  --type T            int32 (default) or float32\n"
+		   "  --count ELEMS       elements per array (default 1048576)\n"
+		   "  --iters I           all-reduce calls, timed (default 1)\n"
+		   "  --timeout-ms T      a call's deadline (default: the library's)\n"
+		   "  --rto-us U          retransmission timeout (default: the library's)\n"
+		   "  --check             compare with the expected sum (int32: exact; float32: bound)\n"
+		   "  --delay-worker W --delay-ms D [--delay-every N]\n"
+		   "                      worker W sleeps D ms before every N-th call (a straggler)\n"
+		   "  --join              join the job before the first call (a restarted worker)\n"
+		   "  --rejoin            join again after a call fails with -ESTALE (excluded)\n"
+		   "  -h, --help          this text\n"
+		   "\n"
+		   "Prints one line per worker: RESULT worker=W type=T elems=N ... check=ok|FAIL|skipped.\n"
+		   "Exit status: 0 ok, 1 a call or a check failed, 2 usage. docs/aggregation.md.\n",
+		INNET_AGG_UDP, INNET_AGG_MAX_WORKERS);
+}
+
+/* A usage error: what is wrong, and where help is. Returns 2. */
+__attribute__((format(printf, 1, 2))) static int ar_bad(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "innet allreduce: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n'innet allreduce --help' lists the options\n");
+	va_end(ap);
+	return 2;
 }
 
 static int parse_addr(const char *s, uint32_t *ip, uint16_t *udp, bool need_udp)
@@ -314,6 +350,7 @@ int cmd_allreduce(int argc, char **argv)
 	bool all = false, have_switch = false, have_bind = false;
 	int ch;
 	optind = 1;
+	opterr = 0; /* ar_bad says what is wrong */
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end = NULL;
 		switch (ch) {
@@ -350,17 +387,27 @@ int cmd_allreduce(int argc, char **argv)
 		case 'J': o.join = true; break;
 		case 'R': o.rejoin = true; break;
 		case 'h': ar_usage(stdout); return 0;
-		default: ar_usage(stderr); return 2;
+		default: return ar_bad("unknown option or missing value: '%s'", argv[optind - 1]);
 		}
-		if (end != NULL && *end != '\0')
+		if (end != NULL && (*end != '\0' || end == optarg))
 			goto bad;
 	}
-	if (!have_switch || !have_bind || n_workers < 1 || n_workers > (long)INNET_AGG_MAX_WORKERS ||
-	    (all == (worker >= 0)) || worker >= n_workers || o.iters < 1 || o.iters > 1000000 ||
-	    o.delay_every < 1 || o.delay_ms > 600000) {
-		ar_usage(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return ar_bad("unexpected argument '%s'", argv[optind]);
+	if (!have_switch)
+		return ar_bad("%s", "missing --switch IP[:UDP]");
+	if (!have_bind)
+		return ar_bad("%s", "missing --bind IP:UDP");
+	if (n_workers < 1 || n_workers > (long)INNET_AGG_MAX_WORKERS)
+		return ar_bad("--workers N is required, N in 1..%u", INNET_AGG_MAX_WORKERS);
+	if (all == (worker >= 0))
+		return ar_bad("%s", "give either --worker W or --all");
+	if (worker >= n_workers)
+		return ar_bad("%s", "--worker W must be below --workers N");
+	if (o.iters < 1 || o.iters > 1000000)
+		return ar_bad("%s", "--iters wants 1..1000000");
+	if (o.delay_every < 1 || o.delay_ms > 600000)
+		return ar_bad("%s", "--delay-every wants >= 1 and --delay-ms <= 600000");
 	o.conf.n_workers = (uint8_t)n_workers;
 	uint32_t first = all ? 0 : (uint32_t)worker, last = all ? (uint32_t)n_workers : (uint32_t)worker + 1;
 	struct ar_worker *rs = calloc(last - first, sizeof(*rs));
@@ -403,7 +450,5 @@ int cmd_allreduce(int argc, char **argv)
 	free(th);
 	return status;
 bad:
-	fprintf(stderr, "innet allreduce: bad argument '%s'\n", optarg);
-	ar_usage(stderr);
-	return 2;
+	return ar_bad("bad argument '%s'", optarg);
 }

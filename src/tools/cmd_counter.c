@@ -167,7 +167,10 @@ int cmd_counter(int argc, char **argv)
 	uint32_t from_ip = INADDR_LOOPBACK;
 	uint64_t timeout_ms = 1000, count = 10000, threads = 4;
 	int c;
+	char why[192]; /* what is wrong with the command line */
+#define BAD(...) do { snprintf(why, sizeof(why), __VA_ARGS__); goto bad; } while (0)
 	optind = 1;
+	opterr = 0; /* BAD says what is wrong */
 	while ((c = getopt_long(argc, argv, "+t:f:W:n:T:h", opts, NULL)) != -1) {
 		struct in_addr ia;
 		switch (c) {
@@ -179,33 +182,33 @@ int cmd_counter(int argc, char **argv)
 			if (colon) {
 				*colon = '\0';
 				if (parse_num(colon + 1, 65535, &port) != 0 || port == 0)
-					goto bad;
+					BAD("bad UDP port in --to '%s'", optarg);
 				to.sin_port = htons((uint16_t)port);
 			}
 			if (inet_pton(AF_INET, buf, &to.sin_addr) != 1)
-				goto bad;
+				BAD("bad address in --to '%s' (want IPv4[:UDP])", optarg);
 			have_to = true;
 			break;
 		}
 		case 'f':
 			if (inet_pton(AF_INET, optarg, &ia) != 1)
-				goto bad;
+				BAD("bad --from address '%s'", optarg);
 			from_ip = ntohl(ia.s_addr);
 			break;
 		case 'W':
 			if (parse_num(optarg, 600000, &timeout_ms) != 0 || timeout_ms == 0)
-				goto bad;
+				BAD("--timeout wants 1..600000 ms, not '%s'", optarg);
 			break;
 		case 'n':
 			if (parse_num(optarg, 100000000, &count) != 0 || count == 0)
-				goto bad;
+				BAD("--count wants 1..100000000, not '%s'", optarg);
 			break;
 		case 'T':
 			if (parse_num(optarg, 64, &threads) != 0 || threads == 0)
-				goto bad;
+				BAD("--threads wants 1..64, not '%s'", optarg);
 			break;
 		case 'h': counter_usage(stdout); return 0;
-		default: counter_usage(stderr); return 2;
+		default: BAD("unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
 	/* Options may also follow the operation (load INDEX --count N). */
@@ -214,28 +217,37 @@ int cmd_counter(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		if (!strcmp(argv[i], "--count") || !strcmp(argv[i], "--threads")) {
 			if (i + 1 >= argc)
-				goto bad;
+				BAD("%s needs a value", argv[i]);
 			bool is_count = argv[i][2] == 'c';
 			uint64_t *dst = is_count ? &count : &threads;
 			if (parse_num(argv[i + 1], is_count ? 100000000 : 64, dst) != 0 || *dst == 0)
-				goto bad;
+				BAD("%s wants 1..%s, not '%s'", argv[i], is_count ? "100000000" : "64",
+				    argv[i + 1]);
 			i++;
 		} else if (npos < 3) {
 			pos[npos++] = argv[i];
 		} else {
-			goto bad;
+			BAD("unexpected argument '%s'", argv[i]);
 		}
 	}
-	if (!have_to || npos < 2)
-		goto bad;
+	if (!have_to)
+		BAD("%s", "missing --to IP[:UDP] (the switch running the counter program)");
+	if (npos == 0)
+		BAD("%s", "missing the operation: inc, read or load");
+	if (strcmp(pos[0], "inc") && strcmp(pos[0], "read") && strcmp(pos[0], "load"))
+		BAD("unknown operation '%s' (inc, read or load)", pos[0]);
+	if (npos < 2)
+		BAD("%s needs INDEX", pos[0]);
 	uint64_t index, delta = 1;
 	if (parse_num(pos[1], UINT32_MAX, &index) != 0)
-		goto bad;
+		BAD("INDEX must be an integer in [0, 4294967295], not '%s'", pos[1]);
 
 	if (!strcmp(pos[0], "inc") || !strcmp(pos[0], "read")) {
 		bool inc = pos[0][0] == 'i';
-		if ((inc && npos == 3 && parse_num(pos[2], UINT64_MAX, &delta) != 0) || (!inc && npos != 2))
-			goto bad;
+		if (inc && npos == 3 && parse_num(pos[2], UINT64_MAX, &delta) != 0)
+			BAD("DELTA must be an unsigned integer, not '%s'", pos[2]);
+		if (!inc && npos != 2)
+			BAD("read takes only INDEX, not '%s'", pos[2]);
 		struct client cl;
 		int rc = client_open(&cl, &to, from_ip, (int)timeout_ms);
 		if (rc != 0) {
@@ -259,8 +271,8 @@ int cmd_counter(int argc, char **argv)
 		printf("%lu\n", (unsigned long)v);
 		return 0;
 	}
-	if (strcmp(pos[0], "load") != 0 || npos != 2)
-		goto bad;
+	if (npos != 2)
+		BAD("load takes INDEX [--count N] [--threads T], not '%s'", pos[2]);
 
 	struct client cl;
 	uint64_t before = 0, after = 0;
@@ -319,6 +331,8 @@ int cmd_counter(int argc, char **argv)
 	       ok ? "consistent" : "INCONSISTENT");
 	return ok ? 0 : 1;
 bad:
+	fprintf(stderr, "innet counter: %s\n\n", why);
 	counter_usage(stderr);
 	return 2;
+#undef BAD
 }

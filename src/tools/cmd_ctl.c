@@ -923,6 +923,16 @@ int cmd_ctl(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* `innet ctl stats --help`: help, not a connection attempt. */
+	for (int k = i; k < argc; k++) {
+		if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
+			usage(stdout);
+			if (!strcmp(argv[i], "prog"))
+				printf("\nA program's own commands: innet ctl ... prog %s help\n",
+				       i + 1 < argc && argv[i + 1][0] != '-' ? argv[i + 1] : "PROG");
+			return 0;
+		}
+	}
 	if (sock != NULL && fabric != NULL) {
 		fprintf(stderr, "innet ctl: give either -s SOCKET or --fabric, not both\n");
 		return 2;

@@ -31,6 +31,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,26 @@ static void dnn_usage(FILE *f)
 		"Exit status: 0 ok, 1 failure (eval: any logit differs from the C reference), 2 usage.\n");
 }
 
+/* A usage error of `innet dnn SUB`: what is wrong, then the usage. Returns 2. */
+__attribute__((format(printf, 2, 3))) static int dnn_bad(const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "innet dnn %s: ", sub);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n\n");
+	va_end(ap);
+	dnn_usage(stderr);
+	return 2;
+}
+
+/* An option's value out of [lo, hi] or not a number. Returns 2. */
+static int dnn_bad_num(const char *sub, const char *opt, const char *arg, uint64_t lo, uint64_t hi)
+{
+	return dnn_bad(sub, "%s wants an integer in [%llu, %llu], not '%s'", opt,
+		       (unsigned long long)lo, (unsigned long long)hi, arg);
+}
+
 /* ------------------------------------------------------------------------ */
 /* ref                                                                        */
 
@@ -118,10 +139,10 @@ static int load_pair(const char *model, const char *testset, struct innet_dnn_mo
 static int dnn_ref(int argc, char **argv)
 {
 	bool quiet = argc == 4 && !strcmp(argv[3], "--quiet");
-	if (argc != 3 && !quiet) {
-		dnn_usage(stderr);
-		return 2;
-	}
+	if (argc != 3 && !quiet)
+		return dnn_bad("ref", argc < 3 ? "needs MODEL and TESTSET" :
+				      "unexpected argument '%s' (only --quiet may follow TESTSET)",
+			       argv[argc - 1]);
 	struct innet_dnn_model m;
 	struct innet_dnn_testset ts;
 	if (load_pair(argv[1], argv[2], &m, &ts) != 0)
@@ -167,12 +188,12 @@ static int dnn_time(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
 			if (parse_u64(argv[++i], 1, 1u << 20, &count))
-				goto bad;
+				return dnn_bad_num("time", "--count", argv[i], 1, 1u << 20);
 		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
 			if (parse_u64(argv[++i], 1, 100, &rounds))
-				goto bad;
+				return dnn_bad_num("time", "--rounds", argv[i], 1, 100);
 		} else if (argv[i][0] == '-' || (model != NULL && testset != NULL)) {
-			goto bad;
+			return dnn_bad("time", "unexpected argument '%s'", argv[i]);
 		} else if (model == NULL) {
 			model = argv[i];
 		} else {
@@ -180,7 +201,7 @@ static int dnn_time(int argc, char **argv)
 		}
 	}
 	if (testset == NULL)
-		goto bad;
+		return dnn_bad("time", "needs MODEL and TESTSET");
 	struct innet_dnn_model m;
 	struct innet_dnn_testset ts;
 	if (load_pair(model, testset, &m, &ts) != 0)
@@ -245,9 +266,6 @@ out:
 	innet_dnn_testset_free(&ts);
 	innet_dnn_model_free(&m);
 	return rc;
-bad:
-	dnn_usage(stderr);
-	return 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -415,17 +433,19 @@ static int dnn_compile(int argc, char **argv)
 		case 'm': o.multiply = optarg; continue;
 		case 'l': o.leaves = optarg; continue;
 		case 'h': dnn_usage(stdout); return 0;
-		case 'p': if (parse_u64(optarg, 1, INNET_DNN_MAX_PIPES, &v)) goto bad; o.pipes = (uint32_t)v; break;
-		case 'v': if (parse_u64(optarg, 1, 1024, &v)) goto bad; o.max_vals = (uint32_t)v; break;
-		case 'u': if (parse_u64(optarg, 1, 65535 - INNET_DNN_MAX_PIPES, &v)) goto bad; o.udp = (uint32_t)v; break;
-		case 's': if (parse_u64(optarg, 1, 65536, &v)) goto bad; o.slots = (uint32_t)v; break;
-		case 'T': if (parse_u64(optarg, 1, 60000, &v)) goto bad; o.timeout_ms = (uint32_t)v; break;
-		case 'b': if (parse_u64(optarg, 1, 1u << 20, &v)) goto bad; o.ops_per_pass = (uint32_t)v; break;
-		default: goto bad;
+		case 'p': if (parse_u64(optarg, 1, INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--pipes", optarg, 1, INNET_DNN_MAX_PIPES); o.pipes = (uint32_t)v; break;
+		case 'v': if (parse_u64(optarg, 1, 1024, &v)) return dnn_bad_num("compile", "--max-vals", optarg, 1, 1024); o.max_vals = (uint32_t)v; break;
+		case 'u': if (parse_u64(optarg, 1, 65535 - INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--udp", optarg, 1, 65535 - INNET_DNN_MAX_PIPES); o.udp = (uint32_t)v; break;
+		case 's': if (parse_u64(optarg, 1, 65536, &v)) return dnn_bad_num("compile", "--slots", optarg, 1, 65536); o.slots = (uint32_t)v; break;
+		case 'T': if (parse_u64(optarg, 1, 60000, &v)) return dnn_bad_num("compile", "--timeout-ms", optarg, 1, 60000); o.timeout_ms = (uint32_t)v; break;
+		case 'b': if (parse_u64(optarg, 1, 1u << 20, &v)) return dnn_bad_num("compile", "--ops-per-pass", optarg, 1, 1u << 20); o.ops_per_pass = (uint32_t)v; break;
+		default: return dnn_bad("compile", "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if (argc - optind != 2 || (strcmp(o.multiply, "shift") && strcmp(o.multiply, "mul")))
-		goto bad;
+	if (argc - optind != 2)
+		return dnn_bad("compile", "needs MODEL and TOPOLOGY (got %d arguments)", argc - optind);
+	if (strcmp(o.multiply, "shift") && strcmp(o.multiply, "mul"))
+		return dnn_bad("compile", "--multiply wants shift or mul, not '%s'", o.multiply);
 	const char *model_path = argv[optind], *topo_path = argv[optind + 1];
 	char err[4096];
 	struct innet_dnn_model m;
@@ -577,9 +597,6 @@ out_plan:
 out_model:
 	innet_dnn_model_free(&m);
 	return rc;
-bad:
-	dnn_usage(stderr);
-	return 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -827,7 +844,7 @@ static int dnn_client(int argc, char **argv, bool eval)
 		{ "timeout", required_argument, NULL, 'W' },  { "retries", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
 	};
-	const char *topo = NULL, *from = NULL, *tsf = NULL;
+	const char *topo = NULL, *from = NULL, *tsf = NULL, *sub = eval ? "eval" : "infer";
 	uint64_t index = 0, count = 0, window = 16, timeout_ms = 300, retries = 10;
 	int c;
 	optind = 1;
@@ -836,17 +853,20 @@ static int dnn_client(int argc, char **argv, bool eval)
 		case 't': topo = optarg; break;
 		case 'f': from = optarg; break;
 		case 's': tsf = optarg; break;
-		case 'i': if (parse_u64(optarg, 0, UINT32_MAX, &index)) goto bad; break;
-		case 'n': if (parse_u64(optarg, 1, 1u << 20, &count)) goto bad; break;
-		case 'w': if (parse_u64(optarg, 1, 4096, &window)) goto bad; break;
-		case 'W': if (parse_u64(optarg, 1, 600000, &timeout_ms)) goto bad; break;
-		case 'r': if (parse_u64(optarg, 0, 1000, &retries)) goto bad; break;
+		case 'i': if (parse_u64(optarg, 0, UINT32_MAX, &index)) return dnn_bad_num(sub, "--index", optarg, 0, UINT32_MAX); break;
+		case 'n': if (parse_u64(optarg, 1, 1u << 20, &count)) return dnn_bad_num(sub, "--count", optarg, 1, 1u << 20); break;
+		case 'w': if (parse_u64(optarg, 1, 4096, &window)) return dnn_bad_num(sub, "--window", optarg, 1, 4096); break;
+		case 'W': if (parse_u64(optarg, 1, 600000, &timeout_ms)) return dnn_bad_num(sub, "--timeout", optarg, 1, 600000); break;
+		case 'r': if (parse_u64(optarg, 0, 1000, &retries)) return dnn_bad_num(sub, "--retries", optarg, 0, 1000); break;
 		case 'h': dnn_usage(stdout); return 0;
-		default: goto bad;
+		default: return dnn_bad(sub, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
-	if (topo == NULL || from == NULL || tsf == NULL || optind != argc)
-		goto bad;
+	if (optind != argc)
+		return dnn_bad(sub, "unexpected argument '%s'", argv[optind]);
+	if (topo == NULL || from == NULL || tsf == NULL)
+		return dnn_bad(sub, "missing%s%s%s", topo == NULL ? " --topology FILE" : "",
+			       from == NULL ? " --from HOST" : "", tsf == NULL ? " --testset FILE" : "");
 	struct deployment d;
 	if (deployment_open(&d, topo, from) != 0) {
 		deployment_close(&d);
@@ -859,8 +879,15 @@ static int dnn_client(int argc, char **argv, bool eval)
 		fprintf(stderr, "innet dnn: %s\n", err);
 		goto out_dep;
 	}
-	if (memcmp(&ts.in, &d.m.in, sizeof(ts.in)) != 0 || d.m.n_classes > 256) {
-		fprintf(stderr, "innet dnn: %s does not fit the model's input\n", tsf);
+	if (memcmp(&ts.in, &d.m.in, sizeof(ts.in)) != 0) {
+		fprintf(stderr, "innet dnn %s: the inputs of %s are %ux%ux%u (CxHxW); the model "
+			"deployed in %s expects %ux%ux%u\n", sub, tsf, ts.in.c, ts.in.h, ts.in.w, topo,
+			d.m.in.c, d.m.in.h, d.m.in.w);
+		goto out_ts;
+	}
+	if (d.m.n_classes > 256) {
+		fprintf(stderr, "innet dnn %s: the model has %u classes; this client handles up to 256\n",
+			sub, d.m.n_classes);
 		goto out_ts;
 	}
 	/* eval: the whole test set, or --count inferences cycling through it */
@@ -924,9 +951,6 @@ out_ts:
 out_dep:
 	deployment_close(&d);
 	return rc;
-bad:
-	dnn_usage(stderr);
-	return 2;
 }
 
 int cmd_dnn(int argc, char **argv)

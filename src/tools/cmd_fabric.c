@@ -58,7 +58,7 @@
 
 static const char usage_text[] =
 	"usage: innet fabric up FILE [--workers N] [--foreground] [--timeout SEC] [--machine TAG]\n"
-	"       innet fabric down (FILE | --state DIR) [--machine TAG]\n"
+	"       innet fabric down (FILE | --state DIR) [--machine TAG] [--keep-logs]\n"
 	"       innet fabric status (FILE | --state DIR) [--machine TAG]\n"
 	"       innet fabric show FILE [--json]\n"
 	"       innet fabric stop (FILE | --state DIR) SWITCH [--kill]\n"
@@ -66,7 +66,9 @@ static const char usage_text[] =
 	"       innet fabric restart (FILE | --state DIR) SWITCH [--kill] [--set INST.KEY=JSON]...\n\n"
 	"Run a topology of switches (one 'innet switch' process each) on this machine.\n\n"
 	"  up       check FILE, start every switch, wait until each control socket answers\n"
-	"  down     stop the switches 'up' started (SIGTERM, then SIGKILL after 5 s)\n"
+	"  down     stop the switches 'up' started (SIGTERM, then SIGKILL after 5 s) and\n"
+	"           remove their sockets, state file, logs and (if then empty) the state\n"
+	"           directory\n"
 	"  status   show which switches are running; exit 0 only if all are\n"
 	"  show     print the resolved topology: ports, addresses, peers, routes\n"
 	"  stop     stop one switch of a running fabric (SIGTERM; SIGKILL after 5 s)\n"
@@ -80,6 +82,7 @@ static const char usage_text[] =
 	"  -s, --state DIR     use the state directory DIR instead of FILE's\n"
 	"  -j, --json          'show' prints JSON\n"
 	"  -k, --kill          stop/restart: SIGKILL at once (a crash), no SIGTERM\n"
+	"      --keep-logs     down: keep the switches' logs in the state directory\n"
 	"      --set I.K=JSON  start/restart: setting K of program instance I is JSON for\n"
 	"                      this start (e.g. --set acc.join=true); repeatable\n"
 	"  -h, --help          this text\n\n"
@@ -110,6 +113,7 @@ struct opts {
 	uint64_t timeout_s;
 	bool foreground;
 	bool json;
+	bool keep_logs;         /* down: keep the switches' logs (and so the directory) */
 };
 
 __attribute__((format(printf, 1, 2)))
@@ -1027,24 +1031,43 @@ static int fabric_down(const struct opts *o)
 	for (int i = 0; i < n; i++)
 		running += proc_alive(&procs[i]);
 	int left = stop_procs(procs, (size_t)n);
-	if (left == 0)
-		clean_state(dir, procs, (size_t)n);
-	if (left == 0 && o->file != NULL) {
+	printf("stopped %d switch%s (%d recorded); ", running - left, running - left == 1 ? "" : "es", n);
+	if (left != 0) {
+		printf("%d still running: state in %s kept\n", left, dir);
+		free(procs);
+		return 1;
+	}
+	clean_state(dir, procs, (size_t)n);
+	if (o->file != NULL) {
 		/* netns mode: the namespaces (and their veths) go too */
 		int lrc;
 		struct innet_topology *t = load(o->file, &lrc);
 		if (t != NULL && t->netns) {
 			int gone = innet_topology_netns_down(t->name);
 			if (gone > 0)
-				printf("removed %d network namespace%s of %s\n", gone, gone == 1 ? "" : "s",
+				printf("removed %d network namespace%s of %s; ", gone, gone == 1 ? "" : "s",
 				       t->name);
 		}
 		innet_topology_free(t);
 	}
-	printf("stopped %d switch%s (%d recorded); state in %s %s\n", running - left,
-	       running - left == 1 ? "" : "es", n, dir, left ? "kept" : "cleaned");
+	if (o->keep_logs) {
+		printf("removed the sockets and %s; logs kept in %s\n", state_file, dir);
+	} else {
+		for (int i = 0; i < n; i++) {
+			char path[PATH_MAX];
+			log_path(dir, procs[i].name, path, sizeof(path));
+			if (path[0] != '\0')
+				unlink(path);
+		}
+		/* Only if empty: other tools (innet kv) keep their files there too. */
+		if (rmdir(dir) == 0)
+			printf("removed the sockets, %s, the logs and %s\n", state_file, dir);
+		else
+			printf("removed the sockets, %s and the logs; %s kept: %s\n", state_file, dir,
+			       errno == ENOTEMPTY || errno == EEXIST ? "it holds other files" : strerror(errno));
+	}
 	free(procs);
-	return left ? 1 : 0;
+	return 0;
 }
 
 static int fabric_status(const struct opts *o)
@@ -1421,6 +1444,7 @@ int cmd_fabric(int argc, char **argv)
 		{ "state", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "kill", no_argument, NULL, 'k' },
+		{ "keep-logs", no_argument, NULL, 'L' },
 		{ "set", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1431,7 +1455,7 @@ int cmd_fabric(int argc, char **argv)
 		const char *allowed;  /* options it takes */
 	} subs[] = {
 		{ "up", fabric_up, "wftm" },
-		{ "down", fabric_down, "sm" },
+		{ "down", fabric_down, "smL" },
 		{ "status", fabric_status, "sm" },
 		{ "show", fabric_show, "j" },
 		{ "stop", fabric_stop, "smk" },
@@ -1484,6 +1508,7 @@ int cmd_fabric(int argc, char **argv)
 		case 's': o.state = optarg; break;
 		case 'j': o.json = true; break;
 		case 'k': o.kill = true; break;
+		case 'L': o.keep_logs = true; break;
 		case 'x':
 			if (o.n_sets == MAX_SETS)
 				return usage_error("at most %d --set options", MAX_SETS);

@@ -29,6 +29,7 @@
 #include "innet/topology.h"
 #include "innet/wire.h"
 #include "tools/cmds.h"
+#include "tools/util.h"
 
 struct probe {
 	struct innet_hdr h;
@@ -100,6 +101,41 @@ static int host_uplink(const struct innet_topology *t, uint32_t h, uint32_t *ip)
 		}
 	}
 	return -ENOENT;
+}
+
+/* The switch (node index) that host node h is linked to, -1 if none. */
+static int uplink_switch(const struct innet_topology *t, uint32_t h)
+{
+	const struct innet_topo_node *n = &t->nodes[h];
+	for (uint32_t i = 0; i < n->n_links; i++) {
+		const struct innet_topo_link *l = &t->links[n->links[i]];
+		uint32_t other = l->a == h ? l->b : l->a;
+		if (t->nodes[other].kind == INNET_TOPO_SWITCH)
+			return (int)other;
+	}
+	return -1;
+}
+
+/* Is the switch host h is linked to running on this machine (its control
+ * socket answers)? With why[] saying which switch and socket when not. */
+static bool first_hop_running(const struct innet_topology *t, uint32_t h, char *why, size_t len)
+{
+	int sw = uplink_switch(t, h);
+	if (sw < 0)
+		return true;
+	const char *ctl = t->nodes[sw].conf->ctl_path;
+	snprintf(why, len, "switch %s (next to %s) does not answer on %s", t->nodes[sw].name,
+		 t->nodes[h].name, ctl);
+	return ctl[0] == '\0' || tools_ctl_answers(ctl);
+}
+
+/* Does the topology place switches on several machines ("machine" tags)? */
+static bool multi_machine(const struct innet_topology *t)
+{
+	for (uint32_t i = 0; i < t->n_nodes; i++)
+		if (t->nodes[i].machine[0] != '\0')
+			return true;
+	return false;
 }
 
 /* --role echo: answer probes at host b for duration_s seconds. */
@@ -217,6 +253,16 @@ int cmd_ping(int argc, char **argv)
 		goto out_topo;
 	}
 	const struct innet_topo_node *na = &t->nodes[ia], *nb = &t->nodes[ib];
+	/* A fabric that is not up loses every probe: say so at once instead.
+	 * (Across machines the first hop may run elsewhere: checked after.) */
+	char why[512];
+	if (!multi_machine(t) && !first_hop_running(t, !strcmp(role, "echo") ? (uint32_t)ib : (uint32_t)ia,
+						     why, sizeof(why))) {
+		fprintf(stderr, "innet ping: fabric '%s' is not running: %s\n"
+			"  start it with: innet fabric up %s\n", t->name, why, topo);
+		rc = 1;
+		goto out_topo;
+	}
 	/* netns mode: each host's socket is made in its own namespace */
 	int ns_rc = 0;
 	if (t->netns && (ns_rc = innet_topology_enter(t, (uint32_t)ib)) != 0) {
@@ -313,6 +359,14 @@ int cmd_ping(int argc, char **argv)
 		printf(", rtt min/p50/max %.1f/%.1f/%.1f us", rtt[0] / 1e3, rtt[received / 2] / 1e3,
 		       rtt[received - 1] / 1e3);
 	printf("\n");
+	if (received == 0) {
+		bool up_a = first_hop_running(t, (uint32_t)ia, why, sizeof(why));
+		if (up_a && !send_only)
+			up_a = first_hop_running(t, (uint32_t)ib, why, sizeof(why));
+		if (!up_a)
+			fprintf(stderr, "innet ping: no probe came back: %s (is fabric '%s' up on "
+				"this machine? innet fabric status %s)\n", why, t->name, topo);
+	}
 	rc = received == count ? 0 : 1;
 	free(rtt);
 	free(seen);

@@ -479,6 +479,12 @@ int cmd_programs(int argc, char **argv)
 		return help ? 0 : 2;
 	}
 	json_t *arr = json ? json_array() : NULL;
+	int w = (int)strlen("program"); /* the name column fits the longest name */
+	for (const struct innet_program *const *p = innet_program_list(); *p; p++)
+		if ((int)strlen((*p)->name) > w)
+			w = (int)strlen((*p)->name);
+	if (!json)
+		printf("%-*s  %-5s  %s\n", w, "program", "model", "summary");
 	for (const struct innet_program *const *p = innet_program_list(); *p; p++) {
 		const char *model = (*p)->model == INNET_MODEL_PISA ? "pisa" : "trio";
 		if (json) {
@@ -486,7 +492,7 @@ int cmd_programs(int argc, char **argv)
 							     "model", model, "summary", (*p)->summary,
 							     "serial", ((*p)->flags & INNET_PROG_SERIAL) != 0));
 		} else {
-			printf("%-12s %-5s %s\n", (*p)->name, model, (*p)->summary);
+			printf("%-*s  %-5s  %s\n", w, (*p)->name, model, (*p)->summary);
 		}
 	}
 	if (json) {

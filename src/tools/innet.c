@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "innet/version.h"
 #include "tools/cmds.h"
 
 struct subcmd {
@@ -43,7 +44,8 @@ static void usage(FILE *f)
 		   "In-network computing on commodity machines.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(subcmds) / sizeof(subcmds[0]); i++)
 		fprintf(f, "  %-10s %s\n", subcmds[i].name, subcmds[i].summary);
-	fprintf(f, "\n'innet COMMAND --help' describes a command; docs/ has the manual pages.\n");
+	fprintf(f, "\n'innet COMMAND --help' describes a command; docs/ has the manual pages.\n"
+		   "'innet --version' prints the version (" INNET_VERSION_STRING ").\n");
 }
 
 int main(int argc, char **argv)
@@ -54,6 +56,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+		printf("innet " INNET_VERSION_STRING "\n");
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(subcmds) / sizeof(subcmds[0]); i++)

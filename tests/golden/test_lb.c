@@ -18,6 +18,9 @@
  *     replies from strangers or for unknown NAT ports dropped
  *   - a full connection table and exhausted NAT ports behave as documented
  *   - aging: lazy expiry and the sweep free the entry and its NAT port
+ *   - units whose agent never reported: served and shown "unknown" however
+ *     long (down_after_ms counts from a unit's first report); "grace" and
+ *     "down" ("unreported") hold them down as asked; lb_unit_health's table
  *   - bad settings are refused with a message
  *   - packet mode through raw ports (root only; skipped otherwise): Ethernet
  *     frames in, rewritten frames out, each compared byte for byte with a
@@ -648,6 +651,152 @@ static void test_aging(void **state)
 	assert_int_equal(ctl("conn list 5", NULL), 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Units whose agent never reported ("unreported"), and down_after_ms         */
+
+/* lb_unit_health, table-driven: (setting, state register, silence) -> health. */
+static void test_health_table(void **state)
+{
+	static const struct {
+		uint8_t unrep;
+		uint32_t down_ms;
+		uint32_t st;
+		int64_t silent_ms;
+		enum lb_health want;
+	} cases[] = {
+		/* never reported: served (unknown) however long, unless asked otherwise */
+		{ LB_UNREP_SERVE, 1500, LB_US_UNKNOWN, 0, LB_HEALTH_UNKNOWN },
+		{ LB_UNREP_SERVE, 1500, LB_US_UNKNOWN, 3600000, LB_HEALTH_UNKNOWN },
+		{ LB_UNREP_SERVE, 0, LB_US_UNKNOWN, 3600000, LB_HEALTH_UNKNOWN },
+		{ LB_UNREP_GRACE, 1500, LB_US_UNKNOWN, 1000, LB_HEALTH_UNKNOWN },
+		{ LB_UNREP_GRACE, 1500, LB_US_UNKNOWN, 1501, LB_HEALTH_DOWN },
+		{ LB_UNREP_GRACE, 0, LB_US_UNKNOWN, 3600000, LB_HEALTH_UNKNOWN },
+		{ LB_UNREP_DOWN, 1500, LB_US_UNKNOWN, 0, LB_HEALTH_DOWN },
+		{ LB_UNREP_DOWN, 0, LB_US_UNKNOWN, 0, LB_HEALTH_DOWN },
+		/* reported: available and recent = up; unavailable or silent = down */
+		{ LB_UNREP_SERVE, 1500, LB_US_REPORTED | INNET_LB_ST_AVAILABLE, 1000, LB_HEALTH_UP },
+		{ LB_UNREP_SERVE, 1500, LB_US_REPORTED | INNET_LB_ST_AVAILABLE, 1501, LB_HEALTH_DOWN },
+		{ LB_UNREP_SERVE, 0, LB_US_REPORTED | INNET_LB_ST_AVAILABLE, 3600000, LB_HEALTH_UP },
+		{ LB_UNREP_SERVE, 1500, LB_US_REPORTED, 0, LB_HEALTH_DOWN },
+		{ LB_UNREP_DOWN, 1500, LB_US_REPORTED | INNET_LB_ST_AVAILABLE | INNET_LB_ST_BUSY | 200u << 8,
+		  10, LB_HEALTH_UP },
+		{ LB_UNREP_GRACE, 1500, LB_US_REPORTED | INNET_LB_ST_AVAILABLE, 2000, LB_HEALTH_DOWN },
+	};
+	static struct lb_conf c; /* large: not on the stack */
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c.unreported = cases[i].unrep;
+		c.down_after_ms = cases[i].down_ms;
+		enum lb_health h = lb_unit_health(&c, cases[i].st, cases[i].silent_ms * 1000000);
+		if (h != cases[i].want)
+			fail_msg("case %u: health %d, want %d", i, (int)h, (int)cases[i].want);
+	}
+}
+
+/* `prog lb show`'s state of unit i (pool p's units in order). */
+static const char *show_state(unsigned i)
+{
+	static char st[16];
+	json_t *j;
+	assert_int_equal(ctl("show", &j), 0);
+	json_t *u = json_array_get(json_object_get(json_array_get(json_object_get(j, "pools"), 0),
+						   "units"), i);
+	assert_non_null(u);
+	snprintf(st, sizeof(st), "%s", json_string_value(json_object_get(u, "state")));
+	json_decref(j);
+	return st;
+}
+
+/* Flows 0..n-1 of client `client`: how many went to each unit (-1: dropped). */
+static void spread(uint32_t client, uint16_t base, int n, int c[2], int *dropped)
+{
+	c[0] = c[1] = *dropped = 0;
+	for (int f = 0; f < n; f++) {
+		int u = send_client(client, (uint16_t)(base + f));
+		if (u < 0) {
+			assert_int_equal(res.drop_reason, LB_DR_NO_BACKEND);
+			(*dropped)++;
+		} else {
+			c[u]++;
+		}
+	}
+}
+
+/* Through the pipeline: with down_after_ms set and no agent ever reporting
+ * (docs/lb.md's quick start), every unit keeps serving and shows "unknown";
+ * down_after_ms starts with a unit's first report. "grace" and "down" ask
+ * for the stricter behaviours. */
+static void test_unreported(void **state)
+{
+	char sj[2048], body[4096];
+	int c[2], dropped;
+	servers_json(2, NULL, sj, sizeof(sj));
+
+	/* Default ("serve"). */
+	snprintf(body, sizeof(body), "\"vips\": [{\"port\": %u, \"pool\": \"p\", \"policy\": "
+		 "\"ecmp\"}], \"down_after_ms\": 60, %s", VIP_PORT, sj);
+	make_lb(body, 512, NULL, 0);
+	assert_string_equal(show_state(0), "unknown");
+	usleep(120 * 1000); /* twice down_after_ms, no report */
+	spread(20, 1000, 40, c, &dropped);
+	printf("# serve, no agent, 2 x down_after_ms: unit0 %d, unit1 %d, dropped %d\n", c[0], c[1],
+	       dropped);
+	assert_int_equal(dropped, 0);
+	assert_true(c[0] > 5 && c[1] > 5);
+	assert_string_equal(show_state(0), "unknown");
+	assert_string_equal(show_state(1), "unknown");
+	/* Unit 0's agent reports: up; then silent past down_after_ms: down,
+	 * while unit 1 (no agent) keeps serving. */
+	ok_report(1, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 10);
+	assert_string_equal(show_state(0), "up");
+	usleep(120 * 1000);
+	assert_string_equal(show_state(0), "down");
+	assert_string_equal(show_state(1), "unknown");
+	spread(21, 1000, 40, c, &dropped);
+	assert_int_equal(dropped, 0);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(c[1], 40);
+	/* It reports again: up and used; it reports unavailable: down. */
+	ok_report(1, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 10);
+	assert_string_equal(show_state(0), "up");
+	spread(22, 1000, 40, c, &dropped);
+	assert_true(c[0] > 5 && c[1] > 5);
+	ok_report(1, INNET_LB_KIND_CPU, 0, 10);
+	assert_string_equal(show_state(0), "down");
+	spread(23, 1000, 20, c, &dropped);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(c[1], 20);
+	teardown(NULL);
+
+	/* "grace": served for down_after_ms from start, then no_backend. */
+	snprintf(body, sizeof(body), "\"vips\": [{\"port\": %u, \"pool\": \"p\", \"policy\": "
+		 "\"ecmp\"}], \"down_after_ms\": 60, \"unreported\": \"grace\", %s", VIP_PORT, sj);
+	make_lb(body, 512, NULL, 0);
+	spread(24, 1000, 10, c, &dropped);
+	assert_int_equal(dropped, 0);
+	assert_string_equal(show_state(0), "unknown");
+	usleep(120 * 1000);
+	spread(25, 1000, 10, c, &dropped);
+	assert_int_equal(dropped, 10);
+	assert_string_equal(show_state(0), "down");
+	ok_report(2, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 10);
+	spread(26, 1000, 10, c, &dropped);
+	assert_int_equal(c[1], 10);
+	teardown(NULL);
+
+	/* "down": nothing until an agent reports the unit available. */
+	snprintf(body, sizeof(body), "\"vips\": [{\"port\": %u, \"pool\": \"p\", \"policy\": "
+		 "\"ecmp\"}], \"unreported\": \"down\", %s", VIP_PORT, sj);
+	make_lb(body, 512, NULL, 0);
+	spread(27, 1000, 10, c, &dropped);
+	assert_int_equal(dropped, 10);
+	assert_int_equal(prog_drops(LB_DR_NO_BACKEND), 10);
+	assert_string_equal(show_state(1), "down");
+	ok_report(2, INNET_LB_KIND_CPU, INNET_LB_ST_AVAILABLE, 10);
+	assert_string_equal(show_state(1), "up");
+	spread(28, 1000, 10, c, &dropped);
+	assert_int_equal(c[1], 10);
+}
+
 static void test_bad_settings(void **state)
 {
 	static const struct { const char *body; const char *msg; } cases[] = {
@@ -668,6 +817,8 @@ static void test_bad_settings(void **state)
 		  "[{\"id\": 1, \"units\": [{\"id\": 9, \"address\": \"1.2.3.4:5\"}]}]}]", "id" },
 		{ "\"vips\": [{\"port\": 5353, \"pool\": \"p\", \"proto\": \"tcp\"}], \"pools\": "
 		  "[{\"name\": \"p\", \"servers\": [{\"id\": 1, \"units\": []}]}]", "packet mode" },
+		{ "\"unreported\": \"maybe\", \"vips\": [{\"port\": 5353, \"pool\": \"p\"}], \"pools\": "
+		  "[{\"name\": \"p\", \"servers\": [{\"id\": 1, \"units\": []}]}]", "'unreported'" },
 	};
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512] = "";
@@ -1085,6 +1236,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_full_nat, teardown),
 		cmocka_unit_test_teardown(test_full_table, teardown),
 		cmocka_unit_test_teardown(test_aging, teardown),
+		cmocka_unit_test(test_health_table),
+		cmocka_unit_test_teardown(test_unreported, teardown),
 		cmocka_unit_test_teardown(test_bad_settings, teardown),
 		cmocka_unit_test(test_frame_csum_property),
 		cmocka_unit_test_setup_teardown(test_packet_mode, pk_setup, pk_teardown),

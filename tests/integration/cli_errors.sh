@@ -59,10 +59,40 @@ expect 2 "usage: innet counter" counter inc 1
 expect 2 "usage: innet counter" counter --to 127.0.0.1 frob 1
 expect 2 "usage: innet programs" programs --bogus
 
+# What a new user hits (issue 14): each says what is wrong, or helps.
+ver=$(sed -n 's/^#define INNET_VERSION_\(MAJOR\|MINOR\|PATCH\) *//p' include/innet/version.h | paste -sd.)
+expect 0 "innet $ver" --version
+expect 0 "--delay-worker W" allreduce --help
+expect 0 "Exit status" allreduce --help
+expect 2 "missing --bind IP:UDP" allreduce --switch 127.0.0.1
+expect 2 "give either --worker W or --all" allreduce --switch 127.0.0.1 --bind 127.0.0.1:30000 --job 1 --workers 2
+expect 0 "usage: innet ctl" ctl stats --help
+expect 0 "prog lb help" ctl prog lb --help
+expect 2 "missing --topology FILE --from HOST --testset FILE" dnn eval
+expect 2 "--index wants an integer" dnn infer --index x
+expect 2 "needs MODEL and TESTSET" dnn ref
+expect 2 "unknown operation 'frob' (inc, read or load)" counter --to 127.0.0.1 frob 1
+expect 2 "missing --to IP[:UDP]" counter inc 1
+expect 2 "INDEX must be an integer" counter --to 127.0.0.1 read x
+# innet programs: the model column starts at the same place on every line
+progs=$("$INNET" programs)
+cols=$(awk '{ print index($0, " " $2 " ") }' <<<"$progs" | sort -u | wc -l)
+[ "$cols" -eq 1 ] || fail "innet programs: columns do not line up:
+$progs"
+head -n 1 <<<"$progs" | grep -q "^program  *model  *summary" || fail "innet programs: no header line"
+checks=$((checks + 1))
+# innet dnn infer with a test set of another shape names both shapes
+tmp=$(mktemp -d /tmp/innet-cli-errors.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$INNET" dnn compile examples/dnn-digits.innet examples/dnn-spine-leaf.json --leaves leaf1,leaf2,leaf3 \
+	--out "$tmp/dnn.json" >/dev/null
+expect 1 "are 3x32x32 (CxHxW); the model deployed in $tmp/dnn.json expects 1x8x8" \
+	dnn infer --topology "$tmp/dnn.json" --from h0 --testset examples/mini-alexnet.testset
+
 # A second switch on an address already in use is a run-time failure (1).
 "$INNET" switch --name cli-a --port 127.0.0.197 --program forward@46002 --duration 5 --ctl "" 2>/dev/null &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true' EXIT
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 sleep 0.3
 expect 1 "cannot bind 127.0.0.197:46002" switch --name cli-b --port 127.0.0.197 --program forward@46002 --duration 1 --ctl ""
 echo "PASS ($checks checks)"

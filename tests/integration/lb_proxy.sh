@@ -142,7 +142,10 @@ done
 show=$(ctl prog lb show) || fail "prog lb show"
 echo "$show"
 echo "$show" | grep -q "reports_ok=2" || fail "reports_ok is not 2"
-echo "$show" | grep -q "load=230" || fail "the accelerator's load was not applied"
+ctl --json prog lb show | $PY -c '
+import json, sys
+u = [u for p in json.load(sys.stdin)["pools"] for u in p["units"] if u["server"] == 2][0]
+assert u["load"] == 230 and u["state"] == "up", u' || fail "the accelerator's load was not applied"
 
 echo "--- drain backend B0: no flow moves, new flows avoid it"
 ctl prog lb unit drain 1 0 >/dev/null || fail "unit drain"
