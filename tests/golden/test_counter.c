@@ -199,6 +199,7 @@ static void test_golden_packets(void **state)
 	assert_int_equal(st.actions[INNET_DROP], drops);
 	assert_int_equal(st.tx_pkts, replies);
 	assert_int_equal(st.max_reg_ops, 1); /* one register operation per packet */
+	test_assert_xdp_ran(cp);
 	innet_switch_destroy(sw);
 }
 

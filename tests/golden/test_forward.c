@@ -211,6 +211,7 @@ static void test_golden_packets(void **state)
 	/* PISA: at most one register read or table lookup per packet. */
 	assert_int_equal(st.max_reg_ops, 1);
 	assert_int_equal(st.max_table_ops, 1);
+	test_assert_xdp_ran(cp);
 }
 
 static void test_ecmp(void **state)

@@ -255,6 +255,7 @@ static void test_coordinator(void **state)
 	struct innet_prog_stats st;
 	innet_cp_stats(cp, &st);
 	assert_true(st.max_reg_ops <= 2); /* one stage's worth: fits PISA */
+	test_assert_xdp_ran(cp);
 	sw_free(sw);
 }
 

@@ -38,6 +38,19 @@ static inline void test_target(struct innet_switch_conf *c)
 	}
 }
 
+/* On the XDP target, the program's eBPF object must have handled packets
+ * itself (not only passed them to the user-space engine). */
+static inline void test_assert_xdp_ran(struct innet_cp *cp)
+{
+	if (!test_target_xdp())
+		return;
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	if (st.xdp_rx_pkts == 0)
+		fail_msg("program '%s': the eBPF program handled no packet (%llu passed up)",
+			 innet_cp_name(cp), (unsigned long long)st.rx_pkts);
+}
+
 /* Call first in main(): the xdp run needs root (BPF); skip it otherwise. */
 static inline void test_target_require(void)
 {
