@@ -165,6 +165,17 @@ struct innet_usage {
  * less. Costs no instruction. */
 #define innet_opaque(x) __asm__ volatile("" : "+r"(x))
 
+/* An index i, already checked to be below the power of two n, in a form the
+ * verifier accepts for an array access (a compiler may compare one copy of
+ * i and index with another): opaque, then masked. A no-op for any i < n. */
+#define innet_index(i, n)                                                        \
+	({                                                                       \
+		_Static_assert(((n) & ((n) - 1)) == 0, "innet_index: n is a power of two"); \
+		uint32_t i_ = (uint32_t)(i);                                     \
+		innet_opaque(i_);                                                \
+		i_ & ((uint32_t)(n) - 1u);                                       \
+	})
+
 static inline uint16_t innet_be16(uint16_t x) { return __builtin_bswap16(x); }
 static inline uint32_t innet_be32(uint32_t x) { return __builtin_bswap32(x); }
 static inline uint64_t innet_be64(uint64_t x) { return __builtin_bswap64(x); }

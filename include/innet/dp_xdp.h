@@ -55,6 +55,18 @@
 
 #define INNET__INLINE static inline __attribute__((always_inline))
 
+/* n as a 64-bit value in [0, max] that the verifier can see on the very
+ * register a helper then gets: opaque first, so that the compiler keeps the
+ * clamp (it may believe the value bounded already; the verifier may not). */
+#define INNET__CLAMP64(n, max)                                                   \
+	({                                                                       \
+		uint64_t n_ = (n);                                               \
+		innet_opaque(n_);                                                \
+		if (n_ > (uint64_t)(max))                                        \
+			n_ = (uint64_t)(max);                                    \
+		n_;                                                              \
+	})
+
 /* The packet in hand (the same public fields as on the user-space engine). */
 struct innet_pkt {
 	uint8_t *data;            /* first byte of the UDP payload (raw: of the frame) */
@@ -598,7 +610,8 @@ INNET__INLINE void innet_reg_to_pkt(struct innet_ctx *ctx, unsigned r, uint32_t 
 	if (e == (void *)0 || n == 0)
 		return;
 	if (n > INNET__L.regs[r].stride ||
-	    bpf_xdp_store_bytes(pkt->xdp, pkt->hdr_len + off, e, n) != 0)
+	    bpf_xdp_store_bytes(pkt->xdp, pkt->hdr_len + off, e,
+				INNET__CLAMP64(n, INNET__L.regs[r].stride)) != 0)
 		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
 }
 
@@ -613,7 +626,8 @@ INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (e == (void *)0 || n == 0)
 		return;
 	if (n > INNET__L.regs[r].stride ||
-	    bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len + off, e, n) != 0)
+	    bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len + off, e,
+			       INNET__CLAMP64(n, INNET__L.regs[r].stride)) != 0)
 		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
 }
 
@@ -865,7 +879,7 @@ INNET__INLINE int innet_emit(struct innet_ctx *ctx, const struct innet_out *out,
 	rec->out.reason = out->reason;
 	rec->len = len;
 	if (len > 0)
-		bpf_probe_read_kernel(rec->data, len, data);
+		bpf_probe_read_kernel(rec->data, INNET__CLAMP64(len, INNET_XDP_HANDOFF_MAX), data);
 	bpf_ringbuf_submit(rec, 0);
 	if (st) {
 		st->emitted++;

@@ -14,7 +14,8 @@ static enum innet_action l2fwd_handle(struct innet_ctx *ctx, struct innet_pkt *p
 	innet_reg_fetch_add(ctx, L2_R_RX, pkt->in_port, 1);
 	if (innet_pkt_ptr(pkt, 0, L2_ETH_HDR_LEN) == NULL)
 		return innet_drop(pkt, L2_RUNT);
-	uint16_t out = pkt->in_port < INNET_MAX_PORTS ? c->map[pkt->in_port] : L2_UNMAPPED;
+	uint16_t out = pkt->in_port < INNET_MAX_PORTS ? c->map[innet_index(pkt->in_port, INNET_MAX_PORTS)]
+						      : L2_UNMAPPED;
 	if (out == L2_UNMAPPED)
 		return innet_drop(pkt, L2_NOT_MAPPED);
 	innet_reg_fetch_add(ctx, L2_R_TX, out, 1);

@@ -202,8 +202,8 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	rec->out.src_udp = pkt->out.src_udp;
 	rec->out.reason = pkt->out.reason;
 	uint32_t n = pkt->len;
-	if (n > 0 && n <= INNET_XDP_HANDOFF_MAX &&
-	    bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len, rec->data, n) != 0) {
+	if (n > 0 && bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len, rec->data,
+					INNET__CLAMP64(n, INNET_XDP_HANDOFF_MAX)) != 0) {
 		bpf_ringbuf_discard(rec, 0);
 		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
 	}

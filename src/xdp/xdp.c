@@ -1062,9 +1062,10 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 		return -EINVAL;
 	struct xdp_prog *xp = &x->progs[prog];
 	uint32_t flen = (raw ? 0 : INNET_XDP_HDR_LEN) + len;
-	if (x->entry < 0 || xp->obj == NULL || flen > FRAME_MAX - 512)
-		return 1;   /* not for XDP (user-space only, or more than one XDP buffer):
-		             * the caller runs the user-space engine, as the kernel would */
+	if (x->entry < 0 || xp->obj == NULL || flen > FRAME_MAX - 512 || flen < 14)
+		return 1;   /* not for XDP (user-space only, more than one XDP buffer, or
+		             * a runt no device delivers to XDP): the caller runs the
+		             * user-space engine */
 	int rc = ensure_ring(x);
 	if (rc != 0)
 		return rc;

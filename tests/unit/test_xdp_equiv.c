@@ -1,0 +1,273 @@
+/*
+ * test_xdp_equiv.c — one program, two targets, one behaviour: the same
+ * stream of packets (valid ones, and the same mutated: bytes flipped,
+ * truncated, extended, from any port and source) goes into a switch on the
+ * user-space engine and into the same switch on the XDP target (its eBPF
+ * objects run by BPF_PROG_TEST_RUN), and every verdict, drop reason and
+ * packet out must be the same, byte for byte, as must the state they leave.
+ * The golden tests check chosen cases against expectations; this checks
+ * thousands of cases nobody chose against each other.
+ *
+ * Programs: forward (port map, ECMP routes, a multicast group), counter,
+ * the Paxos coordinator, l2fwd (raw ports). Needs root (BPF); skips (77)
+ * without it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit/testutil.h"
+#include "innet/switch.h"
+#include "innet/wire.h"
+#include "consensus/wire.h"
+
+#define N_CASES 3000u
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng >> 32);
+}
+
+static uint32_t tip(uint32_t host)
+{
+	return (127u << 24) | (210u << 16) | (((uint32_t)getpid() & 0xffu) << 8) | host;
+}
+
+struct setup {
+	const char *program;
+	const char *args;
+	uint16_t udp[2];
+	uint32_t n_udp;
+	bool raw;
+};
+
+static struct innet_switch *make(const struct setup *su, bool xdp)
+{
+	struct innet_switch_conf c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "equiv-%s", xdp ? "xdp" : "udp");
+	c.n_workers = 1;
+	c.node_id = 3;
+	c.seed = 7;
+	c.n_ports = 4;
+	for (uint32_t i = 0; i < c.n_ports; i++) {
+		snprintf(c.ports[i].name, sizeof(c.ports[i].name), "p%u", i);
+		if (su->raw) {
+			/* XDP test runs need no device; the user-space engine's raw
+			 * ports need distinct ones: the veths made in main() */
+			snprintf(c.ports[i].iface, sizeof(c.ports[i].iface), "ieq%u", i);
+		} else {
+			c.ports[i].ip = tip(1 + i + (xdp ? 10 : 0));
+			c.ports[i].peer_ip = i < 3 ? tip(101 + i) : 0;
+		}
+	}
+	snprintf(c.progs[0].name, sizeof(c.progs[0].name), "p");
+	c.progs[0].program = innet_program_find(su->program);
+	assert_non_null(c.progs[0].program);
+	for (uint32_t u = 0; u < su->n_udp; u++)
+		c.progs[0].udp[u] = su->udp[u];
+	c.progs[0].n_udp = su->n_udp;
+	c.progs[0].raw = su->raw;
+	c.progs[0].args_json = (char *)su->args;
+	c.n_progs = 1;
+	if (xdp) {
+		c.target = INNET_TARGET_XDP;
+		c.xdp_no_attach = true;
+	}
+	char err[2048];
+	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
+	if (sw == NULL)
+		fail_msg("create (%s, %s): %s", su->program, xdp ? "xdp" : "udp", err);
+	return sw;
+}
+
+/* A packet: a valid template, then maybe mutated. */
+static uint32_t make_pkt(const char *program, uint8_t *b)
+{
+	uint32_t len;
+	if (!strcmp(program, "counter")) {
+		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, INNET_SVC_COUNTER, 0, htons(1), htons(9) };
+		struct innet_counter_hdr ch = { .op = (uint8_t)(1 + rnd() % 2),
+						.index = htonl(rnd() % 20),
+						.value = __builtin_bswap64(rnd() % 1000) };
+		memcpy(b, &h, 8);
+		memcpy(b + 8, &ch, 16);
+		len = 24;
+	} else if (!strcmp(program, "paxos_coordinator")) {
+		uint32_t vlen = rnd() % 40;
+		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, INNET_SVC_PAXOS, 0, htons(1), htons(9) };
+		struct paxos_hdr p;
+		memset(&p, 0, sizeof(p));
+		p.type = rnd() % 4 ? PAXOS_REQUEST : (uint8_t)(rnd() % 10);
+		p.vlen = htons((uint16_t)vlen);
+		p.req_id = rnd() % 8 ? __builtin_bswap64(((uint64_t)rnd() << 32) | 1) : 0;
+		memcpy(b, &h, 8);
+		memcpy(b + 8, &p, 48);
+		for (uint32_t i = 0; i < vlen; i++)
+			b[56 + i] = (uint8_t)rnd();
+		len = 56 + vlen;
+	} else if (!strcmp(program, "l2fwd")) {
+		len = 14 + rnd() % 100;
+		for (uint32_t i = 0; i < len; i++)
+			b[i] = (uint8_t)rnd();
+	} else { /* forward: routed innet header, or raw bytes for the map */
+		static const uint16_t nodes[] = { 0, 7, 9, 11, 12, 13, 99 };
+		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, 0, 0,
+				       htons(nodes[rnd() % 7]), htons(5) };
+		memcpy(b, &h, 8);
+		len = 8 + rnd() % 64;
+		for (uint32_t i = 8; i < len; i++)
+			b[i] = (uint8_t)rnd();
+		if (rnd() % 4 == 0)
+			b[0] = (uint8_t)rnd();   /* raw data for the port map */
+	}
+	switch (rnd() % 6) {
+	case 0: /* flip a few bytes */
+		for (uint32_t k = rnd() % 4; k > 0 && len > 0; k--)
+			b[rnd() % len] ^= (uint8_t)(1 + rnd() % 255);
+		break;
+	case 1: /* truncate */
+		len = len ? rnd() % len : 0;
+		break;
+	case 2: /* extend with junk */
+		for (uint32_t k = rnd() % 32; k > 0; k--)
+			b[len++] = (uint8_t)rnd();
+		break;
+	default:
+		break;
+	}
+	return len;
+}
+
+static void compare(const char *what, uint32_t i, const struct innet_inject_result *a,
+		    const struct innet_inject_result *b)
+{
+	if (a->action != b->action || (a->action == INNET_DROP && a->drop_reason != b->drop_reason))
+		fail_msg("%s case %u: user space says %s/%u, XDP %s/%u", what, i,
+			 innet_action_name(a->action), a->drop_reason, innet_action_name(b->action),
+			 b->drop_reason);
+	if (a->n_out != b->n_out)
+		fail_msg("%s case %u (%s): %u packets out in user space, %u on XDP", what, i,
+			 innet_action_name(a->action), a->n_out, b->n_out);
+	for (uint32_t k = 0; k < a->n_out; k++) {
+		const struct innet_inject_out *x = &a->out[k], *y = &b->out[k];
+		if (x->port != y->port || x->src_udp != y->src_udp || x->len != y->len ||
+		    x->dst.udp != y->dst.udp || memcmp(x->data, y->data, x->len) != 0)
+			fail_msg("%s case %u: packet %u differs: port %u/%u, src_udp %u/%u, dst udp %u/%u, "
+				 "len %u/%u", what, i, k, x->port, y->port, x->src_udp, y->src_udp,
+				 x->dst.udp, y->dst.udp, x->len, y->len);
+		/* addresses: the two switches' ports have their own (so both can
+		 * bind); peers are the same */
+		if ((x->dst.ip & 0xff) != (y->dst.ip & 0xff))
+			fail_msg("%s case %u: packet %u to .%u in user space, .%u on XDP", what, i, k,
+				 x->dst.ip & 0xff, y->dst.ip & 0xff);
+	}
+}
+
+static void run(const struct setup *su)
+{
+	struct innet_switch *u = make(su, false), *x = make(su, true);
+	struct innet_cp *cu = innet_switch_prog(u, "p"), *cx = innet_switch_prog(x, "p");
+	if (innet_cp_n_groups(cu) > 0) {
+		struct innet_member m[3] = { { .port = 0 }, { .port = 1 }, { .port = 2, .udp = 9999 } };
+		assert_int_equal(innet_cp_group_set(cu, 0, m, 3), 0);
+		assert_int_equal(innet_cp_group_set(cx, 0, m, 3), 0);
+	}
+	static struct innet_inject_result ra, rb;
+	uint8_t buf[512];
+	for (uint32_t i = 0; i < N_CASES; i++) {
+		uint32_t len = make_pkt(su->program, buf);
+		uint16_t port = (uint16_t)(rnd() % 4);
+		uint16_t udp = su->raw ? 0 : su->udp[rnd() % su->n_udp];
+		struct innet_addr src = { .ip = tip(101 + rnd() % 4), .udp = (uint16_t)(1000 + rnd() % 5) };
+		int a = innet_switch_inject(u, port, udp, &src, buf, len, &ra);
+		int b = innet_switch_inject(x, port, udp, &src, buf, len, &rb);
+		assert_int_equal(a, b);
+		if (a == 0)
+			compare(su->program, i, &ra, &rb);
+	}
+	/* the same state left behind */
+	for (uint32_t r = 0; r < INNET_MAX_REGS; r++) {
+		const struct innet_reg *a = innet_cp_reg(cu, r), *b = innet_cp_reg(cx, r);
+		if (a == NULL)
+			break;
+		assert_int_equal(a->count, b->count);
+		if (memcmp(a->mem, b->mem, (size_t)a->stride * a->count) != 0)
+			fail_msg("%s: register %s differs after %u packets", su->program, a->name, N_CASES);
+	}
+	struct innet_prog_stats su_st, sx_st;
+	innet_cp_stats(cu, &su_st);
+	innet_cp_stats(cx, &sx_st);
+	assert_int_equal(su_st.rx_pkts, sx_st.rx_pkts);
+	for (unsigned a = 0; a < INNET_ACTION_COUNT; a++)
+		assert_int_equal(su_st.actions[a], sx_st.actions[a]);
+	for (unsigned r = 0; r < INNET_DROP_PROGRAM + INNET_MAX_DROP_REASONS; r++)
+		if (su_st.drops[r] != sx_st.drops[r])
+			fail_msg("%s: drop %s counted %llu in user space, %llu on XDP", su->program,
+				 innet_cp_drop_reason_name(cu, r), (unsigned long long)su_st.drops[r],
+				 (unsigned long long)sx_st.drops[r]);
+	assert_true(sx_st.xdp_rx_pkts > N_CASES / 2);   /* eBPF did the work */
+	printf("%s: %u packets, identical on both targets (%llu handled in eBPF)\n", su->program,
+	       N_CASES, (unsigned long long)sx_st.xdp_rx_pkts);
+	innet_switch_destroy(u);
+	innet_switch_destroy(x);
+}
+
+static void test_forward(void **state)
+{
+	struct setup su = { "forward",
+			    "{\"map\": [1, 0, 3], \"groups\": 1, \"routes\": [{\"node\": 7, \"ports\": [2]}, "
+			    "{\"node\": 9, \"ports\": [1, 2, 3]}, {\"node\": 11, \"ports\": [0]}, "
+			    "{\"node\": 12, \"ports\": [3]}, {\"node\": 13, \"group\": 0}]}",
+			    { 45100, 45101 }, 2, false };
+	run(&su);
+}
+
+static void test_counter(void **state)
+{
+	struct setup su = { "counter", "{\"size\": 16}", { 45102 }, 1, false };
+	run(&su);
+}
+
+static void test_coordinator(void **state)
+{
+	struct setup su = { "paxos_coordinator", "{\"acceptors\": [1, 2, 3], \"next\": 5}",
+			    { 45103 }, 1, false };
+	run(&su);
+}
+
+static void test_l2fwd(void **state)
+{
+	struct setup su = { "l2fwd", "{\"map\": [1, 0, 3]}", { 0 }, 0, true };
+	run(&su);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("skip: the XDP target needs root (BPF_PROG_TEST_RUN)\n");
+		return 77;
+	}
+	/* four devices (veths) for the raw ports, in a namespace of our own */
+	if (unshare(CLONE_NEWNET) != 0 ||
+	    system("ip link set lo up && for i in 0 1 2 3; do ip link add ieq$i type veth peer name ieqp$i && "
+		   "ip link set ieq$i up || exit 1; done") != 0) {
+		printf("cannot make a network namespace with four veths\n");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_forward),
+		cmocka_unit_test(test_counter),
+		cmocka_unit_test(test_coordinator),
+		cmocka_unit_test(test_l2fwd),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
