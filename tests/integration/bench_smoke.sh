@@ -79,8 +79,8 @@ echo "$line"
 need "$line" innet_64_mpps raw_64_mpps raw_nogso_64_mpps innet_nogso_64_mpps ratio_64 cpu_ratio_64 \
 	best_relay_64 ratio_nogso_64 ratio cpu_ratio
 inn=$(key "$line" innet_64_mpps) raw=$(key "$line" raw_64_mpps) rawng=$(key "$line" raw_nogso_64_mpps)
-best=$(awk -v a="$raw" -v b="$rawng" 'BEGIN { print (a > b ? a : b) }')
-want=$(awk -v i="$inn" -v b="$best" 'BEGIN { printf "%.3f", b > 0 ? i / b : 0 }')
+best=$(awk -v a="$raw" -v b="$rawng" 'BEGIN { m = a; if (b + 0 > a + 0) m = b; print m }')
+want=$(awk -v i="$inn" -v b="$best" 'BEGIN { printf "%.3f", (b > 0 ? i / b : 0) }')
 close "$(key "$line" ratio_64)" "$want" || fail "forwarding: ratio_64 is not innet / best relay ($want)"
 echo "ok: ratio = innet / best relay"
 
@@ -91,7 +91,7 @@ need "$line" none_max_qps maglev_max_qps wrr_max_qps accel_max_qps none_varying_
 	best_baseline_varying gain_static gain_varying gain weights
 [ "$(key "$line" weights)" = 2:1 ] || fail "lb-policies: weights are not the capacities (2:1)"
 min=$(awk -v a="$(key "$line" gain_static)" -v b="$(key "$line" gain_varying)" \
-	'BEGIN { if (a == "nan" || b == "nan") print "nan"; else printf "%.2f", a < b ? a : b }')
+	'BEGIN { if (a == "nan" || b == "nan") print "nan"; else printf "%.2f", (a < b ? a : b) }')
 [ "$(key "$line" gain)" = "$min" ] || fail "lb-policies: gain is not min(gain_static, gain_varying) = $min"
 grep -q '"scenario": "varying"' "$OUT/results/lb-policies-latest.json" || fail "lb-policies: no varying runs"
 grep -q '"accel_slowdowns": [1-9]' "$OUT/results/lb-policies-latest.json" ||
