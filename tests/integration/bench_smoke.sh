@@ -48,7 +48,7 @@ close() { # A B: |A - B| <= 0.011 (rounding of 3-decimal figures)
 run() { # NAME ARGS...
 	local name=$1 rc=0
 	shift
-	echo "== bench/run $name $*"
+	echo "== bench/run $name $*" >&2
 	timeout 300 bench/run "$name" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" || rc=$?
 	[ "$rc" -eq 0 ] || { tail -n 20 "$OUT/$name.err" >&2; fail "bench/run $name: exit $rc"; }
 	[ -f "$OUT/results/$name-latest.json" ] || fail "$name: no JSON in BENCH_RESULTS_DIR"
