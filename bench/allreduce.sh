@@ -27,13 +27,22 @@
 #
 # loopback mode (any user; no target): the same three on 127.0.0.0/8, every
 # rank and the switch sharing the machine's CPUs, MPI over TCP on lo.
+#
+# Each mode runs --rounds rounds (default 3) of the three, in alternating
+# order; the figures are the medians over the rounds, and the spread is
+# reported beside them: each implementation's fastest and slowest round, and
+# the lowest and highest of the per-round ratios (innet and MPI of the same
+# round). On loopback one round's ratio has ranged from 0.4 to 1.1: the
+# five processes share two CPUs with whatever else runs, so a single round
+# says little.
 
 bench_usage() {
 	cat <<'EOF'
 usage: bench/run allreduce [options]
   --mib M          array size per worker in MiB of float32 (default 64)
   --iters N        all-reduces per run, median reported (default 3)
-  --rounds R       runs per implementation, alternated (default 1)
+  --rounds R       runs per implementation, alternated; medians and the
+                   spread (min, max) over them are reported (default 3)
   --rate R         tc rate per link and direction (default 500mbit)
   --slots S        innet window (job slots) per worker (default 64: 64 x 8968 B in
                    flight fit the tbf's 1 MB queue)
@@ -51,7 +60,7 @@ EOF
 
 ar_mib=64
 ar_iters=3
-ar_rounds=1
+ar_rounds=3
 ar_rate=500mbit
 ar_slots=64
 ar_k=""
@@ -207,13 +216,20 @@ ar_run() {
 	bench_record mode="$mode" impl="$impl" count="$count" iters="$ar_iters" median_s="$med" \
 		min_s="$(tr ' ' '\n' <<<"$line" | sed -n 's/^min_s=//p')" retransmits="$retr" \
 		loadavg="$(cut -d' ' -f1 /proc/loadavg)"
-	bench_log "$mode $impl: median $med s per all-reduce of $ar_mib MiB ($(bench_calc %.3f "$count * 32 / $med / 1e9") Gbit/s)${retr:+, innet retransmits $retr}"
+	bench_log "$mode $impl: median $med s per all-reduce of $ar_mib MiB ($(bench_calc %.3f "$count * 32 / $med / 1e9") Gbit/s)$([ "$impl" = innet ] && echo ", innet retransmits $retr")"
 	AR_LAST=$med
 }
 
-# ar_mode_run MODE: the three implementations, alternated; RESULT figures.
+# ar_spread V...: "min max" of numbers.
+ar_spread() {
+	printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo, hi }'
+}
+
+# ar_mode_run MODE: the three implementations, alternated; RESULT figures
+# (medians over the rounds, and their spread).
 ar_mode_run() {
 	local mode=$1 r impl order=(innet mpi_ring mpi_default) t_innet=() t_ring=() t_def=() t
+	local q_ring=() q_def=() ri rr rd
 	for ((r = 0; r < ar_rounds; r++)); do
 		local seq=("${order[@]}")
 		if [ $((r % 2)) -eq 1 ]; then seq=(mpi_default mpi_ring innet); fi
@@ -221,13 +237,17 @@ ar_mode_run() {
 			ar_run "$impl" "$mode"
 			t=$AR_LAST
 			case $impl in
-			innet) t_innet+=("$t") ;;
-			mpi_ring) t_ring+=("$t") ;;
-			mpi_default) t_def+=("$t") ;;
+			innet) t_innet+=("$t") ri=$t ;;
+			mpi_ring) t_ring+=("$t") rr=$t ;;
+			mpi_default) t_def+=("$t") rd=$t ;;
 			esac
 		done
+		# this round's ratios (the three ran back to back)
+		q_ring+=("$(bench_calc %.3f "$rr / $ri")")
+		q_def+=("$(bench_calc %.3f "$rd / $ri")")
+		bench_log "$mode round $((r + 1)) of $ar_rounds: ratio $(bench_calc %.3f "$rr / $ri"), vs default $(bench_calc %.3f "$rd / $ri")"
 	done
-	local count=$((ar_mib * 262144)) ti tr td p=""
+	local count=$((ar_mib * 262144)) ti tr td p="" lo hi
 	ti=$(bench_median "${t_innet[@]}")
 	tr=$(bench_median "${t_ring[@]}")
 	td=$(bench_median "${t_def[@]}")
@@ -241,6 +261,17 @@ ar_mode_run() {
 		"${p}mpi_default_gbit_s=$(bench_calc %.3f "$count * 32 / $td / 1e9")" \
 		"${p}ratio=$(bench_calc %.3f "$tr / $ti")" \
 		"${p}ratio_vs_default=$(bench_calc %.3f "$td / $ti")"
+	read -r lo hi < <(ar_spread "${t_innet[@]}")
+	bench_result "${p}innet_s_min=$lo" "${p}innet_s_max=$hi"
+	read -r lo hi < <(ar_spread "${t_ring[@]}")
+	bench_result "${p}mpi_ring_s_min=$lo" "${p}mpi_ring_s_max=$hi"
+	read -r lo hi < <(ar_spread "${t_def[@]}")
+	bench_result "${p}mpi_default_s_min=$lo" "${p}mpi_default_s_max=$hi"
+	read -r lo hi < <(ar_spread "${q_ring[@]}")
+	bench_result "${p}ratio_min=$lo" "${p}ratio_max=$hi"
+	bench_log "$mode: ratio $(bench_calc %.3f "$tr / $ti") (median times), per-round ratios $lo .. $hi over $ar_rounds rounds"
+	read -r lo hi < <(ar_spread "${q_def[@]}")
+	bench_result "${p}ratio_vs_default_min=$lo" "${p}ratio_vs_default_max=$hi"
 }
 
 bench_main() {
@@ -267,7 +298,7 @@ bench_main() {
 	bench_param mode "$ar_mode"
 	bench_param mpi "$(mpirun --version 2>/dev/null | head -n 1)"
 	ar_seq=0
-	bench_result "mib=$ar_mib"
+	bench_result "mib=$ar_mib" "rounds=$ar_rounds"
 	if [ "$ar_mode" != loopback ]; then
 		# namespaces first, then bench/lib.sh's cleanup with the original status
 		# (set +e: errexit would otherwise end the trap at "exit")

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench: innet's forward program vs a plain recvmmsg/sendmmsg relay: delivered Mpps at 64 and 1024 B
+# bench: innet's forward program vs a plain recvmmsg/sendmmsg relay (both with and without UDP GSO): delivered Mpps at 64 and 1024 B
 # timeout: 600
 #
 # bench/forwarding.sh — sourced by bench/run (see bench/lib.sh for the helpers).
@@ -7,10 +7,14 @@
 #   udpgen ──▶ 127.0.0.1:P ─[relay under test]─ 127.0.0.2:P ──▶ 127.0.0.3:P udpsink
 #
 # The relay under test is either the switch runtime (build/innet switch with
-# the forward program, port 0 → port 1) or bench/src/rawrelay.c. Both get the
-# same generator, sink, sizes, duration, CPU pinning and socket buffer sizes;
-# they run alternately (raw, innet, innet, raw, ...) so that the machine's
-# drift hits both alike, and the medians of the rounds are compared.
+# the forward program, port 0 → port 1) or bench/src/rawrelay.c, each with UDP
+# GSO on its sends (their default) and without (--no-gso): four relays,
+#   innet  innet_nogso  raw  raw_nogso
+# All get the same generator, sink, sizes, duration, CPU pinning and socket
+# buffer sizes; they run alternately (raw innet innet_nogso raw_nogso, then
+# the reverse, ...) so that the machine's drift hits all alike, and the
+# medians of the rounds are compared. The baseline is the best relay: the
+# higher of raw's and raw_nogso's medians (raw's, unless GSO did not help).
 #
 # BENCH_INNET=raw runs rawrelay in innet's place (to check the harness before
 # the engine exists, or to see the harness's own noise: ratio should be ~1).
@@ -24,6 +28,7 @@ usage: bench/run forwarding [options]
   --sizes LIST      UDP payload sizes, comma-separated (default 64,1024)
   --rate PPS        pace the generator (default 0 = as fast as it can)
   --burst N         generator and raw relay burst (default 32)
+  --gso-only        run innet and raw with GSO only (not the --no-gso pair)
   --gso N           generator datagrams per message, UDP_SEGMENT (default 8;
                     1 = one syscall per datagram, which cannot outrun the relay)
   --sink MODE       busy: the sink polls (default); block: it sleeps in recvmmsg
@@ -49,6 +54,7 @@ fwd_pin="split"
 fwd_cpu_load=""
 fwd_cpu_relay=""
 fwd_standin=""
+fwd_gso_only=0
 # The sink is not under test: a deep receive queue lets it ride out being
 # descheduled (CPU 0 is shared with the generator and whatever else runs).
 FWD_SINK_RCVBUF=$((32 << 20))
@@ -67,6 +73,7 @@ fwd_parse() {
 		--rate) fwd_rate=${2:?}; shift ;;
 		--burst) fwd_burst=${2:?}; shift ;;
 		--gso) fwd_gso=${2:?}; shift ;;
+		--gso-only) fwd_gso_only=1 ;;
 		--sink) fwd_sink=${2:?}; shift ;;
 		--udp-port) fwd_port=${2:?}; shift ;;
 		--pin) fwd_pin=${2:?}; shift ;;
@@ -124,19 +131,20 @@ fwd_parse() {
 	done
 }
 
-# fwd_relay_cmd IMPL SECS: the command line of the relay under test.
+# fwd_relay_cmd IMPL SECS: the command line of the relay under test
+# (IMPL: innet, innet_nogso, raw, raw_nogso).
 fwd_relay_cmd() {
 	local impl=$1 secs=$2
-	if [ "$impl" = raw ] || [ -n "$fwd_standin" ]; then
+	if [[ $impl == raw* ]] || [ -n "$fwd_standin" ]; then
 		printf '%s\n' "$BENCH_BIN/rawrelay" --in "127.0.0.1:$fwd_port" --out "127.0.0.2:$fwd_port" \
 			--to "127.0.0.3:$fwd_port" --burst "$fwd_burst" --duration "$secs"
 	else
 		printf '%s\n' "$BENCH_INNET_BIN" switch --name bench --workers 1 \
 			--port 127.0.0.1 --port 127.0.0.2=127.0.0.3 \
 			--program "forward@$fwd_port" --args '{"map":[1,0]}' --duration "$secs"
-		# "plain": the same switch without UDP GSO coalescing of its sends
-		if [ "$impl" = plain ]; then echo --no-gso; fi
 	fi
+	# *_nogso: the same relay sending every datagram on its own
+	if [[ $impl == *_nogso ]]; then echo --no-gso; fi
 }
 
 # fwd_run IMPL SIZE ROUND: one measured run; records it and leaves the
@@ -203,7 +211,7 @@ fwd_run() {
 		window_s="$window" relay_cpu_s="$cpu_s" relay_cpu_share="$share" pps_per_relay_cpu="$ppc" \
 		offered_pps="$(bench_kv pps "$gen")" send_errors="$(bench_kv send_errors "$gen")" \
 		relay_rx_drops="$relay_drops" relay_exit="$relay_rc" loadavg1_before="$load1"
-	bench_log "$(printf '%-5s %4s B round %d: %.3f Mpps delivered (loss %.1f%% of %.3f offered); relay on CPU %.0f%% -> %.3f Mpps per CPU' \
+	bench_log "$(printf '%-11s %4s B round %d: %.3f Mpps delivered (loss %.1f%% of %.3f offered); relay on CPU %.0f%% -> %.3f Mpps per CPU' \
 		"$impl" "$size" "$round" "$(bench_calc %.6f "$pps / 1e6")" "$loss" \
 		"$(bench_calc %.6f "$(bench_kv pps "$gen") / 1e6")" "$(bench_calc %.1f "$share * 100")" \
 		"$(bench_calc %.6f "$ppc / 1e6")")"
@@ -244,50 +252,70 @@ bench_main() {
 	bench_param innet_impl "${fwd_standin:-innet}"
 	bench_param innet_cmd "$(fwd_relay_cmd innet 0 | tr '\n' ' ')"
 	bench_param raw_cmd "$(fwd_relay_cmd raw 0 | tr '\n' ' ')"
+	bench_param nogso_pair "$([ "$fwd_gso_only" = 1 ] && echo "not run (--gso-only)" || echo "innet_nogso and raw_nogso: the same relays with --no-gso")"
 
 	local size round impl order ratios=() ratio cpu_ratios=() cpu_ratio
-	local -a r_raw l_raw c_raw r_inn l_inn c_inn r_pl l_pl c_pl
+	local -A med_pps med_loss med_ppc
+	local -a pps_l loss_l ppc_l
+	local impls="raw innet innet_nogso raw_nogso"
+	[ "$fwd_gso_only" = 1 ] && impls="raw innet"
 	for size in ${fwd_sizes//,/ }; do
-		r_raw=() l_raw=() c_raw=() r_inn=() l_inn=() c_inn=() r_pl=() l_pl=() c_pl=()
+		local -A runs_pps=() runs_loss=() runs_ppc=()
 		for ((round = 1; round <= fwd_rounds; round++)); do
-			# ABBA: alternate which goes first, so neither always runs
+			# ABBA: alternate which goes first, so none always runs
 			# on a warmer (or busier) machine.
-			if ((round % 2)); then order="raw innet plain"; else order="plain innet raw"; fi
-			[ -n "$fwd_standin" ] && order=${order//plain/}
+			order=$impls
+			if ((round % 2 == 0)); then order=$(tr ' ' '\n' <<<"$impls" | tac | tr '\n' ' '); fi
 			for impl in $order; do
 				fwd_run "$impl" "$size" "$round"
-				case $impl in
-				raw) r_raw+=("$fwd_pps") l_raw+=("$fwd_loss") c_raw+=("$fwd_ppc") ;;
-				innet) r_inn+=("$fwd_pps") l_inn+=("$fwd_loss") c_inn+=("$fwd_ppc") ;;
-				plain) r_pl+=("$fwd_pps") l_pl+=("$fwd_loss") c_pl+=("$fwd_ppc") ;;
-				esac
+				runs_pps[$impl]+="$fwd_pps "
+				runs_loss[$impl]+="$fwd_loss "
+				runs_ppc[$impl]+="$fwd_ppc "
 			done
 		done
-		local m_raw m_inn mc_raw mc_inn
-		m_raw=$(bench_median "${r_raw[@]}")
-		m_inn=$(bench_median "${r_inn[@]}")
-		ratio=$(bench_calc %.3f "$m_raw > 0 ? $m_inn / $m_raw : 0")
+		for impl in $impls; do
+			read -r -a pps_l <<<"${runs_pps[$impl]}"
+			read -r -a loss_l <<<"${runs_loss[$impl]}"
+			read -r -a ppc_l <<<"${runs_ppc[$impl]}"
+			med_pps[$impl]=$(bench_median "${pps_l[@]}")
+			med_loss[$impl]=$(bench_median "${loss_l[@]}")
+			med_ppc[$impl]=$(bench_median "${ppc_l[@]}")
+		done
+		# The baseline: the best relay, by delivered rate and by per-CPU
+		# rate separately (raw with GSO, unless GSO did not pay).
+		local best=raw best_cpu=raw m_best mc_best
+		if [ "$fwd_gso_only" = 0 ]; then
+			[ "$(bench_calc %d "${med_pps[raw_nogso]} > ${med_pps[raw]}")" = 1 ] && best=raw_nogso
+			[ "$(bench_calc %d "${med_ppc[raw_nogso]} > ${med_ppc[raw]}")" = 1 ] && best_cpu=raw_nogso
+		fi
+		m_best=${med_pps[$best]}
+		mc_best=${med_ppc[$best_cpu]}
+		ratio=$(bench_calc %.3f "$m_best > 0 ? ${med_pps[innet]} / $m_best : 0")
+		cpu_ratio=$(bench_calc %.3f "$mc_best > 0 ? ${med_ppc[innet]} / $mc_best : 0")
 		ratios+=("$ratio")
-		mc_raw=$(bench_median "${c_raw[@]}")
-		mc_inn=$(bench_median "${c_inn[@]}")
-		cpu_ratio=$(bench_calc %.3f "$mc_raw > 0 ? $mc_inn / $mc_raw : 0")
 		cpu_ratios+=("$cpu_ratio")
-		bench_result "innet_${size}_mpps=$(bench_calc %.3f "$m_inn / 1e6")" \
-			"raw_${size}_mpps=$(bench_calc %.3f "$m_raw / 1e6")" "ratio_${size}=$ratio" \
-			"innet_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_inn[@]}")")" \
-			"raw_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_raw[@]}")")" \
-			"innet_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_inn / 1e6")" \
-			"raw_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_raw / 1e6")" "cpu_ratio_${size}=$cpu_ratio"
-		bench_log "$size B: innet $(bench_calc %.3f "$m_inn / 1e6") Mpps, raw $(bench_calc %.3f "$m_raw / 1e6") Mpps, ratio $ratio; per relay CPU-second: ratio $cpu_ratio (medians of $fwd_rounds)"
-		if [ ${#r_pl[@]} -gt 0 ]; then
-			local m_pl mc_pl
-			m_pl=$(bench_median "${r_pl[@]}")
-			mc_pl=$(bench_median "${c_pl[@]}")
+		bench_result "innet_${size}_mpps=$(bench_calc %.3f "${med_pps[innet]} / 1e6")" \
+			"raw_${size}_mpps=$(bench_calc %.3f "${med_pps[raw]} / 1e6")" "ratio_${size}=$ratio" \
+			"innet_${size}_loss_pct=$(bench_calc %.2f "${med_loss[innet]}")" \
+			"raw_${size}_loss_pct=$(bench_calc %.2f "${med_loss[raw]}")" \
+			"innet_${size}_mpps_per_cpu=$(bench_calc %.3f "${med_ppc[innet]} / 1e6")" \
+			"raw_${size}_mpps_per_cpu=$(bench_calc %.3f "${med_ppc[raw]} / 1e6")" "cpu_ratio_${size}=$cpu_ratio" \
+			"best_relay_${size}=$best"
+		bench_log "$size B: innet $(bench_calc %.3f "${med_pps[innet]} / 1e6") Mpps, raw $(bench_calc %.3f "${med_pps[raw]} / 1e6") Mpps;" \
+			"innet / best relay ($best) $ratio; per relay CPU-second: innet / best ($best_cpu) $cpu_ratio (medians of $fwd_rounds)"
+		if [ "$fwd_gso_only" = 0 ]; then
+			local m_pl=${med_pps[innet_nogso]} m_rp=${med_pps[raw_nogso]}
+			local mc_pl=${med_ppc[innet_nogso]} mc_rp=${med_ppc[raw_nogso]}
 			bench_result "innet_nogso_${size}_mpps=$(bench_calc %.3f "$m_pl / 1e6")" \
-				"ratio_nogso_${size}=$(bench_calc %.3f "$m_raw > 0 ? $m_pl / $m_raw : 0")" \
-				"innet_nogso_${size}_loss_pct=$(bench_calc %.2f "$(bench_median "${l_pl[@]}")")" \
-				"cpu_ratio_nogso_${size}=$(bench_calc %.3f "$mc_raw > 0 ? $mc_pl / $mc_raw : 0")"
-			bench_log "$size B: innet without GSO $(bench_calc %.3f "$m_pl / 1e6") Mpps, ratio $(bench_calc %.3f "$m_raw > 0 ? $m_pl / $m_raw : 0")"
+				"raw_nogso_${size}_mpps=$(bench_calc %.3f "$m_rp / 1e6")" \
+				"ratio_nogso_${size}=$(bench_calc %.3f "$m_rp > 0 ? $m_pl / $m_rp : 0")" \
+				"innet_nogso_${size}_loss_pct=$(bench_calc %.2f "${med_loss[innet_nogso]}")" \
+				"raw_nogso_${size}_loss_pct=$(bench_calc %.2f "${med_loss[raw_nogso]}")" \
+				"innet_nogso_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_pl / 1e6")" \
+				"raw_nogso_${size}_mpps_per_cpu=$(bench_calc %.3f "$mc_rp / 1e6")" \
+				"cpu_ratio_nogso_${size}=$(bench_calc %.3f "$mc_rp > 0 ? $mc_pl / $mc_rp : 0")"
+			bench_log "$size B without GSO: innet $(bench_calc %.3f "$m_pl / 1e6") Mpps, raw $(bench_calc %.3f "$m_rp / 1e6") Mpps," \
+				"ratio $(bench_calc %.3f "$m_rp > 0 ? $m_pl / $m_rp : 0"), per CPU $(bench_calc %.3f "$mc_rp > 0 ? $mc_pl / $mc_rp : 0")"
 		fi
 	done
 	local share

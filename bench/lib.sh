@@ -31,7 +31,9 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_ROOT=$(cd "$BENCH_DIR/.." && pwd)
 BENCH_BIN="$BENCH_ROOT/build/bench"
 BENCH_INNET_BIN="$BENCH_ROOT/build/innet"
-BENCH_RESULTS="$BENCH_DIR/results"
+# Results: bench/results/ (untracked: .gitignore lists its *.json, *.png and
+# *.log), or BENCH_RESULTS_DIR.
+BENCH_RESULTS=${BENCH_RESULTS_DIR:-$BENCH_DIR/results}
 BENCH_NAME=""
 BENCH_TMP=""
 BENCH_T0=0
@@ -318,7 +320,9 @@ bench_finish() {
 	stamp=$(date -u +%Y%m%dT%H%M%SZ)
 	iso=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 	commit=$(git -C "$BENCH_ROOT" rev-parse --verify -q HEAD 2>/dev/null || echo none)
-	if [ -n "$(git -C "$BENCH_ROOT" status --porcelain 2>/dev/null | head -n 1)" ]; then
+	# dirty: the code differs from the commit (results are not code)
+	if [ -n "$(git -C "$BENCH_ROOT" status --porcelain -- . ':(exclude)bench/results' 2>/dev/null |
+		head -n 1)" ]; then
 		dirty=true
 	fi
 	kernel=$(uname -r)

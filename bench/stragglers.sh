@@ -12,8 +12,12 @@
 #   timer  worker 3 delayed, the job's straggler timer at --timeout-us: the
 #          switch emits partial sums and the others go on (docs/aggregation.md)
 # Figures are the three prompt workers' time per call: mean (sum/calls),
-# median and max, the worst of the three; and what became of the straggler
-# (calls it completed, results it was excluded from, its final status).
+# median and max, the worst of the three; how many of their calls the timer
+# closed with a partial sum; and what became of the straggler (calls it
+# completed, chunks it was excluded from, its final status: 0 = still in the
+# job, -116 = -ESTALE, out of the job for good). The mean alone flatters the
+# timer: it removes the 50 ms waits, but once the straggler is out, every
+# call waits for the timer, and the median rises (see docs/aggregation.md).
 
 bench_usage() {
 	cat <<'EOF'
@@ -59,7 +63,9 @@ st_parse() {
 	fi
 }
 
-# st_run CASE: one run; figures in ST_MEAN ST_MED ST_MAX (ms) and ST_FATE.
+# st_run CASE: one run; figures in ST_MEAN ST_MED ST_MAX (ms), ST_PARTIAL
+# (prompt worker 0's calls closed by the timer), ST_DONE, ST_EXCL, ST_RC (the
+# straggler's completed calls, excluded chunks, final status) and ST_FATE.
 st_run() {
 	local c=$1 tmo=0 delay=() sw ar members="" w tag="$1-$st_seq"
 	st_seq=$((st_seq + 1))
@@ -88,10 +94,20 @@ st_run() {
 		ST_MAX=$(bench_calc %.3f "($mx * 1000 > $ST_MAX) ? $mx * 1000 : $ST_MAX")
 	done
 	line=$(grep "^RESULT worker=3 " "$out") || bench_die "$c: no result for worker 3"
-	ST_FATE="done=$(sed -n 's/.* done=\([0-9]*\).*/\1/p' <<<"$line")/$st_calls,excluded=$(sed -n 's/.* excluded=\([0-9]*\) .*/\1/p' <<<"$line"),rc=$(sed -n 's/.* rc=\(-*[0-9]*\) .*/\1/p' <<<"$line")"
+	ST_DONE=$(sed -n 's/.* done=\([0-9]*\).*/\1/p' <<<"$line")
+	ST_EXCL=$(sed -n 's/.* excluded=\([0-9]*\) .*/\1/p' <<<"$line")
+	ST_RC=$(sed -n 's/.* rc=\(-*[0-9]*\) .*/\1/p' <<<"$line")
+	ST_FATE="done=$ST_DONE/$st_calls,excluded=$ST_EXCL,rc=$ST_RC"
+	# Worker 0's partial results are counted per chunk of k elements:
+	# calls closed by the timer = partial chunks / chunks per call.
+	local partial chunks=$(((st_count + 255) / 256))
+	partial=$(sed -n 's/.* partial=\([0-9]*\) .*/\1/p' <<<"$(grep '^RESULT worker=0 ' "$out")")
+	ST_PARTIAL=$(((${partial:-0} + chunks - 1) / chunks))
 	bench_record case="$c" mean_ms="$ST_MEAN" median_ms="$ST_MED" max_ms="$ST_MAX" straggler="$ST_FATE" \
-		partial="$(sed -n 's/.* partial=\([0-9]*\) .*/\1/p' <<<"$(grep '^RESULT worker=0 ' "$out")")"
-	bench_log "$c: prompt workers mean $ST_MEAN ms, median $ST_MED ms, max $ST_MAX ms per call; straggler $ST_FATE"
+		straggler_done="$ST_DONE" straggler_excluded_chunks="$ST_EXCL" straggler_rc="$ST_RC" \
+		partial="$partial" partial_calls="$ST_PARTIAL"
+	bench_log "$c: prompt workers mean $ST_MEAN ms, median $ST_MED ms, max $ST_MAX ms per call," \
+		"$ST_PARTIAL of $st_calls calls closed by the timer; straggler $ST_FATE$([ "$ST_RC" = 0 ] || echo ' (out of the job)')"
 }
 
 bench_main() {
@@ -103,24 +119,42 @@ bench_main() {
 	done
 	bench_param workers 4
 	st_seq=0
-	local r c order m_base=() m_none=() m_timer=() x_none=() x_timer=() fate_none="" fate_timer=""
+	local r c order
+	local -A mean=() med=() mx=() part=() ndone=() excl=() out=() fate=()
 	for ((r = 0; r < st_rounds; r++)); do
 		order=(base none timer)
 		[ $((r % 2)) -eq 1 ] && order=(timer none base)
 		for c in "${order[@]}"; do
 			st_run "$c"
-			case $c in
-			base) m_base+=("$ST_MEAN") ;;
-			none) m_none+=("$ST_MEAN"); x_none+=("$ST_MAX"); fate_none=$ST_FATE ;;
-			timer) m_timer+=("$ST_MEAN"); x_timer+=("$ST_MAX"); fate_timer=$ST_FATE ;;
-			esac
+			mean[$c]+="$ST_MEAN " med[$c]+="$ST_MED " mx[$c]+="$ST_MAX "
+			part[$c]+="$ST_PARTIAL " ndone[$c]+="$ST_DONE " excl[$c]+="$ST_EXCL "
+			[ "$ST_RC" = 0 ] || out[$c]=$((${out[$c]:-0} + 1))
+			fate[$c]=$ST_FATE
 		done
 	done
-	local b n t
-	b=$(bench_median "${m_base[@]}")
-	n=$(bench_median "${m_none[@]}")
-	t=$(bench_median "${m_timer[@]}")
-	bench_result "base_ms=$b" "none_ms=$n" "timer_ms=$t" "none_max_ms=$(bench_median "${x_none[@]}")" \
-		"timer_max_ms=$(bench_median "${x_timer[@]}")" "speedup=$(bench_calc %.2f "$n / $t")" \
-		"straggler_none=$fate_none" "straggler_timer=$fate_timer"
+	# Medians over the rounds of each figure.
+	local -A m=()
+	local key v
+	for c in base none timer; do
+		for key in mean med mx part ndone excl; do
+			declare -n arr=$key
+			# shellcheck disable=SC2086 # a list of numbers
+			v=$(bench_calc %.3f "$(bench_median ${arr[$c]})")
+			unset -n arr
+			m[$c.$key]=$v
+		done
+	done
+	bench_result "base_ms=${m[base.mean]}" "none_ms=${m[none.mean]}" "timer_ms=${m[timer.mean]}" \
+		"base_median_ms=${m[base.med]}" "none_median_ms=${m[none.med]}" "timer_median_ms=${m[timer.med]}" \
+		"none_max_ms=${m[none.mx]}" "timer_max_ms=${m[timer.mx]}" \
+		"speedup=$(bench_calc %.2f "${m[none.mean]} / ${m[timer.mean]}")" \
+		"speedup_median=$(bench_calc %.2f "${m[none.med]} / ${m[timer.med]}")" \
+		"timer_partial_calls=$(bench_calc %.0f "${m[timer.part]}")/$st_calls" \
+		"straggler_none=${fate[none]}" "straggler_timer=${fate[timer]}" \
+		"straggler_timer_done=$(bench_calc %.0f "${m[timer.ndone]}")/$st_calls" \
+		"straggler_timer_excluded_chunks=$(bench_calc %.0f "${m[timer.excl]}")" \
+		"straggler_timer_out=${out[timer]:-0}/$st_rounds" "straggler_none_out=${out[none]:-0}/$st_rounds"
+	bench_log "timer against none: mean $(bench_calc %.2f "${m[none.mean]} / ${m[timer.mean]}")x faster," \
+		"median $(bench_calc %.2f "${m[none.med]} / ${m[timer.med]}")x; the straggler ended out of the job" \
+		"in ${out[timer]:-0} of $st_rounds timer runs (medians of $st_rounds rounds)"
 }

@@ -3,12 +3,25 @@
  * compares the switch runtime against.
  *
  * One thread: recvmmsg a burst (up to --burst datagrams, blocking until at
- * least one) from a socket bound to --in, then sendmmsg the same buffers to
- * --to from a second socket bound to --out. No parsing, no copies beyond the
- * kernel's: this is the floor cost of moving a datagram through user space
- * with the socket API, which is what the runtime's port layer also pays.
+ * least one) from a socket bound to --in, then send the same buffers to
+ * --to from a second socket bound to --out, in one sendmmsg. No parsing, no
+ * copies beyond the kernel's: this is the floor cost of moving a datagram
+ * through user space with the socket API, which is what the runtime's port
+ * layer also pays.
  *
  *    sender ──▶ [--in socket] ─ recvmmsg ─▶ buffers ─ sendmmsg ─▶ [--out socket] ──▶ --to
+ *
+ * UDP GSO on transmit, as the runtime does (src/runtime/worker.c): a run of
+ * equal-size datagrams of one burst (all go to --to) becomes ONE message whose
+ * iovecs are the datagrams' buffers, with a UDP_SEGMENT control message
+ * giving the size; the kernel splits it back into the same datagrams, in
+ * order, for a fraction of the per-datagram cost. At most RELAY_GSO_SEGS
+ * datagrams and RELAY_GSO_BYTES payload bytes per message (the runtime's
+ * limits). A datagram of another size ends the run; a single datagram goes
+ * without the control message. If the kernel refuses a GSO send (EIO: a
+ * device without segmentation offload) its datagrams are sent one by one and
+ * GSO stays off. --no-gso sends every datagram on its own (the relay as it
+ * was before, for comparisons).
  *
  * Socket options match the runtime's: SO_RCVBUF/SO_SNDBUF of 4 MiB, with
  * SO_RCVBUFFORCE/SO_SNDBUFFORCE tried first. The transmit socket is not
@@ -19,8 +32,10 @@
  * a hard alarm() kills it --alarm seconds after start. Prints
  * "rawrelay: ready ..." on stderr when both sockets are bound, and one line on
  * stdout at exit:
- *   rawrelay rx=N tx=N tx_errors=N rx_drops=N elapsed_s=F
- * (rx_drops: datagrams the kernel dropped because the --in socket was full.)
+ *   rawrelay rx=N tx=N tx_errors=N rx_drops=N tx_msgs=N tx_gso=N gso=on|off elapsed_s=F
+ * (rx_drops: datagrams the kernel dropped because the --in socket was full;
+ * tx_msgs: messages handed to the kernel; tx_gso: datagrams sent inside
+ * messages of two or more; gso: whether GSO was still on at the end.)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +43,7 @@
 #include <limits.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <arpa/inet.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -41,6 +57,12 @@
 
 #define RELAY_MAX_BURST 1024u
 #define RELAY_BUF 65536u
+#define RELAY_GSO_SEGS 64u      /* datagrams per GSO message (UDP_MAX_SEGMENTS) */
+#define RELAY_GSO_BYTES 65000u  /* and at most this many payload bytes */
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 struct relay_opts {
 	struct sockaddr_in in;    /* receive socket address */
@@ -50,6 +72,7 @@ struct relay_opts {
 	double duration;          /* seconds; stop after (0 = until signal, alarm still applies) */
 	int bufsize;              /* SO_RCVBUF / SO_SNDBUF bytes */
 	bool connect_tx;          /* connect the transmit socket to --to */
+	bool gso;                 /* coalesce equal-size runs with UDP_SEGMENT */
 	unsigned alarm_s;         /* hard limit in seconds (0 = derived) */
 	bool quiet;               /* no progress on stderr */
 };
@@ -91,10 +114,11 @@ static void usage(FILE *f)
 		"  -t, --duration SEC       exit after SEC seconds (default 60; 0 = until signal)\n"
 		"      --bufsize BYTES      SO_RCVBUF and SO_SNDBUF (default 4194304)\n"
 		"      --connect            connect() the transmit socket to --to\n"
+		"      --no-gso             send every datagram on its own (no UDP GSO)\n"
 		"      --alarm SEC          hard kill after SEC s (default duration + 10, or 3600)\n"
 		"  -q, --quiet              no progress messages on stderr\n"
 		"  -h, --help               this text\n"
-		"prints: rawrelay rx=N tx=N tx_errors=N rx_drops=N elapsed_s=F\n",
+		"prints: rawrelay rx=N tx=N tx_errors=N rx_drops=N tx_msgs=N tx_gso=N gso=on|off elapsed_s=F\n",
 		RELAY_MAX_BURST);
 }
 
@@ -158,6 +182,7 @@ static int parse_opts(int argc, char **argv, struct relay_opts *o)
 		{ "bufsize", required_argument, NULL, 1 },
 		{ "connect", no_argument, NULL, 2 },
 		{ "alarm", required_argument, NULL, 3 },
+		{ "no-gso", no_argument, NULL, 4 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -167,7 +192,8 @@ static int parse_opts(int argc, char **argv, struct relay_opts *o)
 	char *end;
 	int c;
 
-	*o = (struct relay_opts){ .burst = 32, .duration = 60, .bufsize = 4 << 20 };
+	*o = (struct relay_opts){ .burst = 32, .duration = 60, .bufsize = 4 << 20,
+				 .gso = true };
 	while ((c = getopt_long(argc, argv, "i:o:d:B:t:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
@@ -209,6 +235,9 @@ static int parse_opts(int argc, char **argv, struct relay_opts *o)
 			if (!parse_u64(optarg, 86400, &u) || u == 0)
 				return bad_arg("--alarm", optarg);
 			o->alarm_s = (unsigned)u;
+			break;
+		case 4:
+			o->gso = false;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -270,14 +299,127 @@ err_close:
 	return -1;
 }
 
+/* The transmit side of one burst: the datagrams' iovecs (txiov[i] is
+ * received datagram i) grouped into kernel messages. */
+struct relay_tx {
+	struct mmsghdr *msgs;      /* one per message */
+	uint32_t *first;           /* first datagram of each message */
+	uint32_t *count;           /* datagrams in it */
+	uint8_t *ctl;              /* one UDP_SEGMENT control buffer per message */
+	struct iovec *iov;         /* one per datagram: its buffer and length */
+	const struct sockaddr_in *to; /* destination (NULL: connected socket) */
+	bool gso;                  /* coalescing on (cleared for good on EIO) */
+	uint64_t n_tx;             /* datagrams sent */
+	uint64_t n_msgs;           /* messages the kernel accepted */
+	uint64_t n_gso;            /* datagrams sent in messages of two or more */
+	uint64_t errors;           /* datagrams not sent */
+};
+
+#define RELAY_CTL_LEN CMSG_SPACE(sizeof(uint16_t))
+
+/* Group datagrams [0, n) into messages: a run of equal-size datagrams (at
+ * most RELAY_GSO_SEGS and RELAY_GSO_BYTES) is one message with UDP_SEGMENT,
+ * anything else one message per datagram. Returns the number of messages. */
+static uint32_t relay_build(struct relay_tx *t, uint32_t n)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; m++) {
+		uint32_t e = k + 1;
+		size_t len = t->iov[k].iov_len;
+		struct msghdr *mh = &t->msgs[m].msg_hdr;
+
+		if (t->gso && len > 0)
+			while (e < n && e - k < RELAY_GSO_SEGS && t->iov[e].iov_len == len &&
+			       (e - k + 1) * len <= RELAY_GSO_BYTES)
+				e++;
+		*mh = (struct msghdr){
+			.msg_name = (void *)t->to,
+			.msg_namelen = t->to ? sizeof(*t->to) : 0,
+			.msg_iov = &t->iov[k],
+			.msg_iovlen = e - k,
+		};
+		if (e - k > 1) {
+			struct cmsghdr *cm;
+			uint16_t seg = (uint16_t)len;
+
+			mh->msg_control = t->ctl + (size_t)m * RELAY_CTL_LEN;
+			mh->msg_controllen = RELAY_CTL_LEN;
+			cm = CMSG_FIRSTHDR(mh);
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(seg));
+			memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+		}
+		t->first[m] = k;
+		t->count[m] = e - k;
+		k = e;
+	}
+	return m;
+}
+
+/* A GSO message the kernel refused: its datagrams one by one, GSO off. */
+static void relay_send_singly(struct relay_tx *t, int fd, uint32_t m)
+{
+	t->gso = false;
+	for (uint32_t k = t->first[m]; k < t->first[m] + t->count[m]; k++) {
+		struct msghdr mh = {
+			.msg_name = (void *)t->to,
+			.msg_namelen = t->to ? sizeof(*t->to) : 0,
+			.msg_iov = &t->iov[k],
+			.msg_iovlen = 1,
+		};
+
+		if (sendmsg(fd, &mh, 0) < 0) {
+			t->errors++;
+		} else {
+			t->n_tx++;
+			t->n_msgs++;
+		}
+	}
+}
+
+/* Send datagrams [0, n) of the burst: one sendmmsg (more if the kernel
+ * takes part of it). A message the kernel refuses is dropped (ENOBUFS,
+ * ECONNREFUSED on a connected socket, ...), or resent singly (EIO on GSO). */
+static void relay_send(struct relay_tx *t, int fd, uint32_t n)
+{
+	uint32_t m = relay_build(t, n), s = 0;
+
+	while (s < m) {
+		int r = sendmmsg(fd, t->msgs + s, m - s, 0);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EIO && t->count[s] > 1)
+				relay_send_singly(t, fd, s);
+			else
+				t->errors += t->count[s];
+			s++;
+			continue;
+		}
+		for (int i = 0; i < r; i++) {
+			uint32_t c = t->count[s + (uint32_t)i];
+
+			t->n_tx += c;
+			if (c > 1)
+				t->n_gso += c;
+		}
+		t->n_msgs += (uint64_t)r;
+		s += (uint32_t)r;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct relay_opts o;
-	struct mmsghdr *rx = NULL, *tx = NULL;
-	struct iovec *iov = NULL, *txiov = NULL;
+	struct mmsghdr *rx = NULL;
+	struct iovec *iov = NULL;
 	uint8_t *bufs = NULL, *ctl = NULL;
+	struct relay_tx t = { 0 };
 	const size_t ctl_len = CMSG_SPACE(sizeof(uint32_t));
-	uint64_t n_rx = 0, n_tx = 0, tx_errors = 0, rx_drops = 0;
+	uint64_t n_rx = 0, rx_drops = 0;
 	double t0, t_end;
 	int rc, rfd = -1, tfd = -1, ret = 1;
 	int got_rcv = 0, got_snd = 0;
@@ -292,25 +434,24 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_stop);
 
 	rx = calloc(o.burst, sizeof(*rx));
-	tx = calloc(o.burst, sizeof(*tx));
 	iov = calloc(o.burst, sizeof(*iov));
-	txiov = calloc(o.burst, sizeof(*txiov));
 	bufs = malloc((size_t)o.burst * RELAY_BUF);
 	ctl = calloc(o.burst, ctl_len);
-	if (!rx || !tx || !iov || !txiov || !bufs || !ctl) {
+	t.msgs = calloc(o.burst, sizeof(*t.msgs));
+	t.first = calloc(o.burst, sizeof(*t.first));
+	t.count = calloc(o.burst, sizeof(*t.count));
+	t.ctl = calloc(o.burst, RELAY_CTL_LEN);
+	t.iov = calloc(o.burst, sizeof(*t.iov));
+	if (!rx || !iov || !bufs || !ctl || !t.msgs || !t.first || !t.count || !t.ctl || !t.iov) {
 		fprintf(stderr, "rawrelay: out of memory\n");
 		goto out_free;
 	}
+	t.to = o.connect_tx ? NULL : &o.to;
+	t.gso = o.gso;
 	for (uint32_t i = 0; i < o.burst; i++) {
 		iov[i].iov_base = bufs + (size_t)i * RELAY_BUF;
 		iov[i].iov_len = RELAY_BUF;
-		txiov[i].iov_base = iov[i].iov_base;
-		tx[i].msg_hdr.msg_iov = &txiov[i];
-		tx[i].msg_hdr.msg_iovlen = 1;
-		if (!o.connect_tx) {
-			tx[i].msg_hdr.msg_name = &o.to;
-			tx[i].msg_hdr.msg_namelen = sizeof(o.to);
-		}
+		t.iov[i].iov_base = iov[i].iov_base;
 	}
 	rfd = open_socket(&o.in, o.bufsize, true);
 	if (rfd < 0)
@@ -327,13 +468,13 @@ int main(int argc, char **argv)
 	len = sizeof(got_snd);
 	getsockopt(tfd, SOL_SOCKET, SO_SNDBUF, &got_snd, &len);
 	if (!o.quiet)
-		fprintf(stderr, "rawrelay: ready burst=%u rcvbuf=%d sndbuf=%d%s\n", o.burst,
-			got_rcv, got_snd, o.connect_tx ? " connected" : "");
+		fprintf(stderr, "rawrelay: ready burst=%u rcvbuf=%d sndbuf=%d gso=%s%s\n", o.burst,
+			got_rcv, got_snd, o.gso ? "on" : "off", o.connect_tx ? " connected" : "");
 
 	t0 = now_s();
 	t_end = o.duration > 0 ? t0 + o.duration : INFINITY;
 	while (!relay_stop) {
-		int r, sent = 0;
+		int r;
 
 		for (uint32_t i = 0; i < o.burst; i++) {
 			rx[i].msg_hdr = (struct msghdr){
@@ -355,7 +496,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < r; i++) {
 			struct cmsghdr *cm = CMSG_FIRSTHDR(&rx[i].msg_hdr);
 
-			txiov[i].iov_len = rx[i].msg_len;
+			t.iov[i].iov_len = rx[i].msg_len;
 			if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
 				uint32_t d;
 
@@ -364,27 +505,15 @@ int main(int argc, char **argv)
 					rx_drops = d;
 			}
 		}
-		while (sent < r) {
-			int s = sendmmsg(tfd, tx + sent, (unsigned)(r - sent), 0);
-
-			if (s < 0) {
-				if (errno == EINTR)
-					continue;
-				/* ENOBUFS, ECONNREFUSED (connected), ...: drop the datagram. */
-				tx_errors++;
-				sent++;
-				continue;
-			}
-			sent += s;
-			n_tx += (uint64_t)s;
-		}
+		relay_send(&t, tfd, (uint32_t)r);
 		/* Checking the clock once per burst costs ~30 ns: negligible. */
 		if (now_s() >= t_end)
 			break;
 	}
 	printf("rawrelay rx=%" PRIu64 " tx=%" PRIu64 " tx_errors=%" PRIu64 " rx_drops=%" PRIu64
-	       " elapsed_s=%.6f\n",
-	       n_rx, n_tx, tx_errors, rx_drops, now_s() - t0);
+	       " tx_msgs=%" PRIu64 " tx_gso=%" PRIu64 " gso=%s elapsed_s=%.6f\n",
+	       n_rx, t.n_tx, t.errors, rx_drops, t.n_msgs, t.n_gso, t.gso ? "on" : "off",
+	       now_s() - t0);
 	fflush(stdout);
 	ret = 0;
 
@@ -393,11 +522,14 @@ out_close:
 		close(tfd);
 	close(rfd);
 out_free:
+	free(t.iov);
+	free(t.ctl);
+	free(t.count);
+	free(t.first);
+	free(t.msgs);
 	free(ctl);
 	free(bufs);
-	free(txiov);
 	free(iov);
-	free(tx);
 	free(rx);
 	return ret;
 }
