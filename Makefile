@@ -62,7 +62,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 BENCH_SRC := $(sort $(wildcard bench/src/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/src/%.c=$(O)/bench/%)
 
-all: $(O)/innet $(TEST_BIN) $(BENCH_BIN)
+all: $(O)/innet $(TEST_BIN) $(BENCH_BIN) $(O)/tests/contract-load
 
 $(O)/libinnet.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -115,6 +115,23 @@ $(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
 	@mkdir -p $(@D)
 	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c -lm -pthread
 
+# The contract on one file (tests/contract/*.c, tests/integration/contract.sh):
+#   make dp-check DP=FILE   both builds of FILE, as for a program's NAME_dp.c
+dp-check:
+	@mkdir -p $(O)/contract
+	$(CC) $(DP_CFLAGS) $(if $(shell grep -l INNET_DATAPATH_USERSPACE $(DP)),,-Wframe-larger-than=512) \
+	  -c -o $(O)/contract/$(notdir $(DP:.c=.o)) $(DP)
+	tools/contract/check-dp $(O)/contract/$(notdir $(DP:.c=.o)) $(DP)
+	@if grep -q INNET_DATAPATH_USERSPACE $(DP); then \
+	  tools/contract/bpf-objects $(O)/contract $(DP) > /dev/null; \
+	else \
+	  $(BPF_CLANG) $(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(DP))"' \
+	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/xdp/prog.bpf.c; \
+	fi
+$(O)/tests/contract-load: tests/contract/load.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< -lbpf -lelf -lz
+
 FUZZ_O := build-fuzz
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
 $(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC) $(FUZZ_O)/bpf/objects.c
@@ -130,5 +147,5 @@ check: all
 clean:
 	rm -rf build build-san-* build-fuzz
 
-.PHONY: all check clean fuzz
+.PHONY: all check clean fuzz dp-check
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d)

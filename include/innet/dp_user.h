@@ -149,7 +149,7 @@ static inline struct innet_reg *innet__reg(struct innet_ctx *ctx, unsigned r, ui
 /* gcc 12.2 at -O2 miscompiles `innet_reg_fetch_add(...) + v` after the
  * switch on the width below: it turns the pair into an add-and-fetch and
  * emits `lock xadd %r, (mem); add %r, %r` (old + old instead of old + v;
- * reproduced in tests/unit/test_regs.c, test_fetch_add_plus_delta). Making
+ * tests/golden/test_counter.c, "INC ... carries the new value", caught it). Making
  * the loaded value opaque to the optimiser stops that rewrite; it costs no
  * instruction. */
 #define INNET__OPAQUE(x) __asm__("" : "+r"(x))

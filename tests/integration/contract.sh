@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# contract.sh — the data-path contract is checked by the build, not by
+# review (docs/programs.md, "The contract"). Each fixture in tests/contract/
+# breaks one rule and must be refused with a message that names it, at the
+# step that can see it:
+#
+#   fixture         rule broken                      refused by
+#   libc_dp.c       a libc header                    the freestanding compile (-nostdinc)
+#   call_dp.c       a call outside the innet_* API   tools/contract/check-dp (nm)
+#   global_dp.c     mutable global state             tools/contract/check-dp (nm)
+#   stack_dp.c      1 KiB of stack                   -Wframe-larger-than=512
+#   args_dp.c       six arguments                    clang -target bpf
+#   loop_dp.c       a loop without a bound           the kernel's verifier (load)
+#   userspace_dp.c  (declares itself user-space)     not refused: the build says so
+#   ok_dp.c         (keeps the contract)             builds both ways and loads
+#
+# The verifier step needs root (loading eBPF); without it that part is
+# skipped and said so.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+O=$(mktemp -d /tmp/innet-contract.XXXXXX)
+trap 'rm -rf "$O"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+check() { # fixture, expect ok|refused, message fragment
+	local f=$1 want=$2 frag=$3 out rc
+	out=$(make -s --no-print-directory O="$O" dp-check DP="tests/contract/$f" 2>&1)
+	rc=$?
+	if [ "$want" = ok ]; then
+		[ $rc -eq 0 ] || fail "$f should build both ways: $out"
+	else
+		[ $rc -ne 0 ] || fail "$f broke the contract and the build took it"
+	fi
+	grep -q -- "$frag" <<<"$out" || fail "$f: the message does not say '$frag': $out"
+	echo "ok    $f: ${want} ($(grep -m1 -- "$frag" <<<"$out" | cut -c1-110))"
+}
+
+check libc_dp.c refused "string.h: No such file"
+check call_dp.c refused "breaks the data-path contract: uses malloc"
+check global_dp.c refused "mutable global state packets_seen"
+check stack_dp.c refused "larger than 512 bytes"
+check args_dp.c refused "too many args"
+check userspace_dp.c ok "is user-space only"
+out=$(make -s --no-print-directory O="$O" dp-check DP=tests/contract/ok_dp.c 2>&1) ||
+	fail "ok_dp.c should build: $out"
+[ -f "$O/contract/ok_dp.bpf.o" ] || fail "ok_dp.c: no eBPF object"
+echo "ok    ok_dp.c: builds freestanding and for eBPF"
+out=$(make -s --no-print-directory O="$O" dp-check DP=tests/contract/loop_dp.c 2>&1) ||
+	fail "loop_dp.c compiles both ways (only the verifier can refuse it): $out"
+
+make -s --no-print-directory O="$O" "$O/tests/contract-load" >/dev/null 2>&1 ||
+	fail "cannot build the loader"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "skip  the verifier's part (loading eBPF needs root)"
+	exit 0
+fi
+out=$("$O/tests/contract-load" "$O/contract/ok_dp.bpf.o") || fail "ok_dp.c refused: $out"
+echo "ok    ok_dp.c: loaded"
+out=$("$O/tests/contract-load" "$O/contract/loop_dp.bpf.o") && fail "the verifier took an unbounded loop"
+grep -q "refused by the verifier" <<<"$out" || fail "loop_dp.c: $out"
+echo "ok    loop_dp.c: refused by the verifier ($(tail -n 2 <<<"$out" | head -n 1 | cut -c1-80))"
