@@ -52,6 +52,7 @@ enum innet_res_target {
 	INNET_RES_TOFINO1 = 0,     /* Intel Tofino (first generation), one pipe */
 	INNET_RES_TOFINO2,         /* Intel Tofino2, one pipe */
 	INNET_RES_TRIO,            /* Juniper Trio, one PFE */
+	INNET_RES_EBPF,            /* the XDP target: the kernel's eBPF verifier and limits */
 	INNET_RES_TARGET_COUNT
 };
 
@@ -89,11 +90,16 @@ struct innet_res_profile {
 	uint32_t thread_regs;              /* 64-bit general-purpose registers per thread */
 	uint64_t shared_bytes;             /* shared memory budget for registers+tables+timers */
 	uint32_t insns_per_packet;         /* per-packet instruction budget (assumption) */
+	/* eBPF (the kernel's limits, measured from the loaded program). */
+	bool ebpf;
+	uint32_t verifier_insns;           /* instructions the verifier may process */
+	uint32_t stack_bytes;              /* stack per program */
+	uint32_t tail_calls;               /* chained tail calls */
 };
 
 /* The profile of target t, or NULL if t is not a target. */
 const struct innet_res_profile *innet_res_profile(enum innet_res_target t);
-/* "tofino1", "tofino2", "trio"; "?" for an unknown value. */
+/* "tofino1", "tofino2", "trio", "ebpf"; "?" for an unknown value. */
 const char *innet_res_target_name(enum innet_res_target t);
 /* Parse a target name (as above). 0, or -EINVAL if unknown or NULL. */
 int innet_res_target_parse(const char *name, enum innet_res_target *t);
@@ -132,6 +138,20 @@ struct innet_res_measured {
 	uint32_t max_emitted;        /* most packets emitted for one packet */
 };
 
+/* The eBPF column, measured from the program as the kernel loaded it (the
+ * XDP target), not estimated: src/xdp/xdp.c fills it in. */
+struct innet_res_ebpf {
+	bool loaded;                 /* measured from a loaded eBPF object */
+	char userspace[160];         /* the program cannot run in eBPF: why ("" if it can) */
+	uint32_t insns;              /* instructions (after the verifier's rewrites) */
+	uint32_t jited_bytes;
+	uint32_t verified_insns;     /* instructions the verifier processed */
+	uint32_t stack_bytes;        /* stack depth */
+	uint64_t map_bytes;          /* the program's own maps (shared ones apart) */
+	uint32_t n_maps;
+	uint32_t tail_calls;         /* at most, per packet: dispatch + recirculation */
+};
+
 struct innet_res_usage {
 	char program[INNET_NAME_MAX];        /* for the report: instance or program name */
 	enum innet_model model;              /* the model the program is written for */
@@ -144,7 +164,13 @@ struct innet_res_usage {
 	uint32_t n_groups;                   /* multicast groups declared */
 	uint32_t n_timers;                   /* timers declared */
 	struct innet_res_measured m;         /* all zero: nothing measured */
+	struct innet_res_ebpf ebpf;          /* the eBPF column: not loaded = unmeasured */
 };
+
+/* The eBPF column of program instance cp (src/xdp/xdp.c): measured if the
+ * switch runs on the XDP target, else not loaded (and why, if the program can
+ * never be). 0 or -EINVAL. */
+int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *out);
 
 /* Reset *u to an empty program called `name` (NULL: "") with model `model`. */
 void innet_res_usage_init(struct innet_res_usage *u, const char *name, enum innet_model model);

@@ -106,6 +106,19 @@ static const struct innet_res_profile res_profiles[INNET_RES_TARGET_COUNT] = {
 		.shared_bytes = 4ull << 30,
 		.insns_per_packet = 1000,
 	},
+	[INNET_RES_EBPF] = {
+		.target = INNET_RES_EBPF,
+		.name = "ebpf",
+		.description = "XDP (eBPF): the kernel's verifier, measured from the loaded program",
+		.pipeline = false,
+		.timers = true,       /* via the user-space engine (a hand-off) */
+		.emit = true,         /* likewise */
+		.shared_bytes = 4ull << 30,
+		.ebpf = true,
+		.verifier_insns = 1000000,
+		.stack_bytes = 512,
+		.tail_calls = 33,
+	},
 };
 
 const struct innet_res_profile *innet_res_profile(enum innet_res_target t)
@@ -408,7 +421,8 @@ static void check_timers(struct checker *c)
 
 	if (c->p->timers)
 		add(c, INNET_RES_OK, "timers", u->n_timers, 0, "timers",
-		    "%u timers declared (timer threads), %llu fired so far", u->n_timers,
+		    "%u timers declared (%s), %llu fired so far", u->n_timers,
+		    c->p->ebpf ? "fired by the user-space engine's timer thread" : "timer threads",
 		    (unsigned long long)u->m.timer_fires);
 	else if (u->n_timers > 0 || u->m.timer_fires > 0)
 		add(c, INNET_RES_FAIL, "timers", u->n_timers, 0, "timers",
@@ -809,6 +823,41 @@ static void check_trio(struct checker *c)
 	check_groups(c);
 }
 
+/* The eBPF column: what the kernel measured when it loaded the program. */
+static void check_ebpf(struct checker *c)
+{
+	const struct innet_res_usage *u = c->u;
+	const struct innet_res_ebpf *e = &u->ebpf;
+	const struct innet_res_profile *p = c->p;
+
+	if (e->userspace[0] != '\0') {
+		add(c, INNET_RES_FAIL, "contract", 0, 0, "", "user-space only: %s", e->userspace);
+		return;
+	}
+	if (!e->loaded) {
+		add(c, INNET_RES_UNMEASURED, "verifier", 0, p->verifier_insns, "insns",
+		    "not loaded here: run the switch on the XDP target (or innet switch --check as "
+		    "root) to measure");
+		return;
+	}
+	add(c, e->verified_insns <= p->verifier_insns ? INNET_RES_OK : INNET_RES_FAIL, "verifier",
+	    e->verified_insns, p->verifier_insns, "insns",
+	    "the verifier processed %u instructions (%u in the program, %u bytes jited)",
+	    e->verified_insns, e->insns, e->jited_bytes);
+	add(c, e->stack_bytes <= p->stack_bytes ? INNET_RES_OK : INNET_RES_FAIL, "stack",
+	    e->stack_bytes, p->stack_bytes, "bytes", "%u bytes of stack (the limit is %u)",
+	    e->stack_bytes, p->stack_bytes);
+	add(c, INNET_RES_OK, "maps", e->map_bytes, 0, "bytes",
+	    "%u maps of its own, %llu bytes (registers, tables, config, counters)", e->n_maps,
+	    (unsigned long long)e->map_bytes);
+	add(c, e->tail_calls <= p->tail_calls ? INNET_RES_OK : INNET_RES_FAIL, "tail calls",
+	    e->tail_calls, p->tail_calls, "calls",
+	    "at most %u per packet (one dispatch, %u recirculations)", e->tail_calls,
+	    e->tail_calls ? e->tail_calls - 1 : 0);
+	check_timers(c);
+	check_emission(c);
+}
+
 static bool usage_valid(const struct innet_res_usage *u)
 {
 	if (u->n_regs > INNET_MAX_REGS || u->n_tables > INNET_MAX_TABLES)
@@ -833,7 +882,9 @@ int innet_res_check(const struct innet_res_usage *u, enum innet_res_target t,
 
 	if (u == NULL || n == NULL || p == NULL || !usage_valid(u))
 		return -EINVAL;
-	if (p->pipeline)
+	if (p->ebpf)
+		check_ebpf(&c);
+	else if (p->pipeline)
 		check_pisa(&c);
 	else
 		check_trio(&c);
@@ -1249,5 +1300,7 @@ int innet_res_usage_from_prog(struct innet_cp *cp, struct innet_res_usage *u)
 	if (err != 0)
 		return err;
 	innet_res_usage_set_stats(u, &st);
-	return 0;
+	/* the eBPF column, from the loaded object (XDP target) or the reason
+	 * the program has none */
+	return innet_cp_ebpf(cp, &u->ebpf);
 }

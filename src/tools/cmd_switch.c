@@ -381,6 +381,11 @@ int cmd_switch(int argc, char **argv)
 		conf.no_gso = true;
 	if (target != NULL)
 		conf.target = !strcmp(target, "xdp") ? INNET_TARGET_XDP : INNET_TARGET_UDP;
+	if (check && geteuid() == 0) {
+		/* measure the eBPF column: load every program's object, attach none */
+		conf.target = INNET_TARGET_XDP;
+		conf.xdp_no_attach = true;
+	}
 	if (conf.target == INNET_TARGET_XDP && geteuid() != 0 && !check) {
 		fprintf(stderr, "innet switch %s: the XDP target needs root (loading eBPF programs)\n",
 			conf.name);

@@ -36,6 +36,7 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 
+#include "innet/resources.h"
 #include "innet/xdp_abi.h"
 #include "runtime/switch_pvt.h"
 #include "xdp/objects.h"
@@ -1162,14 +1163,35 @@ out:
 int innet_xdp_prog_info(struct innet_switch *sw, uint32_t prog, struct innet_xdp_prog_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	if (sw->xdp == NULL || prog >= sw->n_progs) {
-		const struct innet_bpf_object *bo = prog < sw->n_progs
-							    ? innet_bpf_object_find(sw->progs[prog].program->name)
-							    : NULL;
+	if (prog >= sw->n_progs)
+		return -EINVAL;
+	const struct innet_bpf_object *bo = innet_bpf_object_find(sw->progs[prog].program->name);
+	if (bo == NULL || bo->start == NULL) {
 		info->userspace_reason = bo == NULL ? "not a program of the tree (no eBPF object)"
 						    : bo->userspace_reason;
-		return sw->xdp == NULL ? -ENOENT : -EINVAL;
+		return 0;
 	}
-	*info = sw->xdp->progs[prog].info;
+	if (sw->xdp != NULL)
+		*info = sw->xdp->progs[prog].info;
+	return 0;
+}
+
+int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *e)
+{
+	struct innet_xdp_prog_info xi;
+	int rc = innet_xdp_prog_info(cp->sw, cp->index, &xi);
+	memset(e, 0, sizeof(*e));
+	if (rc != 0)
+		return rc;
+	e->loaded = xi.loaded;
+	e->insns = xi.insns;
+	e->jited_bytes = xi.jited_bytes;
+	e->verified_insns = xi.verified_insns;
+	e->stack_bytes = xi.stack_bytes;
+	e->map_bytes = xi.map_bytes;
+	e->n_maps = xi.n_maps;
+	e->tail_calls = xi.tail_calls;
+	if (xi.userspace_reason != NULL)
+		snprintf(e->userspace, sizeof(e->userspace), "%s", xi.userspace_reason);
 	return 0;
 }

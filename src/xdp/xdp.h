@@ -62,4 +62,5 @@ struct innet_xdp_prog_info {
 };
 int innet_xdp_prog_info(struct innet_switch *sw, uint32_t prog, struct innet_xdp_prog_info *info);
 
+
 #endif /* INNET_XDP_XDP_H */
