@@ -59,7 +59,7 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(O)/%.o)
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
 TEST_BIN := $(TEST_SRC:%.c=$(O)/%)
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-BENCH_SRC := $(sort $(wildcard bench/src/*.c))
+BENCH_SRC := $(sort $(filter-out %.bpf.c,$(wildcard bench/src/*.c)))
 BENCH_BIN := $(BENCH_SRC:bench/src/%.c=$(O)/bench/%)
 
 all: $(O)/innet $(TEST_BIN) $(BENCH_BIN) $(O)/tests/contract-load
@@ -103,6 +103,13 @@ $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h
 $(O)/bench/%: bench/src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm -pthread
+# The XDP tools (generator, sink, the hand-written forwarder) and their eBPF.
+$(O)/bench/xdptool: bench/src/xdptool.c $(O)/bench/xdptool.bpf.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lbpf -lelf -lz
+$(O)/bench/%.bpf.o: bench/src/%.bpf.c
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I/usr/include/$(shell $(CC) -print-multiarch) -c -o $@ $<
 
 # Aggregation (docs/aggregation.md): the host library as a shared object for
 # python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
