@@ -309,6 +309,26 @@ static int logged_index(const char *name)
 	return -1;
 }
 
+/* True if argc fits the arity of logged command li (MSET: key value pairs). */
+static bool arity_ok(int li, int argc)
+{
+	int ar = logged[li].arity;
+	if (ar < 0 && argc < -ar)
+		return false;
+	if (ar > 0 && argc != ar)
+		return false;
+	return strcmp(logged[li].name, "mset") != 0 || argc % 2 == 1;
+}
+
+/* Redis's reply to a wrong number of arguments. */
+static void arity_error(struct kv_buf *out, int li)
+{
+	char msg[96];
+	snprintf(msg, sizeof(msg), "-ERR wrong number of arguments for '%s' command\r\n",
+		 logged[li].name);
+	kv_buf_append(out, msg, strlen(msg));
+}
+
 static void incr_by(struct kv_store *s, const char *k, size_t kl, long long by, struct kv_buf *out)
 {
 	struct kv_item *it = get(s, k, kl);
@@ -336,12 +356,9 @@ void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_
 	 * log entry from elsewhere (kv_entry_valid checks its framing only) must
 	 * not make a replica read past argv. */
 	int li = logged_index(cmd);
-	if (li >= 0) {
-		int ar = logged[li].arity;
-		if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
-			buf_str(out, "-ERR wrong number of arguments\r\n");
-			return;
-		}
+	if (li >= 0 && !arity_ok(li, argc)) {
+		arity_error(out, li);
+		return;
 	}
 	if (!strcasecmp(cmd, "get")) {
 		struct kv_item *it = get(s, argv[1], lens[1]);
@@ -750,12 +767,8 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 			buf_str(&c->out, msg);
 			return true;
 		}
-		int ar = logged[li].arity;
-		if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
-			char msg[96];
-			snprintf(msg, sizeof(msg), "-ERR wrong number of arguments for '%s' command\r\n",
-				 logged[li].name);
-			buf_str(&c->out, msg);
+		if (!arity_ok(li, argc)) {
+			arity_error(&c->out, li);
 			return true;
 		}
 		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
@@ -803,9 +816,13 @@ static void conn_work(struct server *s, struct conn *c)
 			consumed += (size_t)r;
 			continue;
 		}
-		bool is_logged = logged_index(s->argv[0]) >= 0;
+		/* Only a logged command that passes the local checks (arity,
+		 * size) joins a group that has started; anything else (a local
+		 * command, or an error to answer locally) ends the group and is
+		 * handled after its replies, which keeps the replies in order. */
+		int li = logged_index(s->argv[0]);
 		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (!is_logged || blen + el > KV_GROUP_MAX))
+		if (n_cmds > 0 && (li < 0 || !arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
 			break; /* keep order: after the group */
 		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
 			consumed += (size_t)r;
