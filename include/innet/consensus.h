@@ -181,6 +181,10 @@ struct innet_paxos_leader_stats {
 	uint64_t requests;         /* REQUESTs turned into 2As */
 	uint64_t dropped;          /* REQUESTs dropped (not serving yet, or invalid) */
 	uint64_t nacks;
+	uint64_t rx_datagrams;     /* datagrams received ... */
+	uint64_t rx_calls;         /* ... in this many recvmmsg calls that returned some */
+	uint64_t tx_datagrams;     /* datagrams sent ... */
+	uint64_t tx_calls;         /* ... in this many sendmmsg calls */
 };
 
 struct innet_paxos_leader;
