@@ -209,15 +209,22 @@ void innet_paxos_leader_get_stats(const struct innet_paxos_leader *l,
 
 /* Complete the join of a restarted acceptor switch program (setting
  * "join": true, which starts it silent) from the control plane: it will
- * answer nothing below J = max(coord_next, the others' hi) and refuse ballots
- * below the highest ballot the others promised or voted. `others` must be at
- * least n_acceptors - majority + 1 of the other acceptors' program instances
- * (alive); coord_next is the coordinator's "next" register (or the backup
- * leader's innet_paxos_leader_next). 0, -EINVAL (too few others), -errno.
- * docs/consensus.md, "Acceptor restart". */
+ * answer nothing below J = max(coord_next; over the others: hi, trim and the
+ * highest instance in any slot) and refuse ballots below JB = the highest
+ * range promise of the others. `others` must be at least n_acceptors -
+ * majority + 1 of the other acceptors' program instances (alive);
+ * coord_next and coord_ballot are those of the coordinator in charge, read
+ * after the joiner stopped answering: the coordinator switch's "next" and
+ * "ballot" registers, or, after a backup leader took over,
+ * innet_paxos_leader_next and _ballot of the serving leader. 0, -EINVAL
+ * (too few others), -ESTALE (the others promised a ballot above
+ * coord_ballot: that coordinator was superseded; nothing written), -errno.
+ * docs/consensus.md, "Acceptor restart", has why this never lets it vote
+ * twice in an instance or break a promise it gave before it died. */
 struct innet_cp;
 int innet_paxos_acceptor_join(struct innet_cp *joiner, struct innet_cp *const *others,
-			      uint32_t n_others, uint32_t n_acceptors, uint64_t coord_next);
+			      uint32_t n_others, uint32_t n_acceptors, uint64_t coord_next,
+			      uint32_t coord_ballot);
 
 /* Request id helpers. */
 static inline uint64_t innet_paxos_req_id(uint32_t client, uint32_t seq)
