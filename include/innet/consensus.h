@@ -179,7 +179,8 @@ struct innet_paxos_leader_stats {
 	uint64_t recovered;        /* instances re-proposed with a value found in phase 1 */
 	uint64_t noops;            /* holes filled with a no-op */
 	uint64_t requests;         /* REQUESTs turned into 2As */
-	uint64_t dropped;          /* REQUESTs dropped (not serving yet, or invalid) */
+	uint64_t held;             /* REQUESTs held during phase 1, ordered when it ended */
+	uint64_t dropped;          /* REQUESTs dropped (invalid, or over 1024 held) */
 	uint64_t nacks;
 	uint64_t rx_datagrams;     /* datagrams received ... */
 	uint64_t rx_calls;         /* ... in this many recvmmsg calls that returned some */

@@ -7,6 +7,7 @@
  *   phase     what it sends                         leaves when
  *   IDLE      nothing (a backup waiting)            a REQUEST arrives / takeover()
  *   RANGE     1A(b, lo, RANGE) to each acceptor     a majority promised b for all
+ *             (REQUESTs are held, ordered first when serving starts)
  *   SERVING   REQUEST -> 2A(b, next++, v);          (stays; NACK(ballot) in RANGE
  *             meanwhile recovery of [lo, hi):        restarts at a higher ballot)
  *             1A(b, i) -> majority of 1Bs -> 2A(b, i, highest vote | no-op)
@@ -55,6 +56,7 @@
 
 #define REC_WINDOW  256u
 #define REC_MAX     (1u << 20)   /* instances [lo, hi) recovered at most */
+#define HELD_MAX    1024u        /* REQUESTs held while phase 1 runs */
 #define RX_BURST    32u          /* datagrams per recvmmsg */
 #define OUT_MSGS    32u          /* messages built here (1A, recovery 2A) queued at most */
 #define OUT_SENDS   512u         /* datagrams queued at most (a message to each acceptor) */
@@ -86,6 +88,8 @@ struct innet_paxos_leader {
 	uint64_t n_rec;
 	uint64_t first_open;     /* lowest index not done */
 	uint64_t scan;           /* next index to ask */
+	struct paxos_msg *held[HELD_MAX]; /* REQUESTs that came before serving (malloc'ed) */
+	uint32_t n_held;
 	struct innet_paxos_leader_stats st;
 	/* receive burst */
 	struct paxos_msg *rx;    /* RX_BURST buffers */
@@ -232,12 +236,20 @@ static void rec_done(struct innet_paxos_leader *l, struct lrec *r)
 		rec_free(l);
 }
 
-/* Phase 1 is done: serve from hi, recover [lo, hi) alongside. */
+static void order(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen, bool copy);
+
+/* Phase 1 is done: serve from hi — first the requests held meanwhile, in
+ * arrival order — and recover [lo, hi) alongside. */
 static void start_serving(struct innet_paxos_leader *l)
 {
 	l->phase = L_SERVING;
 	if (l->next < l->hi)
 		l->next = l->hi;
+	for (uint32_t i = 0; i < l->n_held; i++) {
+		order(l, l->held[i], ntohs(l->held[i]->p.vlen), true);
+		free(l->held[i]);
+	}
+	l->n_held = 0;
 	uint64_t n = l->hi - l->lo;
 	if (n > REC_MAX) {
 		fprintf(stderr, "innet: leader: %lu instances to recover, recovering the last %u\n",
@@ -347,20 +359,50 @@ static void on_nack(struct innet_paxos_leader *l, const struct paxos_msg *m)
 	rec_done(l, r);
 }
 
-static void on_request(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen)
+/* REQUEST m (vlen bytes of value) -> 2A(ballot, next++) to every acceptor.
+ * copy: m does not outlive this call (else it is a receive buffer). */
+static void order(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen, bool copy)
 {
-	if (l->phase != L_SERVING || m->p.req_id == 0) {
-		l->st.dropped++;
-		if (l->phase == L_IDLE)
-			takeover(l);
-		return;
-	}
 	uint64_t req = m->p.req_id;
 	hdr_init(m, PAXOS_2A, l->ballot, l->next++);
 	m->p.req_id = req;
 	m->p.vlen = htons((uint16_t)vlen);
 	l->st.requests++;
-	send_all_buf(l, m, PAXOS_HDR_LEN + vlen, 0, false); /* m is a receive buffer */
+	send_all_buf(l, m, PAXOS_HDR_LEN + vlen, 0, copy);
+}
+
+/* A REQUEST before serving: kept (once per request id, up to HELD_MAX) and
+ * ordered as soon as phase 1 is done, so the proposers that failed over
+ * are served then rather than at their next resend (which their backoff may
+ * put hundreds of milliseconds later). */
+static void hold(struct innet_paxos_leader *l, const struct paxos_msg *m, uint32_t vlen)
+{
+	for (uint32_t i = 0; i < l->n_held; i++)
+		if (l->held[i]->p.req_id == m->p.req_id)
+			return; /* a resend */
+	struct paxos_msg *c = l->n_held < HELD_MAX ? malloc(PAXOS_HDR_LEN + vlen) : NULL;
+	if (c == NULL) {
+		l->st.dropped++; /* the proposer resends it */
+		return;
+	}
+	memcpy(c, m, PAXOS_HDR_LEN + vlen);
+	l->held[l->n_held++] = c;
+	l->st.held++;
+}
+
+static void on_request(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen)
+{
+	if (m->p.req_id == 0) {
+		l->st.dropped++;
+		return;
+	}
+	if (l->phase != L_SERVING) {
+		hold(l, m, vlen);
+		if (l->phase == L_IDLE)
+			takeover(l);
+		return;
+	}
+	order(l, m, vlen, false); /* m is a receive buffer */
 }
 
 static void on_packet(struct innet_paxos_leader *l, struct paxos_msg *m, ssize_t n)
@@ -525,6 +567,8 @@ void innet_paxos_leader_destroy(struct innet_paxos_leader *l)
 		return;
 	close(l->fd);
 	rec_free(l);
+	for (uint32_t i = 0; i < l->n_held; i++)
+		free(l->held[i]);
 	free(l->rx);
 	free(l->msgs);
 	free(l->acc_sa);

@@ -399,9 +399,9 @@ static int leader(const char *file, const char *name)
 	}
 	struct innet_paxos_leader_stats st;
 	innet_paxos_leader_get_stats(l, &st);
-	fprintf(stderr, "innet kv: leader: takeovers %lu recovered %lu noops %lu requests %lu\n",
-		(unsigned long)st.takeovers, (unsigned long)st.recovered, (unsigned long)st.noops,
-		(unsigned long)st.requests);
+	fprintf(stderr, "innet kv: leader: takeovers %lu recovered %lu noops %lu requests %lu (held "
+			"during phase 1 %lu)\n", (unsigned long)st.takeovers, (unsigned long)st.recovered,
+		(unsigned long)st.noops, (unsigned long)st.requests, (unsigned long)st.held);
 	leader_ctl_close(&ctl, sock);
 	innet_paxos_leader_destroy(l);
 	return 0;
