@@ -130,6 +130,11 @@ uint64_t innet_paxos_delivered(const struct innet_paxos *p);
 uint64_t innet_paxos_stale_trim(const struct innet_paxos *p);
 /* Report the delivered watermark to every acceptor (TRIM). 0 or -errno. */
 int innet_paxos_trim(struct innet_paxos *p);
+/* Report this endpoint's delivered watermark under another learner's id:
+ * for a learner removed from the group (down for good), so the acceptors'
+ * trim — the minimum over learner ids — no longer waits for it. That learner
+ * will need a snapshot if it comes back. 0, -EINVAL (id >= 0xffff). */
+int innet_paxos_trim_as(struct innet_paxos *p, uint16_t learner_id);
 /* Continue from instance `next` (after installing a snapshot that covers
  * everything below it); forgets buffered votes. */
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);

@@ -684,16 +684,21 @@ uint64_t innet_paxos_stale_trim(const struct innet_paxos *p)
 	return p->stale_trim > p->next ? p->stale_trim : 0;
 }
 
-int innet_paxos_trim(struct innet_paxos *p)
+int innet_paxos_trim_as(struct innet_paxos *p, uint16_t learner_id)
 {
-	if (p->c.learner_id == INNET_PAXOS_NO_TRIM)
+	if (learner_id == INNET_PAXOS_NO_TRIM)
 		return -EINVAL;
 	struct paxos_msg m;
 	msg_init(&m, PAXOS_TRIM, 0);
-	m.p.node = htons(p->c.learner_id);
+	m.p.node = htons(learner_id);
 	m.p.trim = htobe64(p->next);
 	send_acceptors(p, &m, PAXOS_HDR_LEN);
 	return 0;
+}
+
+int innet_paxos_trim(struct innet_paxos *p)
+{
+	return innet_paxos_trim_as(p, p->c.learner_id);
 }
 
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next)

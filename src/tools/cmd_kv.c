@@ -58,13 +58,17 @@ static void kv_usage(FILE *f)
 		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
 		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
-		   "       innet kv rejoin FILE ACCEPTOR\n\n"
+		   "       innet kv rejoin FILE ACCEPTOR\n"
+		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
 		   "  start   one replica (or backup coordinator) again; a replica the acceptors\n"
 		   "          trimmed past installs a snapshot from a peer replica\n"
 		   "  stop    one of them (SIGTERM; --kill: SIGKILL, a crash)\n"
 		   "  rejoin  restart acceptor switch ACCEPTOR with empty state, silent, and join it\n"
 		   "          from the other acceptors and the coordinator (docs/consensus.md)\n"
+		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
+		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
+		   "  add     start replica HOST again (from a snapshot) and put it back\n"
 		   "  --window N  entries of a replica in flight (1..32, default 8)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
 		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
@@ -409,6 +413,28 @@ static int leader(const char *file, const char *name)
 
 static bool is_replica(const struct innet_topology *t, uint32_t h);
 
+/* The learner ids the acceptors keep a watermark for (their
+ * "trim_learners", default the length of "learners"): the replicas. */
+static uint32_t trim_learners(const struct innet_topology *t)
+{
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		const struct innet_topo_node *n = &t->nodes[s];
+		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
+			const struct innet_prog_conf *pr = &n->conf->progs[g];
+			if (!is_prog(pr, "paxos_acceptor"))
+				continue;
+			json_error_t je;
+			json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
+			json_t *tl = json_object_get(args, "trim_learners");
+			size_t k = json_is_integer(tl) ? (size_t)json_integer_value(tl)
+						       : json_array_size(json_object_get(args, "learners"));
+			json_decref(args);
+			return k > 64 ? 64 : (uint32_t)k;
+		}
+	}
+	return 0;
+}
+
 static int serve(const char *file, const char *name, uint16_t port, uint32_t window)
 {
 	char err[8192];
@@ -429,6 +455,7 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		innet_topology_free(t);
 		return 2;
 	}
+	c.n_learners = trim_learners(t);
 	/* Peers for snapshots: the other replicas, at the same RESP port. */
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
@@ -975,6 +1002,176 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	return rc;
 }
 
+/* ---- remove / add: the trim group's membership, through the log ---------- */
+
+/* Send one RESP command to ip:port and read its reply into reply (NUL
+ * terminated): a status, error or integer line without its CRLF, or a bulk
+ * string's contents. 0, or -1 with why in reply. */
+static int resp_command(uint32_t ip, uint16_t port, int argc, const char *const *argv, char *reply,
+			size_t len, int timeout_s)
+{
+	struct kv_buf q = { 0 };
+	char tmp[32];
+	snprintf(tmp, sizeof(tmp), "*%d\r\n", argc);
+	kv_buf_append(&q, tmp, strlen(tmp));
+	for (int i = 0; i < argc; i++) {
+		snprintf(tmp, sizeof(tmp), "$%zu\r\n", strlen(argv[i]));
+		kv_buf_append(&q, tmp, strlen(tmp));
+		kv_buf_append(&q, argv[i], strlen(argv[i]));
+		kv_buf_append(&q, "\r\n", 2);
+	}
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1, e = EIO;
+	struct timeval tv = { .tv_sec = timeout_s };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(ip),
+				 .sin_port = htons(port) };
+	size_t got = 0, want = SIZE_MAX, hdr = 0;
+	if (fd < 0)
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    send(fd, q.p, q.len, MSG_NOSIGNAL) != (ssize_t)q.len) {
+		e = errno;
+		goto out;
+	}
+	while (got < want && got + 1 < len) {
+		ssize_t n = recv(fd, reply + got, len - 1 - got, 0);
+		if (n <= 0) {
+			e = n == 0 ? ECONNRESET : errno;
+			goto out;
+		}
+		got += (size_t)n;
+		reply[got] = '\0';
+		char *crlf = strstr(reply, "\r\n");
+		if (hdr == 0 && crlf != NULL) {
+			hdr = (size_t)(crlf - reply) + 2;
+			want = reply[0] == '$' ? hdr + strtoull(reply + 1, NULL, 10) + 2 : hdr;
+		}
+	}
+	if (got < want) {
+		e = EMSGSIZE;
+		goto out;
+	}
+	if (reply[0] == '$') { /* the contents */
+		memmove(reply, reply + hdr, want - hdr - 2);
+		reply[want - hdr - 2] = '\0';
+	} else {
+		reply[hdr - 2] = '\0';
+	}
+	rc = 0;
+out:
+	if (rc != 0)
+		snprintf(reply, len, "%s", strerror(e));
+	if (fd >= 0)
+		close(fd);
+	kv_buf_free(&q);
+	return rc;
+}
+
+/* A numeric field of a replica's INFO, or -1 (no answer). */
+static long long replica_info(uint32_t ip, uint16_t port, const char *field)
+{
+	const char *argv[] = { "INFO" };
+	char reply[16384], key[64];
+	if (resp_command(ip, port, 1, argv, reply, sizeof(reply), 3) != 0)
+		return -1;
+	snprintf(key, sizeof(key), "\n%s:", field);
+	char *p = strstr(reply, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Propose REPLICA verb id through replica host r (any replica: the command
+ * goes through the log). 0 done (changed or already so), 1 refused (message
+ * printed), -1 no answer or outcome unknown (reply in why). */
+static int replica_propose(const struct innet_topology *t, uint32_t r, uint16_t port,
+			   const char *verb, uint16_t id, char *why, size_t whylen)
+{
+	char ids[8];
+	snprintf(ids, sizeof(ids), "%u", id);
+	const char *argv[] = { "REPLICA", verb, ids };
+	char reply[256];
+	if (resp_command(t->nodes[r].addr, port, 3, argv, reply, sizeof(reply), 10) != 0) {
+		snprintf(why, whylen, "%s: %s", t->nodes[r].name, reply);
+		return -1;
+	}
+	if (reply[0] == ':')
+		return 0;
+	if (strstr(reply, "timed out") != NULL || strstr(reply, "may or may not") != NULL) {
+		snprintf(why, whylen, "%s: %s", t->nodes[r].name, reply + 1);
+		return -1; /* outcome unknown: ask again (idempotent) */
+	}
+	fprintf(stderr, "innet kv: %s refused REPLICA %s %u: %s\n", t->nodes[r].name, verb, id,
+		reply + (reply[0] == '-'));
+	return 1;
+}
+
+/* innet kv remove|add FILE HOST: replica HOST out of / back into the trim
+ * group. remove stops HOST's replica if it runs and proposes REPLICA REMOVE
+ * id through another replica (retried for up to 30 s while the outcome is
+ * unknown: a full ring takes the first proposals a moment); add starts HOST's
+ * replica if it is not running, waits until it has caught up (from a
+ * snapshot if the log was trimmed past it) and proposes REPLICA ADD id. */
+static int kv_membership(const char *file, const char *name, bool add, uint16_t port)
+{
+	char err[8192];
+	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet kv: %s\n", err);
+		return 2;
+	}
+	int rc = 2, h = innet_topology_find(t, name);
+	struct innet_paxos_conf pc;
+	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !is_replica(t, (uint32_t)h) ||
+	    kv_topology_paxos_conf(t, h, &pc) != 0) {
+		fprintf(stderr, "innet kv: %s has no replica host '%s'\n", file, name);
+		goto out;
+	}
+	rc = 1;
+	uint16_t id = pc.learner_id;
+	if (add) {
+		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
+		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
+			goto out;
+		long long stale = -1;
+		for (int i = 0; i < 300 && (stale = replica_info(t->nodes[h].addr, port, "stale")) != 0; i++)
+			usleep(100000);
+		if (stale != 0) {
+			fprintf(stderr, "innet kv: replica %s did not catch up in 30 s (see its log); not "
+					"added\n", name);
+			goto out;
+		}
+	} else {
+		if (stop_host(t, (uint32_t)h, false) != 0) {
+			fprintf(stderr, "innet kv: replica %s would not stop\n", name);
+			goto out;
+		}
+	}
+	char why[512] = "no other replica";
+	int r = -1;
+	for (int attempt = 0; attempt < 30 && r < 0; attempt++) {
+		if (attempt > 0)
+			sleep(1);
+		for (uint32_t o = t->n_switches; o < t->n_nodes && r < 0; o++)
+			if (is_replica(t, o) && (add || o != (uint32_t)h))
+				r = replica_propose(t, o, port, add ? "ADD" : "REMOVE", id, why, sizeof(why));
+	}
+	if (r != 0) {
+		if (r < 0)
+			fprintf(stderr, "innet kv: REPLICA %s %u not confirmed in 30 s (%s)\n",
+				add ? "ADD" : "REMOVE", id, why);
+		goto out;
+	}
+	if (add)
+		printf("replica %s (learner %u) is back in the trim group\n", name, id);
+	else
+		printf("replica %s (learner %u) removed from the trim group: the acceptors' trim no "
+		       "longer waits for it (kv add puts it back)\n", name, id);
+	rc = 0;
+out:
+	innet_topology_free(t);
+	return rc;
+}
+
 int cmd_kv(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1029,6 +1226,8 @@ int cmd_kv(int argc, char **argv)
 			      (uint32_t)window, kill_now);
 	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
+	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)
+		return kv_membership(argv[optind + 1], argv[optind + 2], verb[0] == 'a', (uint16_t)port);
 bad:
 	kv_usage(stderr);
 	return 2;
