@@ -177,10 +177,21 @@ struct innet_paxos_leader_conf {
 	uint8_t proposer_id;                  /* low 8 bits of its ballots (default 0xfe) */
 	bool active;                          /* take over at once (else: on first REQUEST) */
 	uint32_t retry_ms;                    /* resend phase-1 messages after (default 20) */
+	/* A ballot must never be used twice: a restarted leader that took its
+	 * old ballot again could have two values chosen in one instance. Its
+	 * takeovers use rounds above min_round (the highest round it used
+	 * before), and ballot_new (if set) is called with each new ballot
+	 * before any message carries it — to store its round durably; non-zero
+	 * = not stored: the takeover is abandoned (counted, retried on the next
+	 * trigger). */
+	uint32_t min_round;
+	int (*ballot_new)(void *arg, uint32_t ballot);
+	void *arg;
 };
 
 struct innet_paxos_leader_stats {
 	uint64_t takeovers;        /* phase 1 started (incl. restarts at a higher ballot) */
+	uint64_t ballot_failures;  /* takeovers abandoned: ballot_new could not store the ballot */
 	uint64_t recovered;        /* instances re-proposed with a value found in phase 1 */
 	uint64_t noops;            /* holes filled with a no-op */
 	uint64_t requests;         /* REQUESTs turned into 2As */

@@ -192,8 +192,13 @@ static void send_range(struct innet_paxos_leader *l)
 static void takeover(struct innet_paxos_leader *l)
 {
 	uint32_t r = l->round > (l->ballot >> 8) ? l->round : l->ballot >> 8;
+	uint32_t b = ((r + 1) << 8) | l->c.proposer_id;
+	if (l->c.ballot_new != NULL && l->c.ballot_new(l->c.arg, b) != 0) {
+		l->st.ballot_failures++;
+		return; /* not stored: a restart could reuse it */
+	}
 	l->round = r + 1;
-	l->ballot = (l->round << 8) | l->c.proposer_id;
+	l->ballot = b;
 	l->phase = L_RANGE;
 	l->range_promises = 0;
 	l->hi = l->lo;
@@ -512,6 +517,7 @@ struct innet_paxos_leader *innet_paxos_leader_create(const struct innet_paxos_le
 		goto err;
 	}
 	l->c = *conf;
+	l->round = conf->min_round;
 	if (l->c.proposer_id == 0)
 		l->c.proposer_id = 0xfe;
 	if (l->c.retry_ms == 0)

@@ -333,6 +333,49 @@ static void leader_ctl_close(struct leader_ctl *lc, const char *path)
 	}
 }
 
+/* The highest round a backup coordinator used, kept in
+ * <state_dir>/kv-HOST.round across its restarts: a restarted leader must
+ * never take a ballot it used before (two values could be chosen in one
+ * instance at one ballot). */
+struct leader_round_file {
+	char path[PATH_MAX + 128];
+};
+
+/* The stored round, 0 if none. */
+static uint32_t leader_round_load(const struct leader_round_file *rf)
+{
+	FILE *f = fopen(rf->path, "r");
+	unsigned long r = 0;
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lu", &r) != 1)
+		r = 0;
+	fclose(f);
+	return r > 0xffffff ? 0xffffff : (uint32_t)r;
+}
+
+/* innet_paxos_leader_conf.ballot_new: store ballot's round durably (write a
+ * temporary file, fsync, rename) before the leader uses it. */
+static int leader_round_store(void *arg, uint32_t ballot)
+{
+	const struct leader_round_file *rf = arg;
+	char tmp[PATH_MAX + 160];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", rf->path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%u\n", ballot >> 8);
+	int rc = write(fd, line, (size_t)n) == n && fsync(fd) == 0 ? 0 : -EIO;
+	close(fd);
+	if (rc == 0 && rename(tmp, rf->path) != 0)
+		rc = -errno;
+	if (rc != 0)
+		fprintf(stderr, "innet kv: leader: cannot store round %u in %s: %s\n", ballot >> 8,
+			rf->path, strerror(-rc));
+	return rc;
+}
+
 /* Leader hosts get proposer ids 0xfe, 0xfd, ... in topology order, so two
  * backups never use the same ballot. */
 static uint8_t leader_proposer_id(const struct innet_topology *t, uint32_t h)
@@ -366,6 +409,11 @@ static int leader(const char *file, const char *name)
 	lc.proposer_id = leader_proposer_id(t, (uint32_t)h);
 	char sock[PATH_MAX + 128];
 	leader_sock_path(t, (uint32_t)h, sock, sizeof(sock));
+	struct leader_round_file rf;
+	snprintf(rf.path, sizeof(rf.path), "%s/kv-%s.round", t->state_dir, t->nodes[h].name);
+	lc.min_round = leader_round_load(&rf);
+	lc.ballot_new = leader_round_store;
+	lc.arg = &rf;
 	innet_topology_free(t);
 	struct innet_paxos_leader *l = innet_paxos_leader_create(&lc, err, sizeof(err));
 	if (l == NULL) {
@@ -381,9 +429,9 @@ static int leader(const char *file, const char *name)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	struct in_addr ia = { htonl(lc.bind_ip) };
-	fprintf(stderr, "innet kv: backup coordinator on %s:%u, %u acceptors, ballots 0x..%02x; takes "
-			"over on the first request; status: %s\n", inet_ntoa(ia), lc.bind_udp,
-		lc.n_acceptors, lc.proposer_id, sock);
+	fprintf(stderr, "innet kv: backup coordinator on %s:%u, %u acceptors, ballots 0x..%02x above "
+			"round %u; takes over on the first request; status: %s\n", inet_ntoa(ia),
+		lc.bind_udp, lc.n_acceptors, lc.proposer_id, lc.min_round, sock);
 	bool was_serving = false;
 	while (!kv_stop) {
 		struct pollfd pfd[2 + LEADER_CTL_CLIENTS] = {

@@ -2,7 +2,7 @@
 # kv_rejoin_lossy.sh — `innet kv rejoin` after a lossy run and while a backup
 # coordinator leads (examples/kv-faults.json's shape at 127.70.10.x/11.x: 5%
 # loss, duplication and reordering on every acceptor link; backup b0):
-#   1. 6 clients of random SET/GET on 4 keys for 13 s (kvload.py records the
+#   1. 6 clients of random SET/GET on 4 keys for 16 s (kvload.py records the
 #      history); under loss the learners recover gaps through phase 1, so the
 #      acceptors hold per-instance ballots above the coordinator's 0x100 while
 #      no leader took over (promised = 0) — checked before going on;
@@ -12,6 +12,8 @@
 #   3. the coordinator switch is killed, b0 takes over; `fabric stop a1
 #      --kill`, `kv rejoin a1` again: must succeed under b0 (its next instance
 #      read from its status socket);
+#      then b0 crashes and is started again: it takes over with a ballot
+#      above the one it used before (a reused ballot could choose two values);
 #   4. `fabric stop a2 --kill`: every majority now needs a1; writes go on;
 #   5. a1 never voted below the instance it was joined at (every slot it
 #      holds is at or above join_inst), the history with a final read of
@@ -48,7 +50,7 @@ now() { "$PY" -c 'import time; print(time.monotonic())'; }
 reg() { "$INNET" ctl --fabric "$TOPO" --switch "$1" reg read "$2" "$3" "${4:-0}" ${5:+"$5"} | awk '{print $3}'; }
 maxreg() { reg "$@" | sort -n | tail -1; }
 
-timeout 60 "$PY" tools/linearizability/kvload.py --out "$tmp/hist.jsonl" --seconds 13 --clients 6 \
+timeout 60 "$PY" tools/linearizability/kvload.py --out "$tmp/hist.jsonl" --seconds 16 --clients 6 \
 	--keys 4 --timeout 8 "${R[0]}:$PORT" "${R[1]}:$PORT" "${R[2]}:$PORT" >"$tmp/load.out" &
 load=$!
 
@@ -82,6 +84,16 @@ timeout 30 "$INNET" kv rejoin "$TOPO" a1 | tee "$tmp/rejoin2.out" | grep rejoine
 	fail "kv rejoin a1 while b0 leads refused"
 grep -q "coordinator in charge: b0," "$tmp/rejoin2.out" || fail "not joined under b0"
 t_rejoin=$(now)
+
+echo "--- 3b. b0 crashes and restarts: it takes over again, with a ballot it never used"
+b1=$(grep -m1 -o "took over with ballot 0x[0-9a-f]*" "$STATE/kv-b0.log" | awk '{print $5}')
+timeout 20 "$INNET" kv stop "$TOPO" b0 --kill >/dev/null || fail "kv stop b0"
+timeout 20 "$INNET" kv start "$TOPO" b0 --port $PORT >/dev/null || fail "kv start b0"
+for i in $(seq 1 50); do [ "$(grep -c "took over" "$STATE/kv-b0.log")" -ge 2 ] && break; sleep 0.1; done
+b2=$(grep -o "took over with ballot 0x[0-9a-f]*" "$STATE/kv-b0.log" | sed -n 2p | awk '{print $5}')
+echo "b0 took over with ballot $b1, after its restart with ${b2:-nothing}"
+[ -n "$b2" ] || fail "the restarted b0 did not take over"
+[ $((b2)) -gt $((b1)) ] || fail "the restarted b0 reused ballot $b2 (first incarnation: $b1)"
 
 echo "--- 4. kill a2: every majority needs a1"
 sleep 1
