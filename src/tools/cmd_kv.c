@@ -1177,15 +1177,27 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 	rc = 1;
 	uint16_t id = pc.learner_id;
 	if (add) {
+		/* caught up = past where the others are now */
+		long long target = 0;
+		for (uint32_t o = t->n_switches; o < t->n_nodes; o++) {
+			long long n = o != (uint32_t)h && is_replica(t, o)
+					      ? replica_info(t->nodes[o].addr, port, "log_next") : -1;
+			target = n > target ? n : target;
+		}
 		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
 		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
 			goto out;
-		long long stale = -1;
-		for (int i = 0; i < 300 && (stale = replica_info(t->nodes[h].addr, port, "stale")) != 0; i++)
+		long long at = -1;
+		for (int i = 0; i < 300; i++) {
+			at = replica_info(t->nodes[h].addr, port, "stale") == 0
+				     ? replica_info(t->nodes[h].addr, port, "log_next") : -1;
+			if (at >= target)
+				break;
 			usleep(100000);
-		if (stale != 0) {
-			fprintf(stderr, "innet kv: replica %s did not catch up in 30 s (see its log); not "
-					"added\n", name);
+		}
+		if (at < target) {
+			fprintf(stderr, "innet kv: replica %s did not catch up in 30 s (at instance %lld, "
+					"the others at %lld; see its log): not added\n", name, at, target);
 			goto out;
 		}
 	} else {
