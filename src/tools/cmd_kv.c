@@ -12,7 +12,13 @@
  *                                   run a backup coordinator (a host linked to
  *                                   the acceptors, not in their "learners"):
  *                                   it takes over, phase 1 and all, on the
- *                                   first REQUEST a replica fails over to it
+ *                                   first REQUEST a replica fails over to it;
+ *                                   status socket state_dir/kv-HOST.sock
+ *   innet kv start|stop FILE HOST   one replica or backup coordinator
+ *   innet kv rejoin FILE ACC        an acceptor switch restarted empty, joined
+ *                                   under the coordinator in charge
+ *   innet kv remove|add FILE HOST   a replica out of / back into the trim
+ *                                   group, through the log (REPLICA REMOVE|ADD)
  *
  * A replica finds everything in the topology file: the coordinator is the
  * port of the paxos_coordinator switch whose peer is HOST, the acceptors are
