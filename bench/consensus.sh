@@ -10,7 +10,9 @@
 #
 # Same load generator, same protocol, same packet sizes; the in-network side
 # runs the switch runtime's programs (src/consensus/coordinator.c,
-# acceptor.c), the baseline plain host processes (leader.c, hostacc.c).
+# acceptor.c), the baseline plain host processes (leader.c, hostacc.c) with
+# the same I/O batching as the switch workers: recvmmsg bursts of 32, the
+# sends of a burst in one sendmmsg (the leader logs its datagrams per call).
 # W requests in flight (W client ids, one request each), 16-byte values.
 # Rounds alternate innet, host, host, innet, ... and the medians are compared.
 
@@ -99,6 +101,8 @@ cs_run() {
 		"$BENCH_INNET_BIN" fabric down "$BENCH_TMP/topo.json" >/dev/null 2>&1 || true
 	else
 		cs_host_down
+		# The baseline batches as the switch workers do: say how much.
+		bench_log "$tag host leader: $(grep -o 'requests.*sendmmsg' "$BENCH_TMP/host-leader-$tag.err" || echo 'no I/O summary')"
 	fi
 	cs_rate=$(bench_kv cmds_per_s "$BENCH_TMP/$tag.out")
 	cs_p50=$(bench_kv p50_us "$BENCH_TMP/$tag.out")

@@ -130,6 +130,11 @@ uint64_t innet_paxos_delivered(const struct innet_paxos *p);
 uint64_t innet_paxos_stale_trim(const struct innet_paxos *p);
 /* Report the delivered watermark to every acceptor (TRIM). 0 or -errno. */
 int innet_paxos_trim(struct innet_paxos *p);
+/* Report this endpoint's delivered watermark under another learner's id:
+ * for a learner removed from the group (down for good), so the acceptors'
+ * trim — the minimum over learner ids — no longer waits for it. That learner
+ * will need a snapshot if it comes back. 0, -EINVAL (id >= 0xffff). */
+int innet_paxos_trim_as(struct innet_paxos *p, uint16_t learner_id);
 /* Continue from instance `next` (after installing a snapshot that covers
  * everything below it); forgets buffered votes. */
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);
@@ -172,15 +177,31 @@ struct innet_paxos_leader_conf {
 	uint8_t proposer_id;                  /* low 8 bits of its ballots (default 0xfe) */
 	bool active;                          /* take over at once (else: on first REQUEST) */
 	uint32_t retry_ms;                    /* resend phase-1 messages after (default 20) */
+	/* A ballot must never be used twice: a restarted leader that took its
+	 * old ballot again could have two values chosen in one instance. Its
+	 * takeovers use rounds above min_round (the highest round it used
+	 * before), and ballot_new (if set) is called with each new ballot
+	 * before any message carries it — to store its round durably; non-zero
+	 * = not stored: the takeover is abandoned (counted, retried on the next
+	 * trigger). */
+	uint32_t min_round;
+	int (*ballot_new)(void *arg, uint32_t ballot);
+	void *arg;
 };
 
 struct innet_paxos_leader_stats {
 	uint64_t takeovers;        /* phase 1 started (incl. restarts at a higher ballot) */
+	uint64_t ballot_failures;  /* takeovers abandoned: ballot_new could not store the ballot */
 	uint64_t recovered;        /* instances re-proposed with a value found in phase 1 */
 	uint64_t noops;            /* holes filled with a no-op */
 	uint64_t requests;         /* REQUESTs turned into 2As */
-	uint64_t dropped;          /* REQUESTs dropped (not serving yet, or invalid) */
+	uint64_t held;             /* REQUESTs held during phase 1, ordered when it ended */
+	uint64_t dropped;          /* REQUESTs dropped (invalid, or over 1024 held) */
 	uint64_t nacks;
+	uint64_t rx_datagrams;     /* datagrams received ... */
+	uint64_t rx_calls;         /* ... in this many recvmmsg calls that returned some */
+	uint64_t tx_datagrams;     /* datagrams sent ... */
+	uint64_t tx_calls;         /* ... in this many sendmmsg calls */
 };
 
 struct innet_paxos_leader;
@@ -205,15 +226,22 @@ void innet_paxos_leader_get_stats(const struct innet_paxos_leader *l,
 
 /* Complete the join of a restarted acceptor switch program (setting
  * "join": true, which starts it silent) from the control plane: it will
- * answer nothing below J = max(coord_next, the others' hi) and refuse ballots
- * below the highest ballot the others promised or voted. `others` must be at
- * least n_acceptors - majority + 1 of the other acceptors' program instances
- * (alive); coord_next is the coordinator's "next" register (or the backup
- * leader's innet_paxos_leader_next). 0, -EINVAL (too few others), -errno.
- * docs/consensus.md, "Acceptor restart". */
+ * answer nothing below J = max(coord_next; over the others: hi, trim and the
+ * highest instance in any slot) and refuse ballots below JB = the highest
+ * range promise of the others. `others` must be at least n_acceptors -
+ * majority + 1 of the other acceptors' program instances (alive);
+ * coord_next and coord_ballot are those of the coordinator in charge, read
+ * after the joiner stopped answering: the coordinator switch's "next" and
+ * "ballot" registers, or, after a backup leader took over,
+ * innet_paxos_leader_next and _ballot of the serving leader. 0, -EINVAL
+ * (too few others), -ESTALE (the others promised a ballot above
+ * coord_ballot: that coordinator was superseded; nothing written), -errno.
+ * docs/consensus.md, "Acceptor restart", has why this never lets it vote
+ * twice in an instance or break a promise it gave before it died. */
 struct innet_cp;
 int innet_paxos_acceptor_join(struct innet_cp *joiner, struct innet_cp *const *others,
-			      uint32_t n_others, uint32_t n_acceptors, uint64_t coord_next);
+			      uint32_t n_others, uint32_t n_acceptors, uint64_t coord_next,
+			      uint32_t coord_ballot);
 
 /* Request id helpers. */
 static inline uint64_t innet_paxos_req_id(uint32_t client, uint32_t seq)

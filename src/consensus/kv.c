@@ -48,9 +48,16 @@
  * peers, one after the other, with the RESP command SNAPSHOT and installs
  * the first answer that reaches at least the acceptors' trim:
  *
- *   'K' 'V' 'S' version 1 | u64 next (every instance below it is applied)
+ *   'K' 'V' 'S' version 2 | u64 next (every instance below it is applied)
  *   | u32 dlen, the learner's dedup state (innet_paxos_dedup_save)
+ *   | u64 removed (learner ids removed from the trim group: REPLICA REMOVE)
  *   | u64 n_keys, then per key: u32 klen, key, u32 vlen, value  (big-endian)
+ *
+ * Membership of the trim group: REPLICA REMOVE|ADD id goes through the log
+ * like any write; from the entry on, every replica reports its own
+ * watermark to the acceptors also under each removed learner id, so their
+ * trim (the minimum over learner ids) no longer waits for a replica that is
+ * down for good. docs/consensus.md, "Removing a replica".
  *
  * The peer builds it between two log entries (one thread), so it is the
  * state at exactly `next`; the dedup state makes a resend chosen again after
@@ -84,7 +91,7 @@
 #define KV_ENTRY_MAGIC0  'K'
 #define KV_ENTRY_MAGIC1  'V'
 #define KV_ENTRY_VERSION 1u
-#define KV_SNAPSHOT_VERSION 1u
+#define KV_SNAPSHOT_VERSION 2u
 #define KV_ENTRY_HDR   6u         /* 'K' 'V' version flags, u16 n_groups */
 #define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
 #define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
@@ -154,6 +161,8 @@ struct kv_item {
 struct kv_store {
 	struct kv_item **tab;
 	size_t cap, n;
+	uint64_t removed;      /* learner ids removed from the trim group (REPLICA REMOVE) */
+	uint32_t n_learners;   /* replicas of the log (learner ids 0..n-1); 0 = not known */
 };
 
 static uint64_t fnv(const char *p, size_t n)
@@ -264,9 +273,19 @@ static bool del(struct kv_store *s, const char *k, size_t kl)
 	return true;
 }
 
+void kv_store_set_learners(struct kv_store *s, uint32_t n_learners)
+{
+	s->n_learners = n_learners;
+}
+
+uint64_t kv_store_removed(const struct kv_store *s)
+{
+	return s->removed;
+}
+
 uint64_t kv_store_digest(const struct kv_store *s)
 {
-	uint64_t d = s->n;
+	uint64_t d = s->n + s->removed * 0x9e3779b97f4a7c15ull;
 	for (size_t i = 0; i < s->cap; i++)
 		for (const struct kv_item *it = s->tab[i]; it; it = it->next)
 			d += it->hash * 31 + fnv(it->val, it->vlen); /* order-independent */
@@ -299,6 +318,7 @@ static const struct {
 } logged[] = {
 	{ "get", 2 }, { "set", 3 }, { "del", -2 }, { "incr", 2 }, { "decr", 2 },
 	{ "incrby", 3 }, { "exists", -2 }, { "mget", -2 }, { "mset", -3 }, { "dbsize", 1 },
+	{ "replica", 3 },
 };
 
 static int logged_index(const char *name)
@@ -307,6 +327,26 @@ static int logged_index(const char *name)
 		if (!strcasecmp(name, logged[i].name))
 			return (int)i;
 	return -1;
+}
+
+/* True if argc fits the arity of logged command li (MSET: key value pairs). */
+static bool arity_ok(int li, int argc)
+{
+	int ar = logged[li].arity;
+	if (ar < 0 && argc < -ar)
+		return false;
+	if (ar > 0 && argc != ar)
+		return false;
+	return strcmp(logged[li].name, "mset") != 0 || argc % 2 == 1;
+}
+
+/* Redis's reply to a wrong number of arguments. */
+static void arity_error(struct kv_buf *out, int li)
+{
+	char msg[96];
+	snprintf(msg, sizeof(msg), "-ERR wrong number of arguments for '%s' command\r\n",
+		 logged[li].name);
+	kv_buf_append(out, msg, strlen(msg));
 }
 
 static void incr_by(struct kv_store *s, const char *k, size_t kl, long long by, struct kv_buf *out)
@@ -328,6 +368,33 @@ static void incr_by(struct kv_store *s, const char *k, size_t kl, long long by, 
 	buf_num(out, ':', v);
 }
 
+/* REPLICA REMOVE|ADD id: the trim group's membership, part of the state
+ * (so every replica changes it at the same log position, and snapshots
+ * carry it). Removing the last member is refused. :1 changed, :0 already so. */
+static void replica_apply(struct kv_store *s, char *const *argv, const size_t *lens,
+			  struct kv_buf *out)
+{
+	bool rm = !strcasecmp(argv[1], "remove"), add = !strcasecmp(argv[1], "add");
+	long long id;
+	uint32_t max = s->n_learners ? s->n_learners : 64;
+	if ((!rm && !add) || !parse_ll(argv[2], lens[2], &id) || id < 0 || id >= (long long)max) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "-ERR usage: REPLICA REMOVE|ADD learner-id (0..%u)\r\n",
+			 max - 1);
+		buf_str(out, msg);
+		return;
+	}
+	uint64_t bit = 1ull << id;
+	uint64_t all = max >= 64 ? ~0ull : (1ull << max) - 1;
+	if (rm && !(s->removed & bit) && ((s->removed | bit) & all) == all) {
+		buf_str(out, "-ERR cannot remove the last replica\r\n");
+		return;
+	}
+	bool change = rm ? !(s->removed & bit) : (s->removed & bit) != 0;
+	s->removed = rm ? s->removed | bit : s->removed & ~bit;
+	buf_num(out, ':', change);
+}
+
 void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_t *lens,
 		    struct kv_buf *out)
 {
@@ -336,12 +403,9 @@ void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_
 	 * log entry from elsewhere (kv_entry_valid checks its framing only) must
 	 * not make a replica read past argv. */
 	int li = logged_index(cmd);
-	if (li >= 0) {
-		int ar = logged[li].arity;
-		if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
-			buf_str(out, "-ERR wrong number of arguments\r\n");
-			return;
-		}
+	if (li >= 0 && !arity_ok(li, argc)) {
+		arity_error(out, li);
+		return;
 	}
 	if (!strcasecmp(cmd, "get")) {
 		struct kv_item *it = get(s, argv[1], lens[1]);
@@ -391,6 +455,8 @@ void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_
 		buf_str(out, "+OK\r\n");
 	} else if (!strcasecmp(cmd, "dbsize")) {
 		buf_num(out, ':', (long long)s->n);
+	} else if (!strcasecmp(cmd, "replica")) {
+		replica_apply(s, argv, lens, out);
 	} else {
 		buf_str(out, "-ERR unknown command\r\n");
 	}
@@ -572,6 +638,8 @@ struct server {
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint32_t n_batches;
 	bool bad_logged;
+	uint64_t tentative_until[64]; /* REPLICA REMOVE received, not applied yet: report for
+	                               * that learner id until then (ns) */
 	bool stale;               /* the acceptors trimmed past us: waiting for a snapshot */
 	uint64_t snap_try_ns;     /* last snapshot attempt */
 	struct kv_stats st;
@@ -637,12 +705,28 @@ static void conn_update(struct server *s, struct conn *c)
 }
 
 static void snapshot_build(struct server *s, struct kv_buf *b);
+static uint64_t trim_proxied(const struct server *s, uint64_t now);
 
 static void info_field(struct kv_buf *b, const char *name, uint64_t v)
 {
 	char tmp[96];
 	int n = snprintf(tmp, sizeof(tmp), "%s:%llu\r\n", name, (unsigned long long)v);
 	kv_buf_append(b, tmp, (size_t)n);
+}
+
+/* "name:1,4" (the set bits of m), "name:" if none. */
+static void info_mask(struct kv_buf *b, const char *name, uint64_t m)
+{
+	buf_str(b, name);
+	buf_str(b, ":");
+	for (uint32_t i = 0, first = 1; i < 64; i++)
+		if (m & (1ull << i)) {
+			char tmp[8];
+			snprintf(tmp, sizeof(tmp), "%s%u", first ? "" : ",", i);
+			buf_str(b, tmp);
+			first = 0;
+		}
+	buf_str(b, "\r\n");
 }
 
 /* INFO: redis-style "name:value" lines; the per-stage counters. */
@@ -659,6 +743,11 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "log_next", innet_paxos_delivered(s->px));
 	info_field(b, "keys", s->store->n);
 	info_field(b, "digest", kv_store_digest(s->store));
+	buf_str(b, "# replicas\r\n");
+	info_field(b, "learner_id", s->c->paxos.learner_id);
+	info_field(b, "replicas", s->c->n_learners);
+	info_mask(b, "replicas_removed", kv_store_removed(s->store));
+	info_mask(b, "trim_reported_for", trim_proxied(s, now_ns()));
 	buf_str(b, "# batching\r\n");
 	info_field(b, "loops", t->loops);
 	info_field(b, "entries_proposed", t->entries_proposed);
@@ -750,12 +839,8 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 			buf_str(&c->out, msg);
 			return true;
 		}
-		int ar = logged[li].arity;
-		if ((ar > 0 && argc != ar) || (ar < 0 && argc < -ar)) {
-			char msg[96];
-			snprintf(msg, sizeof(msg), "-ERR wrong number of arguments for '%s' command\r\n",
-				 logged[li].name);
-			buf_str(&c->out, msg);
+		if (!arity_ok(li, argc)) {
+			arity_error(&c->out, li);
 			return true;
 		}
 		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
@@ -768,6 +853,36 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 		return false;
 	}
 	return true;
+}
+
+/* A REPLICA REMOVE on its way to the log. Its entry needs an instance, and
+ * when the member to remove is down the acceptors' ring may be full already
+ * (trim waits for it): so this replica reports for it at once, for 10 s
+ * (twice the proposal deadline), after which the log's decision — applied
+ * by every replica at the same position — rules. Reporting for a learner
+ * that stays a member only makes it need a snapshot (it was trimmed past),
+ * never loses anything: trim stays at or below every reporting replica's
+ * own watermark. */
+static void replica_remove_received(struct server *s, const char *id, size_t len)
+{
+	long long v;
+	if (!parse_ll(id, len, &v) || v < 0 || v >= 64 || (uint64_t)v == s->c->paxos.learner_id ||
+	    (s->c->n_learners && v >= (long long)s->c->n_learners))
+		return; /* the log answers the error */
+	s->tentative_until[v] = now_ns() + 10000000000ull;
+}
+
+/* Learner ids this replica reports its watermark for besides its own: the
+ * ones removed (by the log), and the ones being removed (tentatively). */
+static uint64_t trim_proxied(const struct server *s, uint64_t now)
+{
+	uint64_t m = kv_store_removed(s->store);
+	for (uint32_t i = 0; i < 64; i++)
+		if (s->tentative_until[i] > now)
+			m |= 1ull << i;
+	if (s->c->paxos.learner_id < 64)
+		m &= ~(1ull << s->c->paxos.learner_id);
+	return m;
 }
 
 /* Parse what the connection sent; answer local commands and queue the
@@ -803,14 +918,20 @@ static void conn_work(struct server *s, struct conn *c)
 			consumed += (size_t)r;
 			continue;
 		}
-		bool is_logged = logged_index(s->argv[0]) >= 0;
+		/* Only a logged command that passes the local checks (arity,
+		 * size) joins a group that has started; anything else (a local
+		 * command, or an error to answer locally) ends the group and is
+		 * handled after its replies, which keeps the replies in order. */
+		int li = logged_index(s->argv[0]);
 		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (!is_logged || blen + el > KV_GROUP_MAX))
+		if (n_cmds > 0 && (li < 0 || !arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
 			break; /* keep order: after the group */
 		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
 			consumed += (size_t)r;
 			continue;
 		}
+		if (argc == 3 && !strcasecmp(s->argv[0], "replica") && !strcasecmp(s->argv[1], "remove"))
+			replica_remove_received(s, s->argv[2], s->lens[2]);
 		uint8_t *q = c->q + blen;
 		put16(q, (size_t)argc);
 		q += 2;
@@ -1159,6 +1280,8 @@ static void snapshot_build(struct server *s, struct kv_buf *b)
 	kv_buf_append(b, d, dlen);
 	free(d);
 	uint8_t n[8];
+	put64(n, kv_store_removed(s->store));
+	kv_buf_append(b, n, 8);
 	put64(n, s->store->n);
 	kv_buf_append(b, n, 8);
 	for (size_t i = 0; i < s->store->cap; i++)
@@ -1254,17 +1377,20 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 			 (unsigned long long)next, (unsigned long long)min_next);
 		return -1;
 	}
-	if (pos + 8 > len) {
+	if (pos + 16 > len) {
 		snprintf(err, errlen, "truncated");
 		return -1;
 	}
-	uint64_t n = get64(v + pos);
-	pos += 8;
+	uint64_t removed = get64(v + pos);
+	uint64_t n = get64(v + pos + 8);
+	pos += 16;
 	struct kv_store *st = kv_store_create();
 	if (st == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	st->removed = removed;
+	st->n_learners = s->c->n_learners;
 	for (uint64_t i = 0; i < n; i++) {
 		if (pos + 4 > len || pos + 4 + get32(v + pos) + 4 > len)
 			goto bad;
@@ -1354,6 +1480,7 @@ int kv_serve(const struct kv_conf *conf)
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
 		goto err_free;
+	kv_store_set_learners(s->store, conf->n_learners);
 	struct innet_paxos_conf pc = conf->paxos;
 	pc.deliver = on_deliver;
 	pc.done = on_done;
@@ -1424,6 +1551,13 @@ int kv_serve(const struct kv_conf *conf)
 		uint64_t t4 = now_ns();
 		if (t4 - last_trim >= trim_ms * 1000000ull) {
 			innet_paxos_trim(s->px);
+			/* and for the replicas removed from the trim group: their
+			 * watermark is ours, so the acceptors' trim no longer waits
+			 * for them (docs/consensus.md, "Removing a replica") */
+			uint64_t proxied = trim_proxied(s, t4);
+			for (uint16_t id = 0; proxied != 0; id++, proxied >>= 1)
+				if (proxied & 1)
+					innet_paxos_trim_as(s->px, id);
 			last_trim = t4;
 		}
 		server_propose(s);

@@ -24,6 +24,8 @@ struct kv_conf {
 	uint32_t trim_ms;                   /* report the watermark this often (default 50) */
 	uint32_t window;                    /* entries of this replica in flight, 1..KV_MAX_WINDOW
 	                                     * (0: KV_WINDOW_DEFAULT) */
+	uint32_t n_learners;                /* replicas of the log: learner ids 0..n-1 (REPLICA
+	                                     * REMOVE|ADD); 0 = not known, 64 accepted */
 	struct innet_addr peers[KV_MAX_PEERS]; /* other replicas' RESP addresses (ip, TCP port):
 	                                     * a snapshot comes from one of them when the
 	                                     * acceptors trimmed the log past this replica */
@@ -54,6 +56,11 @@ void kv_store_destroy(struct kv_store *s);
 void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_t *lens,
 		    struct kv_buf *out);
 uint64_t kv_store_digest(const struct kv_store *s);
+/* The number of replicas of the log (learner ids 0..n-1), for REPLICA
+ * REMOVE|ADD's checks; and the mask of learner ids removed from the trim
+ * group (docs/consensus.md, "Removing a replica"). */
+void kv_store_set_learners(struct kv_store *s, uint32_t n_learners);
+uint64_t kv_store_removed(const struct kv_store *s);
 
 /* Parse one command from buf[0..len): returns bytes consumed (> 0) with
  * argc/argv/lens filled (pointers into scratch), 0 if incomplete, or -1 with

@@ -7,6 +7,7 @@
  *   phase     what it sends                         leaves when
  *   IDLE      nothing (a backup waiting)            a REQUEST arrives / takeover()
  *   RANGE     1A(b, lo, RANGE) to each acceptor     a majority promised b for all
+ *             (REQUESTs are held, ordered first when serving starts)
  *   SERVING   REQUEST -> 2A(b, next++, v);          (stays; NACK(ballot) in RANGE
  *             meanwhile recovery of [lo, hi):        restarts at a higher ballot)
  *             1A(b, i) -> majority of 1Bs -> 2A(b, i, highest vote | no-op)
@@ -25,6 +26,19 @@
  * that answers NACK(trimmed) is decided (delivered everywhere); one that
  * answers NACK(ballot) is being decided by someone with a higher ballot (a
  * learner's gap recovery): it is left to them.
+ *
+ * I/O, batched as the switch runtime's workers batch (the baseline of
+ * bench/consensus.sh must not pay a system call per datagram when innet
+ * does not):
+ *
+ *   recvmmsg(RX_BURST) ─► handle each ─► sends queued in `out` ─► sendmmsg
+ *
+ * A 2A made from a REQUEST is sent from the receive buffer it arrived in
+ * (rewritten in place, copied nowhere: one queued datagram per acceptor
+ * pointing at it); messages built on the stack (1As, recovery 2As) are
+ * copied into one of OUT_MSGS buffers. The queue is flushed after every
+ * receive burst, after the timers, and when it is full — never later than
+ * the receive buffers it points into are reused.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -42,6 +56,10 @@
 
 #define REC_WINDOW  256u
 #define REC_MAX     (1u << 20)   /* instances [lo, hi) recovered at most */
+#define HELD_MAX    1024u        /* REQUESTs held while phase 1 runs */
+#define RX_BURST    32u          /* datagrams per recvmmsg */
+#define OUT_MSGS    32u          /* messages built here (1A, recovery 2A) queued at most */
+#define OUT_SENDS   512u         /* datagrams queued at most (a message to each acceptor) */
 
 enum lphase { L_IDLE, L_RANGE, L_SERVING };
 enum rstate { R_TODO = 0, R_ASKED, R_DONE };
@@ -70,7 +88,20 @@ struct innet_paxos_leader {
 	uint64_t n_rec;
 	uint64_t first_open;     /* lowest index not done */
 	uint64_t scan;           /* next index to ask */
+	struct paxos_msg *held[HELD_MAX]; /* REQUESTs that came before serving (malloc'ed) */
+	uint32_t n_held;
 	struct innet_paxos_leader_stats st;
+	/* receive burst */
+	struct paxos_msg *rx;    /* RX_BURST buffers */
+	struct mmsghdr rx_hdr[RX_BURST];
+	struct iovec rx_iov[RX_BURST];
+	/* send queue: datagram k is iov[k] (into rx[] or msgs[]) to acceptor to[k] */
+	struct paxos_msg *msgs;  /* OUT_MSGS copies of built messages */
+	uint32_t n_msgs;
+	struct mmsghdr out[OUT_SENDS];
+	struct iovec out_iov[OUT_SENDS];
+	uint32_t n_out;
+	struct sockaddr_in *acc_sa; /* each acceptor's address, for msg_name */
 };
 
 static uint64_t now_ns(void)
@@ -91,19 +122,53 @@ static void hdr_init(struct paxos_msg *m, uint8_t type, uint32_t ballot, uint64_
 	m->p.instance = htobe64(inst);
 }
 
-static void send_one(struct innet_paxos_leader *l, uint32_t a, const void *buf, uint32_t len)
+/* Send every queued datagram (sendmmsg until done or an error: a datagram
+ * the kernel refuses is lost, as a dropped packet would be — every message
+ * of the protocol is resent). Forgets the built messages. */
+static void out_flush(struct innet_paxos_leader *l)
 {
-	const struct innet_addr *to = &l->c.acceptors[a];
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(to->ip),
-				  .sin_port = htons(to->udp) };
-	sendto(l->fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa));
+	for (uint32_t k = 0; k < l->n_out;) {
+		int n = sendmmsg(l->fd, l->out + k, l->n_out - k, 0);
+		l->st.tx_calls++;
+		if (n <= 0) {
+			k++; /* skip the datagram that failed (ENOBUFS, ...) */
+			continue;
+		}
+		k += (uint32_t)n;
+		l->st.tx_datagrams += (uint32_t)n;
+	}
+	l->n_out = 0;
+	l->n_msgs = 0;
 }
 
+/* Queue buf to every acceptor not in skip. buf must stay valid until the
+ * next out_flush (a receive buffer does: see the file comment); built
+ * messages are passed with copy = true. */
+static void send_all_buf(struct innet_paxos_leader *l, const void *buf, uint32_t len, uint64_t skip,
+			 bool copy)
+{
+	if (l->n_out + l->c.n_acceptors > OUT_SENDS || (copy && l->n_msgs == OUT_MSGS))
+		out_flush(l);
+	if (copy) {
+		struct paxos_msg *m = &l->msgs[l->n_msgs++];
+		memcpy(m, buf, len);
+		buf = m;
+	}
+	for (uint32_t a = 0; a < l->c.n_acceptors; a++) {
+		if (skip & (1ull << a))
+			continue;
+		uint32_t k = l->n_out++;
+		l->out_iov[k] = (struct iovec){ (void *)buf, len };
+		l->out[k].msg_hdr = (struct msghdr){ .msg_name = &l->acc_sa[a],
+						     .msg_namelen = sizeof(l->acc_sa[a]),
+						     .msg_iov = &l->out_iov[k], .msg_iovlen = 1 };
+	}
+}
+
+/* A message built here (copied into the send queue). */
 static void send_all(struct innet_paxos_leader *l, const void *buf, uint32_t len, uint64_t skip)
 {
-	for (uint32_t a = 0; a < l->c.n_acceptors; a++)
-		if (!(skip & (1ull << a)))
-			send_one(l, a, buf, len);
+	send_all_buf(l, buf, len, skip, true);
 }
 
 static void rec_free(struct innet_paxos_leader *l)
@@ -124,17 +189,28 @@ static void send_range(struct innet_paxos_leader *l)
 	l->range_ns = now_ns();
 }
 
-void innet_paxos_leader_takeover(struct innet_paxos_leader *l)
+static void takeover(struct innet_paxos_leader *l)
 {
 	uint32_t r = l->round > (l->ballot >> 8) ? l->round : l->ballot >> 8;
+	uint32_t b = ((r + 1) << 8) | l->c.proposer_id;
+	if (l->c.ballot_new != NULL && l->c.ballot_new(l->c.arg, b) != 0) {
+		l->st.ballot_failures++;
+		return; /* not stored: a restart could reuse it */
+	}
 	l->round = r + 1;
-	l->ballot = (l->round << 8) | l->c.proposer_id;
+	l->ballot = b;
 	l->phase = L_RANGE;
 	l->range_promises = 0;
 	l->hi = l->lo;
 	rec_free(l);
 	l->st.takeovers++;
 	send_range(l);
+}
+
+void innet_paxos_leader_takeover(struct innet_paxos_leader *l)
+{
+	takeover(l);
+	out_flush(l);
 }
 
 static void see_round(struct innet_paxos_leader *l, uint32_t ballot)
@@ -165,12 +241,20 @@ static void rec_done(struct innet_paxos_leader *l, struct lrec *r)
 		rec_free(l);
 }
 
-/* Phase 1 is done: serve from hi, recover [lo, hi) alongside. */
+static void order(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen, bool copy);
+
+/* Phase 1 is done: serve from hi — first the requests held meanwhile, in
+ * arrival order — and recover [lo, hi) alongside. */
 static void start_serving(struct innet_paxos_leader *l)
 {
 	l->phase = L_SERVING;
 	if (l->next < l->hi)
 		l->next = l->hi;
+	for (uint32_t i = 0; i < l->n_held; i++) {
+		order(l, l->held[i], ntohs(l->held[i]->p.vlen), true);
+		free(l->held[i]);
+	}
+	l->n_held = 0;
 	uint64_t n = l->hi - l->lo;
 	if (n > REC_MAX) {
 		fprintf(stderr, "innet: leader: %lu instances to recover, recovering the last %u\n",
@@ -253,7 +337,7 @@ static void on_nack(struct innet_paxos_leader *l, const struct paxos_msg *m)
 	if (l->phase == L_RANGE) {
 		if (m->p.status == PAXOS_ST_BALLOT && ntohl(m->p.ballot) > l->ballot) {
 			see_round(l, ntohl(m->p.ballot));
-			innet_paxos_leader_takeover(l);
+			takeover(l);
 		} else if (m->p.status == PAXOS_ST_TRIMMED && trim > l->lo && a < l->c.n_acceptors) {
 			l->lo = trim; /* promise at the acceptor's trim */
 			send_range(l);
@@ -280,20 +364,50 @@ static void on_nack(struct innet_paxos_leader *l, const struct paxos_msg *m)
 	rec_done(l, r);
 }
 
-static void on_request(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen)
+/* REQUEST m (vlen bytes of value) -> 2A(ballot, next++) to every acceptor.
+ * copy: m does not outlive this call (else it is a receive buffer). */
+static void order(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen, bool copy)
 {
-	if (l->phase != L_SERVING || m->p.req_id == 0) {
-		l->st.dropped++;
-		if (l->phase == L_IDLE)
-			innet_paxos_leader_takeover(l);
-		return;
-	}
 	uint64_t req = m->p.req_id;
 	hdr_init(m, PAXOS_2A, l->ballot, l->next++);
 	m->p.req_id = req;
 	m->p.vlen = htons((uint16_t)vlen);
 	l->st.requests++;
-	send_all(l, m, PAXOS_HDR_LEN + vlen, 0);
+	send_all_buf(l, m, PAXOS_HDR_LEN + vlen, 0, copy);
+}
+
+/* A REQUEST before serving: kept (once per request id, up to HELD_MAX) and
+ * ordered as soon as phase 1 is done, so the proposers that failed over
+ * are served then rather than at their next resend (which their backoff may
+ * put hundreds of milliseconds later). */
+static void hold(struct innet_paxos_leader *l, const struct paxos_msg *m, uint32_t vlen)
+{
+	for (uint32_t i = 0; i < l->n_held; i++)
+		if (l->held[i]->p.req_id == m->p.req_id)
+			return; /* a resend */
+	struct paxos_msg *c = l->n_held < HELD_MAX ? malloc(PAXOS_HDR_LEN + vlen) : NULL;
+	if (c == NULL) {
+		l->st.dropped++; /* the proposer resends it */
+		return;
+	}
+	memcpy(c, m, PAXOS_HDR_LEN + vlen);
+	l->held[l->n_held++] = c;
+	l->st.held++;
+}
+
+static void on_request(struct innet_paxos_leader *l, struct paxos_msg *m, uint32_t vlen)
+{
+	if (m->p.req_id == 0) {
+		l->st.dropped++;
+		return;
+	}
+	if (l->phase != L_SERVING) {
+		hold(l, m, vlen);
+		if (l->phase == L_IDLE)
+			takeover(l);
+		return;
+	}
+	order(l, m, vlen, false); /* m is a receive buffer */
 }
 
 static void on_packet(struct innet_paxos_leader *l, struct paxos_msg *m, ssize_t n)
@@ -332,14 +446,25 @@ static void timers(struct innet_paxos_leader *l, uint64_t t)
 
 int innet_paxos_leader_process(struct innet_paxos_leader *l)
 {
-	static __thread struct paxos_msg m;
-	for (int k = 0; k < 4096; k++) {
-		ssize_t n = recv(l->fd, &m, sizeof(m), MSG_DONTWAIT);
-		if (n < 0)
+	for (int burst = 0; burst < 128; burst++) {
+		for (uint32_t i = 0; i < RX_BURST; i++) {
+			l->rx_iov[i] = (struct iovec){ &l->rx[i], sizeof(l->rx[i]) };
+			l->rx_hdr[i].msg_hdr = (struct msghdr){ .msg_iov = &l->rx_iov[i],
+								.msg_iovlen = 1 };
+		}
+		int n = recvmmsg(l->fd, l->rx_hdr, RX_BURST, MSG_DONTWAIT, NULL);
+		if (n <= 0)
 			break;
-		on_packet(l, &m, n);
+		l->st.rx_calls++;
+		l->st.rx_datagrams += (uint32_t)n;
+		for (int i = 0; i < n; i++)
+			on_packet(l, &l->rx[i], (ssize_t)l->rx_hdr[i].msg_len);
+		out_flush(l); /* before the receive buffers are reused */
+		if ((uint32_t)n < RX_BURST)
+			break;
 	}
 	timers(l, now_ns());
+	out_flush(l);
 	return 0;
 }
 
@@ -392,11 +517,24 @@ struct innet_paxos_leader *innet_paxos_leader_create(const struct innet_paxos_le
 		goto err;
 	}
 	l->c = *conf;
+	l->round = conf->min_round;
 	if (l->c.proposer_id == 0)
 		l->c.proposer_id = 0xfe;
 	if (l->c.retry_ms == 0)
 		l->c.retry_ms = 20;
 	l->majority = conf->n_acceptors / 2 + 1;
+	l->rx = calloc(RX_BURST, sizeof(*l->rx));
+	l->msgs = calloc(OUT_MSGS, sizeof(*l->msgs));
+	l->acc_sa = calloc(conf->n_acceptors, sizeof(*l->acc_sa));
+	if (l->rx == NULL || l->msgs == NULL || l->acc_sa == NULL) {
+		e = ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto err_free;
+	}
+	for (uint32_t a = 0; a < conf->n_acceptors; a++)
+		l->acc_sa[a] = (struct sockaddr_in){ .sin_family = AF_INET,
+						     .sin_addr.s_addr = htonl(conf->acceptors[a].ip),
+						     .sin_port = htons(conf->acceptors[a].udp) };
 	l->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
 		e = errno;
@@ -413,12 +551,16 @@ struct innet_paxos_leader *innet_paxos_leader_create(const struct innet_paxos_le
 			 strerror(e));
 		goto err_close;
 	}
+	setsockopt(l->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	if (l->c.active)
 		innet_paxos_leader_takeover(l);
 	return l;
 err_close:
 	close(l->fd);
 err_free:
+	free(l->rx);
+	free(l->msgs);
+	free(l->acc_sa);
 	free(l);
 err:
 	errno = e;
@@ -431,5 +573,10 @@ void innet_paxos_leader_destroy(struct innet_paxos_leader *l)
 		return;
 	close(l->fd);
 	rec_free(l);
+	for (uint32_t i = 0; i < l->n_held; i++)
+		free(l->held[i]);
+	free(l->rx);
+	free(l->msgs);
+	free(l->acc_sa);
 	free(l);
 }

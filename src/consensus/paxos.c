@@ -68,6 +68,7 @@ struct entry {
 struct pending {
 	uint64_t req;             /* 0 = free */
 	uint64_t first_ns, sent_ns;
+	uint64_t backoff_ns;      /* resends back off from here: first_ns, or the last failover */
 	uint32_t len;
 	uint8_t value[PAXOS_VALUE_MAX];
 };
@@ -281,7 +282,7 @@ int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *valu
 	pe->len = len;
 	if (len)
 		memcpy(pe->value, value, len);
-	pe->first_ns = now_ns();
+	pe->first_ns = pe->backoff_ns = now_ns();
 	if (p->n_pend == 0)
 		p->progress_ns = pe->first_ns; /* the failover clock runs while requests wait */
 	p->n_pend++;
@@ -573,13 +574,19 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		return;
 	if (p->c.n_backups > 0 && t - p->progress_ns >= (uint64_t)p->c.failover_ms * 1000000ull) {
 		/* Nothing of ours chosen for a while: the coordinator may be
-		 * gone. Try the next one; resend everything to it now. */
+		 * gone. Try the next one; resend everything to it now, and then
+		 * every retry_ms as for new requests: the backoff was for the old
+		 * coordinator (kept, the next resend would come up to 8 x retry_ms
+		 * later — longer than failover_ms, so the proposer would move on
+		 * again before the new coordinator ever saw a second copy). */
 		p->cur_coord = (p->cur_coord + 1) % (p->c.n_backups + 1);
 		p->progress_ns = t;
 		p->st.failovers++;
 		for (uint32_t i = 0; i < MAX_PENDING; i++)
-			if (p->pend[i].req != 0)
+			if (p->pend[i].req != 0) {
 				p->pend[i].sent_ns = 0;
+				p->pend[i].backoff_ns = t;
+			}
 	}
 	for (uint32_t i = 0; i < MAX_PENDING; i++) {
 		struct pending *pe = &p->pend[i];
@@ -591,7 +598,8 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		}
 		/* Back off (up to 8x): every resend costs the coordinator an
 		 * instance, which learners must fill if it is not chosen. */
-		uint64_t age = pe->sent_ns - pe->first_ns, every = p->c.retry_ms * 1000000ull;
+		uint64_t age = pe->sent_ns > pe->backoff_ns ? pe->sent_ns - pe->backoff_ns : 0;
+		uint64_t every = p->c.retry_ms * 1000000ull;
 		if (age > every)
 			every = age < 8 * every ? age : 8 * every;
 		if (t - pe->sent_ns >= every) {
@@ -624,6 +632,13 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	int t = -1;
 	if (p->n_pend > 0)
 		t = (int)p->c.retry_ms;
+	if (p->n_pend > 0 && p->c.n_backups > 0) {
+		/* Wake up for the failover deadline itself, not at the next
+		 * resend after it (up to retry_ms later). */
+		uint64_t due = p->progress_ns + (uint64_t)p->c.failover_ms * 1000000ull, now = now_ns();
+		int f = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+		t = f < t ? f : t;
+	}
 	int r = (int)p->c.recover_ms;
 	if (p->hi <= p->next)
 		r *= 10;
@@ -669,16 +684,21 @@ uint64_t innet_paxos_stale_trim(const struct innet_paxos *p)
 	return p->stale_trim > p->next ? p->stale_trim : 0;
 }
 
-int innet_paxos_trim(struct innet_paxos *p)
+int innet_paxos_trim_as(struct innet_paxos *p, uint16_t learner_id)
 {
-	if (p->c.learner_id == INNET_PAXOS_NO_TRIM)
+	if (learner_id == INNET_PAXOS_NO_TRIM)
 		return -EINVAL;
 	struct paxos_msg m;
 	msg_init(&m, PAXOS_TRIM, 0);
-	m.p.node = htons(p->c.learner_id);
+	m.p.node = htons(learner_id);
 	m.p.trim = htobe64(p->next);
 	send_acceptors(p, &m, PAXOS_HDR_LEN);
 	return 0;
+}
+
+int innet_paxos_trim(struct innet_paxos *p)
+{
+	return innet_paxos_trim_as(p, p->c.learner_id);
 }
 
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next)

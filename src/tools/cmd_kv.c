@@ -12,7 +12,13 @@
  *                                   run a backup coordinator (a host linked to
  *                                   the acceptors, not in their "learners"):
  *                                   it takes over, phase 1 and all, on the
- *                                   first REQUEST a replica fails over to it
+ *                                   first REQUEST a replica fails over to it;
+ *                                   status socket state_dir/kv-HOST.sock
+ *   innet kv start|stop FILE HOST   one replica or backup coordinator
+ *   innet kv rejoin FILE ACC        an acceptor switch restarted empty, joined
+ *                                   under the coordinator in charge
+ *   innet kv remove|add FILE HOST   a replica out of / back into the trim
+ *                                   group, through the log (REPLICA REMOVE|ADD)
  *
  * A replica finds everything in the topology file: the coordinator is the
  * port of the paxos_coordinator switch whose peer is HOST, the acceptors are
@@ -27,6 +33,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,13 +64,17 @@ static void kv_usage(FILE *f)
 		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
 		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
-		   "       innet kv rejoin FILE ACCEPTOR\n\n"
+		   "       innet kv rejoin FILE ACCEPTOR\n"
+		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
 		   "  start   one replica (or backup coordinator) again; a replica the acceptors\n"
 		   "          trimmed past installs a snapshot from a peer replica\n"
 		   "  stop    one of them (SIGTERM; --kill: SIGKILL, a crash)\n"
 		   "  rejoin  restart acceptor switch ACCEPTOR with empty state, silent, and join it\n"
 		   "          from the other acceptors and the coordinator (docs/consensus.md)\n"
+		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
+		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
+		   "  add     start replica HOST again (from a snapshot) and put it back\n"
 		   "  --window N  entries of a replica in flight (1..32, default 8)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
 		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
@@ -201,6 +212,186 @@ int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct inne
 	return 0;
 }
 
+/* The backup coordinator's status socket, <state_dir>/kv-HOST.sock: one
+ * line in ("status"), one JSON line out — {"ok": true, "serving": true,
+ * "ballot": N, "next": N, "takeovers": N, "requests": N} — which `innet kv
+ * rejoin` reads: after a takeover the leader's next instance bounds what a
+ * restarted acceptor may have voted in. */
+static void leader_sock_path(const struct innet_topology *t, uint32_t h, char *out, size_t len)
+{
+	snprintf(out, len, "%s/kv-%s.sock", t->state_dir, t->nodes[h].name);
+}
+
+#define LEADER_CTL_CLIENTS 4
+
+struct leader_ctl {
+	int lfd;                            /* listening, or -1 */
+	int fd[LEADER_CTL_CLIENTS];         /* clients (-1 = free) */
+	uint64_t since_ns[LEADER_CTL_CLIENTS]; /* when each connected */
+	char buf[LEADER_CTL_CLIENTS][64];   /* its line so far */
+	size_t len[LEADER_CTL_CLIENTS];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Listen on path (an old socket file there is replaced). 0 or -1 (printed). */
+static int leader_ctl_open(struct leader_ctl *lc, const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
+		lc->fd[i] = -1;
+	lc->lfd = -1;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "innet kv: leader: status socket path too long: %s\n", path);
+		return -1;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		fprintf(stderr, "innet kv: leader: status socket %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	lc->lfd = fd;
+	return 0;
+}
+
+static void leader_ctl_drop(struct leader_ctl *lc, int i)
+{
+	close(lc->fd[i]);
+	lc->fd[i] = -1;
+}
+
+/* Accept, read, answer; never blocks (a client that sends no line within a
+ * second is dropped). */
+static void leader_ctl_serve(struct leader_ctl *lc, const struct innet_paxos_leader *l)
+{
+	if (lc->lfd < 0)
+		return;
+	uint64_t now = mono_ns();
+	for (int i = 0; i < LEADER_CTL_CLIENTS; i++) {
+		if (lc->fd[i] >= 0)
+			continue;
+		int fd = accept4(lc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			break;
+		lc->fd[i] = fd;
+		lc->len[i] = 0;
+		lc->since_ns[i] = now;
+	}
+	for (int i = 0; i < LEADER_CTL_CLIENTS; i++) {
+		if (lc->fd[i] < 0)
+			continue;
+		ssize_t n = recv(lc->fd[i], lc->buf[i] + lc->len[i], sizeof(lc->buf[i]) - 1 - lc->len[i],
+				 MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			leader_ctl_drop(lc, i);
+			continue;
+		}
+		if (n > 0)
+			lc->len[i] += (size_t)n;
+		lc->buf[i][lc->len[i]] = '\0';
+		char *nl = strchr(lc->buf[i], '\n');
+		if (nl == NULL) {
+			if (lc->len[i] == sizeof(lc->buf[i]) - 1 || now - lc->since_ns[i] > 1000000000ull)
+				leader_ctl_drop(lc, i);
+			continue;
+		}
+		*nl = '\0';
+		char out[256];
+		int len;
+		if (strcmp(lc->buf[i], "status") == 0) {
+			struct innet_paxos_leader_stats st;
+			innet_paxos_leader_get_stats(l, &st);
+			len = snprintf(out, sizeof(out),
+				       "{\"ok\": true, \"serving\": %s, \"ballot\": %u, \"next\": %llu, "
+				       "\"takeovers\": %llu, \"requests\": %llu}\n",
+				       innet_paxos_leader_serving(l) ? "true" : "false",
+				       innet_paxos_leader_ballot(l),
+				       (unsigned long long)innet_paxos_leader_next(l),
+				       (unsigned long long)st.takeovers, (unsigned long long)st.requests);
+		} else {
+			len = snprintf(out, sizeof(out), "{\"ok\": false, \"error\": \"unknown request "
+				       "(this socket answers: status)\"}\n");
+		}
+		if (send(lc->fd[i], out, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+			/* the client went away: nothing to tell it */
+		}
+		leader_ctl_drop(lc, i);
+	}
+}
+
+static void leader_ctl_close(struct leader_ctl *lc, const char *path)
+{
+	for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
+		if (lc->fd[i] >= 0)
+			leader_ctl_drop(lc, i);
+	if (lc->lfd >= 0) {
+		close(lc->lfd);
+		unlink(path);
+	}
+}
+
+/* The highest round a backup coordinator used, kept in
+ * <state_dir>/kv-HOST.round across its restarts: a restarted leader must
+ * never take a ballot it used before (two values could be chosen in one
+ * instance at one ballot). */
+struct leader_round_file {
+	char path[PATH_MAX + 128];
+};
+
+/* The stored round, 0 if none. */
+static uint32_t leader_round_load(const struct leader_round_file *rf)
+{
+	FILE *f = fopen(rf->path, "r");
+	unsigned long r = 0;
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lu", &r) != 1)
+		r = 0;
+	fclose(f);
+	return r > 0xffffff ? 0xffffff : (uint32_t)r;
+}
+
+/* innet_paxos_leader_conf.ballot_new: store ballot's round durably (write a
+ * temporary file, fsync, rename) before the leader uses it. */
+static int leader_round_store(void *arg, uint32_t ballot)
+{
+	const struct leader_round_file *rf = arg;
+	char tmp[PATH_MAX + 160];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", rf->path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%u\n", ballot >> 8);
+	int rc = write(fd, line, (size_t)n) == n && fsync(fd) == 0 ? 0 : -EIO;
+	close(fd);
+	if (rc == 0 && rename(tmp, rf->path) != 0)
+		rc = -errno;
+	if (rc != 0)
+		fprintf(stderr, "innet kv: leader: cannot store round %u in %s: %s\n", ballot >> 8,
+			rf->path, strerror(-rc));
+	return rc;
+}
+
+/* Leader hosts get proposer ids 0xfe, 0xfd, ... in topology order, so two
+ * backups never use the same ballot. */
+static uint8_t leader_proposer_id(const struct innet_topology *t, uint32_t h)
+{
+	uint32_t k = 0;
+	for (uint32_t b = t->n_switches; b < h; b++)
+		k += is_leader_host(t, b);
+	return (uint8_t)(0xfe - (k < 0x80 ? k : 0x7f));
+}
+
 static int leader(const char *file, const char *name)
 {
 	char err[8192];
@@ -221,21 +412,43 @@ static int leader(const char *file, const char *name)
 	lc.n_acceptors = acceptors_of(t, (uint32_t)h, lc.acceptors);
 	lc.bind_ip = t->nodes[h].addr;
 	lc.bind_udp = lc.acceptors[0].udp;
+	lc.proposer_id = leader_proposer_id(t, (uint32_t)h);
+	char sock[PATH_MAX + 128];
+	leader_sock_path(t, (uint32_t)h, sock, sizeof(sock));
+	struct leader_round_file rf;
+	snprintf(rf.path, sizeof(rf.path), "%s/kv-%s.round", t->state_dir, t->nodes[h].name);
+	lc.min_round = leader_round_load(&rf);
+	lc.ballot_new = leader_round_store;
+	lc.arg = &rf;
 	innet_topology_free(t);
 	struct innet_paxos_leader *l = innet_paxos_leader_create(&lc, err, sizeof(err));
 	if (l == NULL) {
 		fprintf(stderr, "innet kv: leader: %s\n", err);
 		return 1;
 	}
+	struct leader_ctl ctl;
+	if (leader_ctl_open(&ctl, sock) != 0) {
+		innet_paxos_leader_destroy(l);
+		return 1;
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	struct in_addr ia = { htonl(lc.bind_ip) };
-	fprintf(stderr, "innet kv: backup coordinator on %s:%u, %u acceptors; takes over on the "
-			"first request\n", inet_ntoa(ia), lc.bind_udp, lc.n_acceptors);
+	fprintf(stderr, "innet kv: backup coordinator on %s:%u, %u acceptors, ballots 0x..%02x above "
+			"round %u; takes over on the first request; status: %s\n", inet_ntoa(ia),
+		lc.bind_udp, lc.n_acceptors, lc.proposer_id, lc.min_round, sock);
 	bool was_serving = false;
 	while (!kv_stop) {
-		innet_paxos_leader_step(l, 20);
+		struct pollfd pfd[2 + LEADER_CTL_CLIENTS] = {
+			{ .fd = innet_paxos_leader_fd(l), .events = POLLIN },
+			{ .fd = ctl.lfd, .events = POLLIN },
+		};
+		for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
+			pfd[2 + i] = (struct pollfd){ .fd = ctl.fd[i], .events = POLLIN };
+		poll(pfd, 2 + LEADER_CTL_CLIENTS, 20);
+		innet_paxos_leader_process(l);
+		leader_ctl_serve(&ctl, l);
 		if (!was_serving && innet_paxos_leader_serving(l)) {
 			was_serving = true;
 			fprintf(stderr, "innet kv: took over with ballot 0x%x, serving from instance %lu\n",
@@ -244,14 +457,37 @@ static int leader(const char *file, const char *name)
 	}
 	struct innet_paxos_leader_stats st;
 	innet_paxos_leader_get_stats(l, &st);
-	fprintf(stderr, "innet kv: leader: takeovers %lu recovered %lu noops %lu requests %lu\n",
-		(unsigned long)st.takeovers, (unsigned long)st.recovered, (unsigned long)st.noops,
-		(unsigned long)st.requests);
+	fprintf(stderr, "innet kv: leader: takeovers %lu recovered %lu noops %lu requests %lu (held "
+			"during phase 1 %lu)\n", (unsigned long)st.takeovers, (unsigned long)st.recovered,
+		(unsigned long)st.noops, (unsigned long)st.requests, (unsigned long)st.held);
+	leader_ctl_close(&ctl, sock);
 	innet_paxos_leader_destroy(l);
 	return 0;
 }
 
 static bool is_replica(const struct innet_topology *t, uint32_t h);
+
+/* The learner ids the acceptors keep a watermark for (their
+ * "trim_learners", default the length of "learners"): the replicas. */
+static uint32_t trim_learners(const struct innet_topology *t)
+{
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		const struct innet_topo_node *n = &t->nodes[s];
+		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
+			const struct innet_prog_conf *pr = &n->conf->progs[g];
+			if (!is_prog(pr, "paxos_acceptor"))
+				continue;
+			json_error_t je;
+			json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
+			json_t *tl = json_object_get(args, "trim_learners");
+			size_t k = json_is_integer(tl) ? (size_t)json_integer_value(tl)
+						       : json_array_size(json_object_get(args, "learners"));
+			json_decref(args);
+			return k > 64 ? 64 : (uint32_t)k;
+		}
+	}
+	return 0;
+}
 
 static int serve(const char *file, const char *name, uint16_t port, uint32_t window)
 {
@@ -273,6 +509,7 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		innet_topology_free(t);
 		return 2;
 	}
+	c.n_learners = trim_learners(t);
 	/* Peers for snapshots: the other replicas, at the same RESP port. */
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
@@ -359,6 +596,8 @@ static bool is_kv_process(pid_t pid, const char *name)
 /* One request on a switch's control socket: line in, one JSON line out
  * (src/runtime/control.c). The parsed answer if "ok" is true, else NULL with
  * a message printed. */
+static bool ctl_quiet; /* ctl_call's caller explains failures itself */
+
 static json_t *ctl_call(const char *sock, const char *line)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -373,7 +612,8 @@ static json_t *ctl_call(const char *sock, const char *line)
 	int n = snprintf(req, sizeof(req), "%s\n", line);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-		fprintf(stderr, "innet kv: %s: %s\n", sock, strerror(errno));
+		if (!ctl_quiet)
+			fprintf(stderr, "innet kv: %s: %s\n", sock, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -393,8 +633,9 @@ static json_t *ctl_call(const char *sock, const char *line)
 	json_error_t je;
 	json_t *j = json_loads(b.p, JSON_DISABLE_EOF_CHECK, &je);
 	if (j == NULL || !json_is_true(json_object_get(j, "ok"))) {
-		fprintf(stderr, "innet kv: %s: '%s': %s\n", sock, line,
-			j ? json_string_value(json_object_get(j, "error")) ?: "error" : "no answer");
+		if (!ctl_quiet)
+			fprintf(stderr, "innet kv: %s: '%s': %s\n", sock, line,
+				j ? json_string_value(json_object_get(j, "error")) ?: "error" : "no answer");
 		json_decref(j);
 		j = NULL;
 	}
@@ -455,12 +696,131 @@ static uint64_t prog_arg_u64(const struct innet_prog_conf *pr, const char *key, 
 	return r;
 }
 
+/* What the rejoin read from the other acceptors and the coordinators. */
+struct rejoin_view {
+	uint64_t j;          /* max over the others read: hi, trim, highest instance in a slot */
+	uint64_t promised;   /* max range promise of the others read (JB) */
+	uint32_t read;       /* others that answered */
+	char why[512];       /* why no coordinator is in charge (when none is) */
+};
+
+/* The others' registers (every other acceptor that answers). */
+static void rejoin_read_acceptors(const struct innet_topology *t, uint32_t a, struct rejoin_view *v)
+{
+	v->j = v->promised = 0;
+	v->read = 0;
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		const struct innet_prog_conf *pr = paxos_prog(t, s, "paxos_acceptor");
+		if (pr == NULL || s == a)
+			continue;
+		const char *sock = t->nodes[s].conf->ctl_path;
+		uint64_t hi, trim, prom, inst;
+		if (ctl_reg_max(sock, pr->name, "hi", 1, &hi) != 0 ||
+		    ctl_reg_max(sock, pr->name, "trim", 1, &trim) != 0 ||
+		    ctl_reg_max(sock, pr->name, "promised", 1, &prom) != 0 ||
+		    ctl_reg_max(sock, pr->name, "inst", (uint32_t)prog_arg_u64(pr, "ring", 1024), &inst) != 0) {
+			if (!ctl_quiet)
+				fprintf(stderr, "innet kv: acceptor %s does not answer: not counted\n",
+					t->nodes[s].name);
+			continue;
+		}
+		uint64_t m = hi > trim ? hi : trim;
+		m = inst > m ? inst : m; /* a slot holds instance inst - 1 */
+		v->j = m > v->j ? m : v->j;
+		v->promised = prom > v->promised ? prom : v->promised;
+		v->read++;
+	}
+}
+
+/* A backup coordinator's status (its socket; see leader_sock_path). 0 or -1. */
+static int leader_status(const struct innet_topology *t, uint32_t h, bool *serving,
+			 uint64_t *ballot, uint64_t *next)
+{
+	char sock[PATH_MAX + 128];
+	leader_sock_path(t, h, sock, sizeof(sock));
+	if (access(sock, F_OK) != 0)
+		return -1;
+	json_t *j = ctl_call(sock, "status");
+	if (j == NULL)
+		return -1;
+	*serving = json_is_true(json_object_get(j, "serving"));
+	*ballot = (uint64_t)json_integer_value(json_object_get(j, "ballot"));
+	*next = (uint64_t)json_integer_value(json_object_get(j, "next"));
+	json_decref(j);
+	return 0;
+}
+
+#define WHY(v, ...) snprintf((v)->why + strlen((v)->why), sizeof((v)->why) - strlen((v)->why), __VA_ARGS__)
+
+/* The coordinator in charge: the one whose ballot is at least every range
+ * promise read (the coordinator switch until a backup took over, then the
+ * serving backup with the highest ballot). Its next instance into *next,
+ * its name into *who; false (reasons in v->why) if none is. */
+static bool rejoin_coordinator(const struct innet_topology *t, struct rejoin_view *v,
+			       uint64_t *next, const char **who, uint64_t *ballot)
+{
+	v->why[0] = '\0';
+	bool found = false;
+	ctl_quiet = true; /* v->why says who did not answer */
+	for (uint32_t s = 0; s < t->n_switches; s++) {
+		const struct innet_prog_conf *cpr = paxos_prog(t, s, "paxos_coordinator");
+		if (cpr == NULL)
+			continue;
+		const char *csock = t->nodes[s].conf->ctl_path;
+		uint64_t cn, cb;
+		if (ctl_reg_max(csock, cpr->name, "next", 1, &cn) != 0 ||
+		    ctl_reg_max(csock, cpr->name, "ballot", 1, &cb) != 0) {
+			WHY(v, "; coordinator switch %s does not answer", t->nodes[s].name);
+			continue;
+		}
+		if (cb < v->promised) {
+			WHY(v, "; coordinator switch %s has ballot 0x%llx (superseded)", t->nodes[s].name,
+			    (unsigned long long)cb);
+			continue;
+		}
+		if (!found || cb > *ballot) {
+			found = true;
+			*ballot = cb;
+			*next = cn;
+			*who = t->nodes[s].name;
+		}
+	}
+	for (uint32_t h = t->n_switches; h < t->n_nodes; h++) {
+		if (!is_leader_host(t, h))
+			continue;
+		bool serving;
+		uint64_t lb, ln;
+		if (leader_status(t, h, &serving, &lb, &ln) != 0) {
+			WHY(v, "; backup coordinator %s does not answer", t->nodes[h].name);
+			continue;
+		}
+		if (!serving || lb < v->promised) {
+			WHY(v, "; backup coordinator %s %s (ballot 0x%llx)", t->nodes[h].name,
+			    serving ? "is superseded" : "is not serving", (unsigned long long)lb);
+			continue;
+		}
+		if (!found || lb > *ballot) {
+			found = true;
+			*ballot = lb;
+			*next = ln;
+			*who = t->nodes[h].name;
+		}
+	}
+	ctl_quiet = false;
+	return found;
+}
+
 /* innet kv rejoin FILE ACC: restart acceptor switch ACC silent ("join":
  * true; killed first if it still runs: its state is lost either way), then
  * complete its join as innet_paxos_acceptor_join() does, over the control
- * sockets: J = max(coordinator's next, the others' hi), JB = the highest
- * ballot the others promised or voted (promised, every slot's rnd), read
- * from every other acceptor that answers (at least N - majority + 1). */
+ * sockets: J = max(the next instance of the coordinator in charge; over the
+ * others: hi, trim, the highest instance in a slot), JB = the others'
+ * highest range promise, read from every other acceptor that answers (at
+ * least N - majority + 1). The coordinator in charge is the one whose ballot
+ * is at least JB: the coordinator switch, or the serving backup coordinator
+ * (its status socket) after a takeover. While none is (a takeover in
+ * progress) it reads again, for up to 5 s; then it gives up and the acceptor
+ * stays silent, which is safe. */
 static int kv_rejoin(const char *file, const char *acc)
 {
 	char err[8192];
@@ -471,22 +831,19 @@ static int kv_rejoin(const char *file, const char *acc)
 	}
 	int rc = 2;
 	int a = innet_topology_find(t, acc);
-	const struct innet_prog_conf *apr = NULL, *cpr = NULL;
+	const struct innet_prog_conf *apr = NULL;
 	if (a >= 0 && (uint32_t)a < t->n_switches)
 		apr = paxos_prog(t, (uint32_t)a, "paxos_acceptor");
 	if (apr == NULL) {
 		fprintf(stderr, "innet kv: %s has no paxos_acceptor switch '%s'\n", file, acc);
 		goto out;
 	}
-	uint32_t coord = 0, n_acc = 0;
+	uint32_t n_acc = 0, n_coord = 0;
 	for (uint32_t s = 0; s < t->n_switches; s++) {
-		if (paxos_prog(t, s, "paxos_coordinator") != NULL) {
-			cpr = paxos_prog(t, s, "paxos_coordinator");
-			coord = s;
-		}
+		n_coord += paxos_prog(t, s, "paxos_coordinator") != NULL;
 		n_acc += paxos_prog(t, s, "paxos_acceptor") != NULL;
 	}
-	if (cpr == NULL) {
+	if (n_coord == 0) {
 		fprintf(stderr, "innet kv: %s has no paxos_coordinator switch\n", file);
 		goto out;
 	}
@@ -497,59 +854,46 @@ static int kv_rejoin(const char *file, const char *acc)
 			  set, NULL };
 	if (run_self(fargv) != 0)
 		goto out;
-	/* The joiner is silent now: read the others and the coordinator. */
-	uint64_t j = 0, jb = 0, v;
-	uint32_t read = 0, need = n_acc - (n_acc / 2 + 1) + 1;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_prog_conf *pr = paxos_prog(t, s, "paxos_acceptor");
-		if (pr == NULL || s == (uint32_t)a)
+	/* The joiner is silent now: everything it voted or promised is behind
+	 * it. Read the others, then the coordinators. */
+	uint32_t need = n_acc - (n_acc / 2 + 1) + 1;
+	struct rejoin_view v;
+	uint64_t next = 0, ballot = 0;
+	const char *who = NULL;
+	bool found = false;
+	for (int attempt = 0; attempt < 50 && !found; attempt++) {
+		if (attempt > 0)
+			usleep(100000);
+		ctl_quiet = attempt > 0; /* say once which acceptor does not answer */
+		rejoin_read_acceptors(t, (uint32_t)a, &v);
+		ctl_quiet = false;
+		if (v.read < need)
 			continue;
-		const char *sock = t->nodes[s].conf->ctl_path;
-		uint64_t hi, prom, rnd;
-		if (ctl_reg_max(sock, pr->name, "hi", 1, &hi) != 0 ||
-		    ctl_reg_max(sock, pr->name, "promised", 1, &prom) != 0 ||
-		    ctl_reg_max(sock, pr->name, "rnd", (uint32_t)prog_arg_u64(pr, "ring", 1024), &rnd) != 0) {
-			fprintf(stderr, "innet kv: acceptor %s does not answer: not counted\n",
-				t->nodes[s].name);
-			continue;
-		}
-		j = hi > j ? hi : j;
-		jb = prom > jb ? prom : jb;
-		jb = rnd > jb ? rnd : jb;
-		read++;
+		found = rejoin_coordinator(t, &v, &next, &who, &ballot);
 	}
-	if (read < need) {
+	if (v.read < need) {
 		fprintf(stderr, "innet kv: only %u other acceptors answered; the join needs %u (N = %u) "
-				"to bound the restarted one's promises: %s stays silent\n", read, need,
-			n_acc, acc);
+				"to bound the restarted one's votes and promises: %s stays silent\n",
+			v.read, need, n_acc, acc);
 		goto out;
 	}
-	const char *csock = t->nodes[coord].conf->ctl_path;
-	uint64_t cballot;
-	if (ctl_reg_max(csock, cpr->name, "next", 1, &v) != 0 ||
-	    ctl_reg_max(csock, cpr->name, "ballot", 1, &cballot) != 0) {
-		fprintf(stderr, "innet kv: the coordinator switch %s does not answer: %s stays silent\n",
-			t->nodes[coord].name, acc);
+	if (!found) {
+		fprintf(stderr, "innet kv: no coordinator in charge to bound the instances %s may have "
+				"voted in (the acceptors promised ballot 0x%llx%s): %s stays silent (safe); "
+				"run kv rejoin again once a coordinator serves\n", acc,
+			(unsigned long long)v.promised, v.why, acc);
 		goto out;
 	}
-	if (jb > cballot) {
-		/* A backup leader took over: its next instance, which bounds what
-		 * the restarted acceptor voted in, is not readable from here. */
-		fprintf(stderr, "innet kv: the acceptors promised ballot 0x%llx above the coordinator "
-				"switch's 0x%llx (a backup coordinator took over): rejoin needs the "
-				"coordinator switch in charge; %s stays silent\n",
-			(unsigned long long)jb, (unsigned long long)cballot, acc);
-		goto out;
-	}
-	j = v > j ? v : j;
+	uint64_t j = next > v.j ? next : v.j;
 	const char *jsock = t->nodes[a].conf->ctl_path;
 	if (ctl_reg_write(jsock, apr->name, "join_inst", j) != 0 ||
-	    ctl_reg_write(jsock, apr->name, "join_ballot", jb) != 0 ||
+	    ctl_reg_write(jsock, apr->name, "join_ballot", v.promised) != 0 ||
 	    ctl_reg_write(jsock, apr->name, "joining", 0) != 0)
 		goto out;
 	printf("acceptor %s rejoined: silent below instance %llu and ballot 0x%llx (read %u other "
-	       "acceptors and %s)\n", acc, (unsigned long long)j, (unsigned long long)jb, read,
-	       t->nodes[coord].name);
+	       "acceptors; coordinator in charge: %s, ballot 0x%llx, next %llu)\n", acc,
+	       (unsigned long long)j, (unsigned long long)v.promised, v.read, who,
+	       (unsigned long long)ballot, (unsigned long long)next);
 	rc = 0;
 out:
 	innet_topology_free(t);
@@ -653,8 +997,13 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 			printf("stopped %s (pid %d%s)\n", t->nodes[h].name, pid, kill_now ? ", killed" : "");
 	}
 	fclose(f);
-	if (rc == 0)
+	if (rc == 0) {
 		unlink(path);
+		if (is_leader_host(t, h)) { /* its status socket, if it was killed */
+			leader_sock_path(t, h, path, sizeof(path));
+			unlink(path);
+		}
+	}
 	return rc;
 }
 
@@ -704,6 +1053,188 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	innet_topology_free(t);
 	if (rc != 0)
 		kv_down(file);
+	return rc;
+}
+
+/* ---- remove / add: the trim group's membership, through the log ---------- */
+
+/* Send one RESP command to ip:port and read its reply into reply (NUL
+ * terminated): a status, error or integer line without its CRLF, or a bulk
+ * string's contents. 0, or -1 with why in reply. */
+static int resp_command(uint32_t ip, uint16_t port, int argc, const char *const *argv, char *reply,
+			size_t len, int timeout_s)
+{
+	struct kv_buf q = { 0 };
+	char tmp[32];
+	snprintf(tmp, sizeof(tmp), "*%d\r\n", argc);
+	kv_buf_append(&q, tmp, strlen(tmp));
+	for (int i = 0; i < argc; i++) {
+		snprintf(tmp, sizeof(tmp), "$%zu\r\n", strlen(argv[i]));
+		kv_buf_append(&q, tmp, strlen(tmp));
+		kv_buf_append(&q, argv[i], strlen(argv[i]));
+		kv_buf_append(&q, "\r\n", 2);
+	}
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1, e = EIO;
+	struct timeval tv = { .tv_sec = timeout_s };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(ip),
+				 .sin_port = htons(port) };
+	size_t got = 0, want = SIZE_MAX, hdr = 0;
+	if (fd < 0)
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    send(fd, q.p, q.len, MSG_NOSIGNAL) != (ssize_t)q.len) {
+		e = errno;
+		goto out;
+	}
+	while (got < want && got + 1 < len) {
+		ssize_t n = recv(fd, reply + got, len - 1 - got, 0);
+		if (n <= 0) {
+			e = n == 0 ? ECONNRESET : errno;
+			goto out;
+		}
+		got += (size_t)n;
+		reply[got] = '\0';
+		char *crlf = strstr(reply, "\r\n");
+		if (hdr == 0 && crlf != NULL) {
+			hdr = (size_t)(crlf - reply) + 2;
+			want = reply[0] == '$' ? hdr + strtoull(reply + 1, NULL, 10) + 2 : hdr;
+		}
+	}
+	if (got < want) {
+		e = EMSGSIZE;
+		goto out;
+	}
+	if (reply[0] == '$') { /* the contents */
+		memmove(reply, reply + hdr, want - hdr - 2);
+		reply[want - hdr - 2] = '\0';
+	} else {
+		reply[hdr - 2] = '\0';
+	}
+	rc = 0;
+out:
+	if (rc != 0)
+		snprintf(reply, len, "%s", strerror(e));
+	if (fd >= 0)
+		close(fd);
+	kv_buf_free(&q);
+	return rc;
+}
+
+/* A numeric field of a replica's INFO, or -1 (no answer). */
+static long long replica_info(uint32_t ip, uint16_t port, const char *field)
+{
+	const char *argv[] = { "INFO" };
+	char reply[16384], key[64];
+	if (resp_command(ip, port, 1, argv, reply, sizeof(reply), 3) != 0)
+		return -1;
+	snprintf(key, sizeof(key), "\n%s:", field);
+	char *p = strstr(reply, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Propose REPLICA verb id through replica host r (any replica: the command
+ * goes through the log). 0 done (changed or already so), 1 refused (message
+ * printed), -1 no answer or outcome unknown (reply in why). */
+static int replica_propose(const struct innet_topology *t, uint32_t r, uint16_t port,
+			   const char *verb, uint16_t id, char *why, size_t whylen)
+{
+	char ids[8];
+	snprintf(ids, sizeof(ids), "%u", id);
+	const char *argv[] = { "REPLICA", verb, ids };
+	char reply[256];
+	if (resp_command(t->nodes[r].addr, port, 3, argv, reply, sizeof(reply), 10) != 0) {
+		snprintf(why, whylen, "%s: %s", t->nodes[r].name, reply);
+		return -1;
+	}
+	if (reply[0] == ':')
+		return 0;
+	if (strstr(reply, "timed out") != NULL || strstr(reply, "may or may not") != NULL) {
+		snprintf(why, whylen, "%s: %s", t->nodes[r].name, reply + 1);
+		return -1; /* outcome unknown: ask again (idempotent) */
+	}
+	fprintf(stderr, "innet kv: %s refused REPLICA %s %u: %s\n", t->nodes[r].name, verb, id,
+		reply + (reply[0] == '-'));
+	return 1;
+}
+
+/* innet kv remove|add FILE HOST: replica HOST out of / back into the trim
+ * group. remove stops HOST's replica if it runs and proposes REPLICA REMOVE
+ * id through another replica (retried for up to 30 s while the outcome is
+ * unknown: a full ring takes the first proposals a moment); add starts HOST's
+ * replica if it is not running, waits until it has caught up (from a
+ * snapshot if the log was trimmed past it) and proposes REPLICA ADD id. */
+static int kv_membership(const char *file, const char *name, bool add, uint16_t port)
+{
+	char err[8192];
+	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	if (t == NULL) {
+		fprintf(stderr, "innet kv: %s\n", err);
+		return 2;
+	}
+	int rc = 2, h = innet_topology_find(t, name);
+	struct innet_paxos_conf pc;
+	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !is_replica(t, (uint32_t)h) ||
+	    kv_topology_paxos_conf(t, h, &pc) != 0) {
+		fprintf(stderr, "innet kv: %s has no replica host '%s'\n", file, name);
+		goto out;
+	}
+	rc = 1;
+	uint16_t id = pc.learner_id;
+	if (add) {
+		/* caught up = past where the others are now */
+		long long target = 0;
+		for (uint32_t o = t->n_switches; o < t->n_nodes; o++) {
+			long long n = o != (uint32_t)h && is_replica(t, o)
+					      ? replica_info(t->nodes[o].addr, port, "log_next") : -1;
+			target = n > target ? n : target;
+		}
+		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
+		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
+			goto out;
+		long long at = -1;
+		for (int i = 0; i < 300; i++) {
+			at = replica_info(t->nodes[h].addr, port, "stale") == 0
+				     ? replica_info(t->nodes[h].addr, port, "log_next") : -1;
+			if (at >= target)
+				break;
+			usleep(100000);
+		}
+		if (at < target) {
+			fprintf(stderr, "innet kv: replica %s did not catch up in 30 s (at instance %lld, "
+					"the others at %lld; see its log): not added\n", name, at, target);
+			goto out;
+		}
+	} else {
+		if (stop_host(t, (uint32_t)h, false) != 0) {
+			fprintf(stderr, "innet kv: replica %s would not stop\n", name);
+			goto out;
+		}
+	}
+	char why[512] = "no other replica";
+	int r = -1;
+	for (int attempt = 0; attempt < 30 && r < 0; attempt++) {
+		if (attempt > 0)
+			sleep(1);
+		for (uint32_t o = t->n_switches; o < t->n_nodes && r < 0; o++)
+			if (is_replica(t, o) && (add || o != (uint32_t)h))
+				r = replica_propose(t, o, port, add ? "ADD" : "REMOVE", id, why, sizeof(why));
+	}
+	if (r != 0) {
+		if (r < 0)
+			fprintf(stderr, "innet kv: REPLICA %s %u not confirmed in 30 s (%s)\n",
+				add ? "ADD" : "REMOVE", id, why);
+		goto out;
+	}
+	if (add)
+		printf("replica %s (learner %u) is back in the trim group\n", name, id);
+	else
+		printf("replica %s (learner %u) removed from the trim group: the acceptors' trim no "
+		       "longer waits for it (kv add puts it back)\n", name, id);
+	rc = 0;
+out:
+	innet_topology_free(t);
 	return rc;
 }
 
@@ -761,6 +1292,8 @@ int cmd_kv(int argc, char **argv)
 			      (uint32_t)window, kill_now);
 	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
+	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)
+		return kv_membership(argv[optind + 1], argv[optind + 2], verb[0] == 'a', (uint16_t)port);
 bad:
 	kv_usage(stderr);
 	return 2;

@@ -258,6 +258,12 @@ int cmd_paxos(int argc, char **argv)
 					innet_paxos_leader_ballot(l), (unsigned long)innet_paxos_leader_next(l));
 			}
 		}
+		struct innet_paxos_leader_stats st;
+		innet_paxos_leader_get_stats(l, &st);
+		fprintf(stderr, "innet paxos leader: requests %lu; %lu datagrams in %lu recvmmsg, "
+				"%lu datagrams in %lu sendmmsg\n", (unsigned long)st.requests,
+			(unsigned long)st.rx_datagrams, (unsigned long)st.rx_calls,
+			(unsigned long)st.tx_datagrams, (unsigned long)st.tx_calls);
 		innet_paxos_leader_destroy(l);
 		return 0;
 	}

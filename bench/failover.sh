@@ -1,0 +1,148 @@
+# shellcheck shell=bash
+# bench: innet kv coordinator failover under load: how long acknowledgements stop when the coordinator switch is killed (pause p50/max over several kills)
+# timeout: 900
+#
+# bench/failover.sh — sourced by bench/run (see bench/lib.sh).
+#
+#   kvload.py (C clients, SET/GET) ──RESP──▶ r0,r1,r2 ──▶ coord switch ──▶ a0,a1,a2
+#                                                 └─ after the kill ──▶ b0 (backup coordinator)
+#
+# Each round brings up a fresh copy of examples/kv-faults.json (coordinator
+# switch, 3 acceptor switches, 3 replicas, backup coordinator b0; 5% loss,
+# duplication and reordering on every acceptor link unless --rates says
+# otherwise), runs tools/linearizability/kvload.py for --seconds, and kills
+# the coordinator switch (SIGKILL) at --kill-at seconds. The replicas' proposers
+# notice that nothing of theirs is chosen any more and fail over to b0, which
+# runs phase 1 and serves. From the recorded history (every operation's
+# invocation and response time):
+#
+#   pause    the longest interval without any acknowledgement (any client)
+#            that ends after the kill: how long the store stopped answering
+#   slowest  the longest time any operation took in the round
+#
+# The round also checks the history for linearizability (lincheck.py) and that
+# b0 took over. RESULT: pause_p50_ms, pause_max_ms (target: max <= 500),
+# slowest_max_ms, and the pause before the kill for comparison (the longest
+# gap between acknowledgements under the same load without a failure).
+
+bench_usage() {
+	cat <<'EOF2'
+usage: bench/run failover [options]
+  --kills N         rounds, one coordinator kill each (default 7)
+  --seconds S       load per round (default 4)
+  --kill-at S       kill the coordinator switch S seconds into the load (default 1.5)
+  --clients N       kvload.py clients (default 12, spread over the 3 replicas)
+  --rates L,D,R     loss, duplication, reordering on the acceptor links
+                    (default: examples/kv-faults.json's 0.05,0.05,0.05)
+  --quick           3 kills
+EOF2
+}
+
+fo_kills=7
+fo_seconds=4
+fo_kill_at=1.5
+fo_clients=12
+fo_rates=""
+FO_PORT=6396
+FO_H=127.70.31
+
+fo_down() {
+	timeout 60 "$BENCH_INNET_BIN" kv down "$BENCH_TMP/topo.json" >/dev/null 2>&1 || true
+}
+
+fo_die() {
+	fo_down
+	bench_die "$@"
+}
+
+fo_now() { /usr/bin/python3 -c 'import time; print(time.monotonic())'; }
+
+# fo_round K: one kill under load; sets fo_pause fo_slowest fo_before
+fo_round() {
+	local k=$1 tag="kill$1" t_kill
+	fo_down
+	timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$FO_PORT" >"$BENCH_TMP/$tag-up.out" 2>&1 ||
+		fo_die "$tag: innet kv up failed: $(tail -n 3 "$BENCH_TMP/$tag-up.out")"
+	bench_spawn fo_lpid "$tag-load" "" $((fo_seconds + 60)) /usr/bin/python3 \
+		"$BENCH_ROOT/tools/linearizability/kvload.py" --out "$BENCH_TMP/$tag.jsonl" \
+		--seconds "$fo_seconds" --clients "$fo_clients" --keys 8 --timeout 8 --seed "$k" \
+		"$FO_H.1:$FO_PORT" "$FO_H.2:$FO_PORT" "$FO_H.3:$FO_PORT"
+	sleep "$fo_kill_at"
+	t_kill=$(fo_now)
+	"$BENCH_INNET_BIN" fabric stop "$BENCH_TMP/topo.json" coord --kill >/dev/null ||
+		fo_die "$tag: could not kill the coordinator switch"
+	bench_wait "$fo_lpid" || fo_die "$tag: kvload failed: $(tail -n 3 "$BENCH_TMP/$tag-load.err")"
+	grep -q "took over" "$BENCH_TMP/fabric/kv-b0.log" || fo_die "$tag: b0 did not take over"
+	/usr/bin/python3 "$BENCH_ROOT/tools/linearizability/lincheck.py" "$BENCH_TMP/$tag.jsonl" \
+		>"$BENCH_TMP/$tag-lincheck.out" 2>&1 ||
+		fo_die "$tag: history not linearizable: $(tail -n 3 "$BENCH_TMP/$tag-lincheck.out")"
+	local m
+	m=$(/usr/bin/python3 - "$BENCH_TMP/$tag.jsonl" "$t_kill" "$fo_kill_at" <<'PYEOF'
+import json, sys
+h = [json.loads(l) for l in open(sys.argv[1])]
+t_kill, kill_at = float(sys.argv[2]), float(sys.argv[3])
+t0 = min(o["call"] for o in h)
+end = max(o["call"] for o in h)   # the final reads are sequential: stop before them
+acks = sorted(o["ret"] for o in h if o["ret"] is not None and o["ret"] <= end)
+after = [b - a for a, b in zip(acks, acks[1:]) if b > t_kill]
+before = [b - a for a, b in zip(acks, acks[1:]) if t0 + 0.5 < a and b < t_kill]
+slow = max(o["ret"] - o["call"] for o in h if o["ret"] is not None)
+failed = sum(1 for o in h if o["ret"] is None)
+n_after = sum(1 for t in acks if t > t_kill)
+print("pause_ms=%.0f before_ms=%.0f slowest_ms=%.0f acks_after=%d failed=%d" % (
+    1000 * max(after, default=0), 1000 * max(before, default=0), 1000 * slow, n_after, failed))
+PYEOF
+)
+	fo_pause=$(echo "$m" | sed 's/.*pause_ms=\([0-9]*\).*/\1/')
+	fo_before=$(echo "$m" | sed 's/.*before_ms=\([0-9]*\).*/\1/')
+	fo_slowest=$(echo "$m" | sed 's/.*slowest_ms=\([0-9]*\).*/\1/')
+	local took
+	took=$(grep -m1 "took over" "$BENCH_TMP/fabric/kv-b0.log" | sed 's/.*took over //')
+	bench_log "$tag: $m; b0 took over $took; $(tail -n 1 "$BENCH_TMP/$tag-lincheck.out")"
+	bench_record kill="$k" pause_ms="$fo_pause" before_ms="$fo_before" slowest_ms="$fo_slowest" \
+		"$(echo "$m" | grep -o 'acks_after=[0-9]*')" "$(echo "$m" | grep -o 'failed=[0-9]*')"
+	# the replicas' failover counters, for where the time went
+	bench_log "$tag: $(for r in 1 2 3; do timeout 5 redis-cli -h "$FO_H.$r" -p "$FO_PORT" INFO 2>/dev/null |
+		tr -d '\r' | grep -E '^(failovers|resent):' | tr '\n' ' '; done)"
+	fo_down
+}
+
+bench_main() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--kills) fo_kills=$2; shift 2 ;;
+		--seconds) fo_seconds=$2; shift 2 ;;
+		--kill-at) fo_kill_at=$2; shift 2 ;;
+		--clients) fo_clients=$2; shift 2 ;;
+		--rates) fo_rates=$2; shift 2 ;;
+		--quick) fo_kills=3; shift ;;
+		-h|--help) bench_usage; exit 0 ;;
+		*) bench_usage_error "unknown option $1" ;;
+		esac
+	done
+	command -v redis-cli >/dev/null || bench_die "redis-cli not installed (redis-tools)"
+	bench_build innet
+	local -a rates=()
+	[ -n "$fo_rates" ] && rates=(--rates "$fo_rates")
+	/usr/bin/python3 "$BENCH_ROOT/tools/topology/relocate.py" "$BENCH_ROOT/examples/kv-faults.json" \
+		"$BENCH_TMP/topo.json" --name bench-failover --state-dir "$BENCH_TMP/fabric" \
+		--addr-base 127.70.30.0 --hosts "$FO_H" "${rates[@]}" || bench_die "relocate.py failed"
+	bench_param kills "$fo_kills"
+	bench_param seconds "$fo_seconds"
+	bench_param kill_at_s "$fo_kill_at"
+	bench_param clients "$fo_clients"
+	bench_param rates "${fo_rates:-0.05,0.05,0.05}"
+	local -a pauses=() slowest=() befores=()
+	local k
+	for ((k = 1; k <= fo_kills; k++)); do
+		fo_round "$k"
+		pauses+=("$fo_pause"); slowest+=("$fo_slowest"); befores+=("$fo_before")
+	done
+	local pmax smax bmax
+	pmax=$(printf '%s\n' "${pauses[@]}" | sort -n | tail -1)
+	smax=$(printf '%s\n' "${slowest[@]}" | sort -n | tail -1)
+	bmax=$(printf '%s\n' "${befores[@]}" | sort -n | tail -1)
+	bench_log "pauses (ms): ${pauses[*]}; slowest operations (ms): ${slowest[*]}"
+	bench_result "kills=$fo_kills" "pause_p50_ms=$(bench_median "${pauses[@]}")" "pause_max_ms=$pmax" \
+		"slowest_max_ms=$smax" "gap_before_kill_max_ms=$bmax"
+}
