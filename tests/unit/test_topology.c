@@ -549,6 +549,13 @@ static const struct bad_case bad_cases[] = {
 	  "test:3:14: malformed JSON: ':' expected near '\"s0\"'" },
 	{ "duplicate JSON key", "{'name': 't', 'name': 'u'}", "malformed JSON: duplicate object key" },
 	{ "empty text", "", "test:1:0: malformed JSON" },
+	{ "bad target", TOPO(", 'target': 'dpdk'", SW0, H0, L0),
+	  "$.target: 'dpdk' is not a target" },
+	{ "xdp without netns", TOPO(", 'target': 'xdp', 'netns': false", SW0, H0, L0),
+	  "$.netns: a switch with \"target\": \"xdp\" needs network devices" },
+	{ "xdp jumbo link", TOPO(", 'target': 'xdp'", SW0, H0, "{'a': 'h0', 'b': 's0', 'mtu': 9000}"),
+	  "$.links[0].mtu: MTU 9000 on a port of XDP switch 's0'" },
+	{ "mtu out of range", TOPO(", 'netns': true, 'mtu': 20", SW0, H0, L0), "$.mtu" },
 };
 
 static void test_bad_input(void **state)
@@ -564,6 +571,49 @@ static void test_bad_input(void **state)
 		if (strstr(err, b->expect) == NULL)
 			fail_msg("%s: got\n%s\nexpected \"%s\"", b->what, err, b->expect);
 	}
+}
+
+/* Netns mode: targets, namespaces, devices, MACs, 10.x addresses, faults
+ * moved off the switches (onto netem). */
+static void test_netns_mode(void **state)
+{
+	struct innet_topology *t = parse(TOPO(", 'target': 'xdp', 'mtu': 3000",
+					      SW0 ", {'name': 's1', 'node': 2, " PROG ", 'target': 'udp'}",
+					      H0, "{'a': 'h0', 'b': 's0', 'loss': 0.1}, {'a': 's0', 'b': 's1'}"));
+	if (t == NULL)
+		fail_msg("%s", err);
+	assert_true(t->netns);
+	assert_int_equal(t->nodes[0].target, INNET_TARGET_XDP);
+	assert_int_equal(t->nodes[1].target, INNET_TARGET_UDP);
+	assert_int_equal(t->nodes[0].conf->target, INNET_TARGET_XDP);
+	const struct innet_port_conf *p0 = &t->nodes[0].conf->ports[0];
+	assert_string_equal(p0->dev, "p0");
+	assert_int_equal(p0->peer_ip, (10u << 24) | (0u << 16) | (11u << 8) | 1u);  /* 127.0.11.1 */
+	assert_int_equal(p0->ip >> 24, 10u);
+	assert_true(p0->has_peer_mac);
+	uint8_t mac[6];
+	innet_topology_mac(101, 0, mac);   /* h0's eth0 */
+	assert_memory_equal(p0->peer_mac, mac, 6);
+	assert_true(p0->link.loss == 0);   /* the loss is netem's now */
+	assert_int_equal(t->links[0].mtu, 3000);
+	assert_true(t->links[0].emu.loss > 0.09);
+	/* s1's port 0 faces s0's port 1 */
+	const struct innet_port_conf *q = &t->nodes[1].conf->ports[0];
+	innet_topology_mac(1, 1, mac);
+	assert_memory_equal(q->peer_mac, mac, 6);
+	assert_int_equal(q->peer_ip, t->nodes[0].conf->ports[1].ip);
+	char buf[128];
+	innet_topology_netns_name(t, 2, buf, sizeof(buf));
+	assert_string_equal(buf, "innet-t-h0");
+	innet_topology_dev(t, 2, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "eth0");
+	innet_topology_free(t);
+	/* without a target or netns: loopback as always */
+	t = parse(TOPO("", SW0, H0, L0));
+	assert_non_null(t);
+	assert_false(t->netns);
+	assert_string_equal(t->nodes[0].conf->ports[0].dev, "");
+	innet_topology_free(t);
 }
 
 static void test_too_many_ports(void **state)
@@ -686,6 +736,7 @@ int main(void)
 		cmocka_unit_test(test_features),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_too_many_ports),
+		cmocka_unit_test(test_netns_mode),
 		cmocka_unit_test(test_all_errors_reported),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_out_of_memory),
