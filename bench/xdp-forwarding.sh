@@ -31,7 +31,9 @@
 # Cores: the generator and the sink's receive work run on CPU 0; s0's receive
 # work (where an XDP contender runs, and the kernel's forwarding) runs in a
 # threaded NAPI kthread pinned to CPU 1, and so does the user-space engine's
-# process: CPU 1 is "the switch's core". The generator offers what CPU 0 can
+# process: CPU 1 is "the switch's core". The NAPI threads and the user-space
+# engine run SCHED_FIFO 50 (as data-plane threads are deployed), so that
+# other work on a shared machine delays none of the contenders. The generator offers what CPU 0 can
 # make; a delivered rate near the offered one means the switch kept up (the
 # figure is the generator's, not the contender's limit).
 #
@@ -105,6 +107,7 @@ xf_pin_napi() {
 		bench_die "cannot thread $dev's NAPI"
 	pid=$(pgrep -n "^napi/$dev-") || bench_die "no NAPI thread for $dev"
 	taskset -p -c "$cpu" "$pid" >/dev/null || bench_die "cannot pin $dev's NAPI thread"
+	chrt -f -p 50 "$pid" || bench_die "cannot make $dev's NAPI thread real-time"
 }
 
 xf_run() {
@@ -119,7 +122,7 @@ xf_run() {
 		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch (xdp) did not start"
 		;;
 	userspace)
-		bench_spawn pid_sw "sw-$who-$size" 1 $((total + 10)) ip netns exec "$S" "$BENCH_INNET_BIN" switch \
+		bench_spawn pid_sw "sw-$who-$size" 1 $((total + 10)) ip netns exec "$S" chrt -f 50 "$BENCH_INNET_BIN" switch \
 			--port 10.91.1.2=10.91.1.1 --port 10.91.2.2=10.91.2.1 \
 			--program forward@9000 --args '{"map": [1, 0]}' --ctl ""
 		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch did not start"
