@@ -18,6 +18,12 @@
 # so an offloaded 64 KiB segment or a partial checksum would reach the switch
 # as such (docs/runtime.md, "Raw ports").
 #
+# ENGINE_RAW_TARGET=xdp runs the same switch on the XDP target (l2fwd's eBPF
+# object on ie-swa and ie-swb; the hosts' ends carry an XDP_PASS program, as a
+# veth must to take frames an XDP program sends into it): the same checks,
+# and the frames must have been carried by eBPF (xdp_rx_pkts).
+# tests/integration/engine_raw_xdp.sh runs it so.
+#
 # Needs root (netns, AF_PACKET): prints "SKIP: needs root" and exits 0 without.
 # Bounded: every step has a timeout; the traps kill what this script started
 # (by PID) and delete the namespaces.
@@ -34,7 +40,9 @@ for tool in ip ethtool; do
 	command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)" >&2; exit 1; }
 done
 
+TARGET=${ENGINE_RAW_TARGET:-udp}
 A=ie-a SW=ie-sw B=ie-b
+[ "$TARGET" = xdp ] && { A=ix-a SW=ix-sw B=ix-b; }
 TMP=$(mktemp -d /tmp/ie-raw.XXXXXX)
 CTL=$TMP/sw.sock
 sw_pid="" srv_pids=()
@@ -75,8 +83,20 @@ ip -n $B addr add 10.99.0.2/24 dev ie-b0
 [ -z "$(ip -n $SW -4 addr show dev ie-swa)$(ip -n $SW -4 addr show dev ie-swb)" ] ||
 	fail "the switch's interfaces own addresses"
 
-echo "--- the switch: raw ports ie-swa, ie-swb; l2fwd map [1, 0]; 2 workers (PACKET_FANOUT)"
-ip netns exec $SW timeout 120 "$INNET" switch --name ie-l2 --workers 2 --ctl "$CTL" \
+if [ "$TARGET" = xdp ]; then
+	XT=$(realpath "${XDPTOOL:-./build/bench/xdptool}")
+	[ -x "$XT" ] || fail "build/bench/xdptool is not built (make)"
+	ip netns exec $A timeout 120 "$XT" pass ie-a0 --seconds 110 >"$TMP/pass-a.log" 2>&1 &
+	srv_pids+=($!)
+	ip netns exec $B timeout 120 "$XT" pass ie-b0 --seconds 110 >"$TMP/pass-b.log" 2>&1 &
+	srv_pids+=($!)
+	for f in pass-a pass-b; do
+		for _ in $(seq 100); do grep -q ready "$TMP/$f.log" 2>/dev/null && break; sleep 0.05; done
+		grep -q ready "$TMP/$f.log" || fail "$f: $(cat "$TMP/$f.log")"
+	done
+fi
+echo "--- the switch ($TARGET): raw ports ie-swa, ie-swb; l2fwd map [1, 0]; 2 workers (PACKET_FANOUT)"
+ip netns exec $SW timeout 120 "$INNET" switch --name ie-l2 --workers 2 --ctl "$CTL" --target "$TARGET" \
 	--port iface:ie-swa --port iface:ie-swb \
 	--program l2fwd@raw --args '{"map": [1, 0]}' >"$TMP/switch.log" 2>&1 &
 sw_pid=$!
@@ -207,6 +227,9 @@ ok &= p1["tx_pkts"] == p0["rx_pkts"] and p0["tx_pkts"] == p1["rx_pkts"]
 ok &= p0["tx_errors"] == 0 and p1["tx_errors"] == 0
 ok &= rxf == [p0["rx_pkts"], p1["rx_pkts"]] and txf == [p0["tx_pkts"], p1["tx_pkts"]]
 ok &= sum(prog["drops"].values()) == 0 and prog["rx_pkts"] == p0["rx_pkts"] + p1["rx_pkts"]
+if "xdp_rx_pkts" in prog:   # the XDP target: eBPF carried (nearly) everything
+    print("l2fwd in eBPF: %d of %d frames" % (prog["xdp_rx_pkts"], prog["rx_pkts"]))
+    ok &= prog["xdp_rx_pkts"] >= prog["rx_pkts"] - 10
 if not ok:
     print(json.dumps(st, indent=1), file=sys.stderr)
 sys.exit(0 if ok else 1)
