@@ -89,6 +89,18 @@ echo "$v" | grep -qw 5 || fail "counter read '$v', want 5"
 cnt_xdp=$(ctl leaf3 | jq_py '[p for p in d["programs"] if p["name"]=="count"][0]["xdp_rx_pkts"]')
 [ "$cnt_xdp" -ge 2 ] || fail "leaf3's counter ran $cnt_xdp packets in eBPF, want 2"
 
+echo "--- innet ctl on the XDP target: registers, tables, resources (one state)"
+val=$("$INNET" ctl --fabric "$TOPO" --switch leaf3 --json reg read count value 3 | jq_py 'd.get("value", d.get("values"))')
+[ "$val" = 5 ] || [ "$val" = "[5]" ] || fail "ctl reg read: $val, want 5 (the eBPF program's increment)"
+"$INNET" ctl --fabric "$TOPO" --switch leaf3 reg write count value 3 42 >/dev/null || fail "ctl reg write"
+v=$(in_ns h6 "$INNET" counter --to "$leaf3:9100" --from 10.0.30.7 read 3) || fail "counter read"
+echo "$v" | grep -qw 42 || fail "the eBPF program reads '$v' after ctl wrote 42"
+routes=$("$INNET" ctl --fabric "$TOPO" --switch leaf0 --json table list fwd routes | jq_py 'len(d["entries"])')
+[ "$routes" -ge 27 ] || fail "leaf0's routes table lists $routes entries, want 27"
+"$INNET" ctl --fabric "$TOPO" --switch leaf0 resources fwd | grep -q "^ebpf  *verifier .* ok" ||
+	fail "ctl resources has no measured eBPF column"
+echo "    reg read/write both ways, $routes routes listed, eBPF column measured"
+
 echo "--- malformed datagrams are counted by name"
 in_ns h0 $PY - "$leaf0" <<'EOF'
 import socket, sys
