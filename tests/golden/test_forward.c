@@ -312,6 +312,51 @@ static void test_route_updates(void **state)
 }
 
 /* Settings the program refuses, with the message the user sees. */
+/* Garbage and strangers on a routing-only instance with "peer_only": a
+ * payload without the magic is bad_magic (no port map to take it), a packet
+ * from an address other than the port's peer is not_peer. */
+static struct innet_inject_result gres;
+
+static void test_garbage_and_strangers(void **state)
+{
+	struct innet_switch_conf c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "golden-forward-strict");
+	c.n_workers = 1;
+	c.n_ports = 3;
+	for (uint32_t i = 0; i < 3; i++) {
+		snprintf(c.ports[i].name, sizeof(c.ports[i].name), "p%u", i);
+		c.ports[i].ip = test_ip(41 + i);
+		c.ports[i].peer_ip = test_ip(141 + i);
+	}
+	snprintf(c.progs[0].name, sizeof(c.progs[0].name), "fwd");
+	c.progs[0].program = innet_program_find("forward");
+	c.progs[0].udp[0] = UDP_A;
+	c.progs[0].n_udp = 1;
+	c.progs[0].args_json = "{\"peer_only\": true, \"routes\": [{\"node\": 7, \"ports\": [2]}]}";
+	c.n_progs = 1;
+	char err[256];
+	test_target(&c);
+	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
+	if (sw == NULL)
+		fail_msg("create: %s", err);
+	struct innet_cp *cp = innet_switch_prog(sw, "fwd");
+	static const uint8_t routed[] = { IH(1, 0x00, 0x07), 'x' };
+	static const uint8_t garbage[] = { 'G', 'E', 'T', ' ', '/' };
+	struct innet_addr peer = { test_ip(141), 5000 }, stranger = { test_ip(99), 5000 };
+	assert_int_equal(innet_switch_inject(sw, 0, UDP_A, &peer, routed, sizeof(routed), &gres), 0);
+	assert_int_equal(gres.action, INNET_FORWARD);
+	assert_int_equal(gres.out[0].port, 2);
+	assert_int_equal(innet_switch_inject(sw, 0, UDP_A, &stranger, routed, sizeof(routed), &gres), 0);
+	assert_int_equal(gres.action, INNET_DROP);
+	assert_string_equal(innet_cp_drop_reason_name(cp, gres.drop_reason), "not_peer");
+	assert_int_equal(innet_switch_inject(sw, 0, UDP_A, &peer, garbage, sizeof(garbage), &gres), 0);
+	assert_int_equal(gres.action, INNET_DROP);
+	assert_string_equal(innet_cp_drop_reason_name(cp, gres.drop_reason), "bad_magic");
+	test_assert_xdp_ran(cp);
+	innet_switch_destroy(sw);
+}
+
 static void test_bad_settings(void **state)
 {
 	/* Checks made in setup and in init (which knows the switch's ports)
@@ -363,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_golden_packets, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_ecmp, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_route_updates, fx_setup, fx_teardown),
+		cmocka_unit_test(test_garbage_and_strangers),
 		cmocka_unit_test(test_bad_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
