@@ -453,36 +453,50 @@ enum agg_claim {
 	CLAIM_FINISHED,    /* closed and emitted: *w, the result stands */
 };
 
+/* A claim in progress. */
+struct agg_claim_try {
+	struct innet_ctx *ctx;
+	uint64_t w;                /* the state word as last seen */
+	uint64_t bit;              /* the worker's */
+	uint32_t idx;
+	uint32_t tag;              /* the round's */
+	enum agg_claim got;
+};
+
+/* One try: the copy's state word decides, or a CAS sets the worker's bit.
+ * False when the CAS failed (another worker claimed, or the timer closed:
+ * try again), true when c->got is the outcome. A fault ends the claim (the
+ * packet is dropped with it). */
+static inline bool claim_try(struct agg_claim_try *c)
+{
+	uint64_t w = c->w;
+	uint32_t t = st_tag(w);
+	if (t != c->tag)
+		c->got = ((c->tag - t) & ST_TAG_MASK) < (ST_TAG_MASK + 1) / 2 ? CLAIM_EARLY : CLAIM_STALE;
+	else if (w & ST_CLOSED)
+		c->got = (w & ST_EMITTED) ? CLAIM_FINISHED : CLAIM_PENDING;
+	else if (w & c->bit)
+		c->got = CLAIM_DUPLICATE;
+	else if (innet_reg_cas(c->ctx, R_STATE, c->idx, &c->w, w | c->bit))
+		c->got = CLAIM_OK;
+	else if (!innet_faulted(c->ctx))
+		return false;
+	return true;
+}
+
 /* Claim the worker's bit, atomically with the round and CLOSED checks. Each
  * failed CAS means another worker claimed (or the timer closed): bounded by
- * the number of workers. */
+ * the number of workers. *wout: the state word the outcome is about. */
 static AGG_STEP enum agg_claim agg_claim(struct innet_ctx *ctx, const struct agg_res *r, uint64_t *wout)
 {
-	uint32_t tag = r->round & ST_TAG_MASK;
-	uint64_t bit = 1ull << (r->worker & 63);
-	uint64_t w = innet_reg_read(ctx, R_STATE, r->idx);
-	enum agg_claim got = CLAIM_CONTENDED;
-	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++) {
-		uint32_t t = st_tag(w);
-		if (t != tag) {
-			got = ((tag - t) & ST_TAG_MASK) < (ST_TAG_MASK + 1) / 2 ? CLAIM_EARLY : CLAIM_STALE;
+	struct agg_claim_try c = { .ctx = ctx, .bit = 1ull << (r->worker & 63), .idx = r->idx,
+				   .tag = r->round & ST_TAG_MASK, .got = CLAIM_CONTENDED };
+	c.w = innet_reg_read(ctx, R_STATE, r->idx);
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++)
+		if (claim_try(&c))
 			break;
-		}
-		if (w & ST_CLOSED) {
-			got = (w & ST_EMITTED) ? CLAIM_FINISHED : CLAIM_PENDING;
-			break;
-		}
-		if (w & bit) {
-			got = CLAIM_DUPLICATE;
-			break;
-		}
-		if (innet_reg_cas(ctx, R_STATE, r->idx, &w, w | bit)) {
-			got = CLAIM_OK;
-			break;
-		}
-	}
-	*wout = w;
-	return got;
+	*wout = c.w;
+	return c.got;
 }
 
 /* The claimed contribution: start the straggler timer if it is the round's

@@ -1085,11 +1085,15 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 	uint32_t k = x->lo_ifindex, v = port;
 	bpf_map_update_elem(x->if2port_fd, &k, &v, BPF_ANY);
 	clear_traces(x, 0);
-	struct xdp_md ctx_out;
+	/* The context in, too: given a context out alone, the kernel builds the
+	 * run's context from zeroes, and its data_end of 0 cuts the frame the
+	 * program sees short (every frame was passed up as too short, so the
+	 * user-space engine ran every XDP golden case) */
+	struct xdp_md ctx_in = { .data = 0, .data_end = flen }, ctx_out;
 	memset(&ctx_out, 0, sizeof(ctx_out));
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = flen, .data_out = out,
-		    .data_size_out = FRAME_MAX + 256, .ctx_out = &ctx_out,
-		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+		    .data_size_out = FRAME_MAX + 256, .ctx_in = &ctx_in, .ctx_size_in = sizeof(ctx_in),
+		    .ctx_out = &ctx_out, .ctx_size_out = sizeof(ctx_out), .repeat = 1);
 	rc = bpf_prog_test_run_opts(x->progs[x->entry].main_fd, &opts);
 	if (rc != 0) {
 		rc = -errno;
@@ -1128,12 +1132,18 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 		for (int i = 0; i < n; i++) {
 			memcpy(cin, out, olen);
 			clear_traces(x, m[i].port);
-			struct xdp_md cin_ctx = { .data = meta, .data_end = olen };
+			/* (the run's output, like the main run's, starts with the
+			 * metadata: the frame is at its context's data) */
+			struct xdp_md cin_ctx = { .data = meta, .data_end = olen }, cout_ctx;
+			memset(&cout_ctx, 0, sizeof(cout_ctx));
 			LIBBPF_OPTS(bpf_test_run_opts, eo, .data_in = cin, .data_size_in = olen,
 				    .data_out = in, .data_size_out = FRAME_MAX, .ctx_in = &cin_ctx,
-				    .ctx_size_in = sizeof(cin_ctx), .repeat = 1);
-			if (bpf_prog_test_run_opts(dp->egress_test_fd, &eo) == 0 && eo.retval == XDP_PASS)
-				record_frame(res, m[i].port, raw, in, eo.data_size_out);
+				    .ctx_size_in = sizeof(cin_ctx), .ctx_out = &cout_ctx,
+				    .ctx_size_out = sizeof(cout_ctx), .repeat = 1);
+			if (bpf_prog_test_run_opts(dp->egress_test_fd, &eo) == 0 && eo.retval == XDP_PASS &&
+			    cout_ctx.data <= eo.data_size_out)
+				record_frame(res, m[i].port, raw, in + cout_ctx.data,
+					     eo.data_size_out - cout_ctx.data);
 		}
 		break;
 	}

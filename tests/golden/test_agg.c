@@ -297,6 +297,17 @@ static void test_slot_life(void **state)
 		contribute(&c);
 	}
 	expect_multicast7("slot 1 wraps", 1, 0, 64, 0, (int64_t)3 * 0x7fffff00, 3);
+
+	/* on the XDP target the eBPF program handled every one of them (they
+	 * fit one XDP buffer): none fell back to the user-space engine */
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	printf("slot life: %llu packets, %llu handled in XDP\n", (unsigned long long)st.rx_pkts,
+	       (unsigned long long)st.xdp_rx_pkts);
+	if (test_target_xdp()) {
+		assert_true(st.xdp_rx_pkts > 0);
+		assert_int_equal(st.xdp_rx_pkts, st.rx_pkts);
+	}
 }
 
 /* Jobs cannot see or touch each other's slots. */
