@@ -76,7 +76,13 @@ extern "C" {
 #define INNET_TABLE_KEY_MAX 256u     /* bytes of a table key */
 #define INNET_TABLE_VALUE_MAX 4096u  /* bytes of a table value */
 #define INNET_HASH_MAX      256u     /* innet_hash reads at most this many bytes */
-#define INNET_CONF_MAX      (1u << 20) /* bytes of a program's config block */
+#define INNET_CONF_MAX      (16u << 20) /* bytes of a program's config block: the DNN layer
+                                      * keeps a pipeline's weights there (dnn/layer.h), and
+                                      * the paper's AlexNet (examples/paper-alexnet.json) at
+                                      * 4 pipelines, the fewest its convolutions fit, puts
+                                      * 12 MiB in one (FC2: 512 units x 4096 inputs, as int8,
+                                      * transposed and widened to int32). On XDP the block is
+                                      * one array map value: 16 MiB loads on this kernel. */
 #define INNET_RMW_TRIES     64u      /* CAS attempts of an emulated RMW before reg_contended */
 
 enum innet_model {
