@@ -1,6 +1,6 @@
 /*
  * test_agg.c — golden packets for the aggregation program
- * (src/agg/dataplane.c): contributions in → verdict and results out, through
+ * (src/agg/agg_dp.c, agg.c): contributions in → verdict and results out, through
  * the real pipeline with innet_switch_inject. Every case and every drop
  * reason; then the straggler timer on a started switch (the partial result
  * arrives on real loopback sockets, late packets get it unicast), and the
