@@ -186,7 +186,6 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	if (conf == NULL)
 		return -ENOMEM;
 	conf->k = (uint32_t)k;
-	conf->slots = (uint32_t)slots;
 	uint32_t copies = 2 * c->slots;
 	if ((rc = innet_decl_reg(d, R_STATE, "state", 8, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_COUNT, "count", 4, copies)) != 0 ||

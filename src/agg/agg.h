@@ -73,7 +73,6 @@ static inline uint32_t agg_member_key(uint16_t job, uint8_t worker)
  * stay on the control side until init installs them in the tables). */
 struct agg_conf {
 	uint32_t k;            /* elements per packet */
-	uint32_t slots;        /* pool size */
 };
 
 INNET_DATAPATH_DECL(agg);

@@ -44,6 +44,10 @@
 #define PAGE 4096u
 #define PROG_USERSPACE 0x80u
 #define VLOG_SIZE (1u << 20)
+/* With INNET_XDP_VERIFIER_LOG (level 1: the path being checked), room for
+ * the longest path: the kernel refuses the load (ENOSPC) if the log ever
+ * outgrew its buffer, even when the program is accepted. */
+#define VLOG_SIZE_DUMP (64u << 20)
 
 struct xdp_prog {
 	const struct innet_bpf_object *bo;   /* NULL: not a program of the tree */
@@ -378,14 +382,15 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 			}
 		}
 	}
-	char *vlog = malloc(VLOG_SIZE);
+	size_t vlog_size = getenv("INNET_XDP_VERIFIER_LOG") ? VLOG_SIZE_DUMP : VLOG_SIZE;
+	char *vlog = malloc(vlog_size);
 	struct bpf_program *main_p = bpf_object__find_program_by_name(xp->obj, "innet_xdp_main");
 	if (vlog == NULL || main_p == NULL) {
 		free(vlog);
 		return -ENOMEM;
 	}
 	vlog[0] = '\0';
-	bpf_program__set_log_buf(main_p, vlog, VLOG_SIZE);
+	bpf_program__set_log_buf(main_p, vlog, vlog_size);
 	bpf_program__set_log_level(main_p, getenv("INNET_XDP_VERIFIER_LOG") ? 1 | 4 : 4);
 	char lbuf[8192];
 	log_buf = lbuf;
