@@ -145,8 +145,12 @@ $(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC) $(FUZZ_O)/bpf/objects.c
 	@mkdir -p $(@D)
 	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
 	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(FUZZ_O)/bpf/objects.c $(LDLIBS)
+# (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
+# this one must not replace its recipe, or the make calls itself for ever)
+ifneq ($(O),$(FUZZ_O))
 $(FUZZ_O)/bpf/objects.c:
 	$(MAKE) O=$(FUZZ_O) $@
+endif
 
 check: all
 	tests/run

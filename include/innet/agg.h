@@ -1,7 +1,7 @@
 /*
  * innet/agg.h — the aggregation service's host library: all-reduce (sum) of
  * int32 and float32 arrays through the switch's "agg" program
- * (src/agg/dataplane.c; protocol in docs/aggregation.md).
+ * (src/agg/agg_dp.c and agg.c; protocol in docs/aggregation.md).
  *
  * One struct innet_agg is one worker of one job: a UDP socket bound to the
  * address the switch knows the worker by (the job's member list), and the

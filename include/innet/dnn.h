@@ -10,7 +10,7 @@
  *           innet_dnn_model_parse() checks everything a layer program or the
  *           reference relies on (shapes, sizes, accumulator range, CRC).
  *   ref     the integer reference inference: it DEFINES the semantics; the
- *           fabric (src/dnn/layer.c) must agree with it bit for bit.
+ *           fabric (src/dnn/layer_dp.c) must agree with it bit for bit.
  *   plan    how a model is cut into stages (one conv/dense layer plus the
  *           ReLU/pool/flatten layers after it), each stage's units (conv
  *           filters, dense neurons) divided among pipelines, and how the
@@ -205,7 +205,7 @@ int innet_dnn_plan_build(const struct innet_dnn_model *m, uint32_t max_pipes, ui
 			 struct innet_dnn_plan *p, char *err, size_t errlen);
 void innet_dnn_plan_free(struct innet_dnn_plan *p);
 
-/* What one dnn_layer instance (src/dnn/layer.c) can hold. */
+/* What one dnn_layer instance (src/dnn/layer.h, layer_dp.c) can hold. */
 #define INNET_DNN_LAYER_MAX_CHUNKS  64u    /* input packets per inference: a 64-bit bitmap */
 #define INNET_DNN_LAYER_MAX_NEURONS 16384u /* accumulators per pipeline (the paper's conv1:
                                            * 16 filters x 30 x 30 = 14,400 on 4 pipelines) */

@@ -58,6 +58,10 @@ extern "C" {
  * of it that innet_pkt_push() can grow into (the same on both targets). */
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
+/* Bytes of innet_scratch() memory (declared per target). */
+#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+/* Most calls one innet_loop() makes (bpf_loop's limit). */
+#define INNET_LOOP_MAX      (1u << 23)
 
 /* Limits on declarations. */
 #define INNET_MAX_REGS      32u
@@ -72,7 +76,13 @@ extern "C" {
 #define INNET_TABLE_KEY_MAX 256u     /* bytes of a table key */
 #define INNET_TABLE_VALUE_MAX 4096u  /* bytes of a table value */
 #define INNET_HASH_MAX      256u     /* innet_hash reads at most this many bytes */
-#define INNET_CONF_MAX      (1u << 20) /* bytes of a program's config block */
+#define INNET_CONF_MAX      (16u << 20) /* bytes of a program's config block: the DNN layer
+                                      * keeps a pipeline's weights there (dnn/layer.h), and
+                                      * the paper's AlexNet (examples/paper-alexnet.json) at
+                                      * 4 pipelines, the fewest its convolutions fit, puts
+                                      * 12 MiB in one (FC2: 512 units x 4096 inputs, as int8,
+                                      * transposed and widened to int32). On XDP the block is
+                                      * one array map value: 16 MiB loads on this kernel. */
 #define INNET_RMW_TRIES     64u      /* CAS attempts of an emulated RMW before reg_contended */
 
 enum innet_model {
@@ -280,6 +290,23 @@ static inline __attribute__((always_inline)) uint64_t innet_hash(const void *dat
 	return h;
 }
 
+/*
+ * Loops over many elements. innet_loop(n, fn, arg) calls fn(i, arg) for
+ * i = 0, 1, ... n - 1 in order until fn returns 1 (0: go on; no other value),
+ * and returns the number of calls made (0 if n > INNET_LOOP_MAX). fn is a
+ * static function of the data path, `long fn(uint32_t i, void *arg)`; arg
+ * points to the caller's locals (the context, the packet, ...).
+ *
+ * On the user-space engine it is a plain loop (fn is inlined). On XDP it is
+ * bpf_loop(): the verifier checks fn's body a few times whatever n is, where
+ * the body of a for loop is checked once per iteration it could run — a loop
+ * over a thousand register elements, each a map lookup with its checks, does
+ * not fit the verifier's million instructions as a for loop. Use it when
+ * the body works on registers and the count is large; a for loop with a
+ * compile-time bound stays the choice for a handful of iterations.
+ */
+typedef long (*innet_loop_fn)(uint32_t i, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
@@ -370,6 +397,16 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 static inline void innet_alu(struct innet_ctx *ctx, uint32_t n)
 {
 	ctx->use.alu_ops += n;
+}
+
+/* Whether a helper has faulted this pass (the packet will be dropped with
+ * that reason whatever the handler returns). A loop over many elements
+ * stops at the first fault: the rest of its work would be thrown away, and
+ * the eBPF verifier then need not follow a faulted path through the rest of
+ * the loop. */
+static inline bool innet_faulted(const struct innet_ctx *ctx)
+{
+	return ctx->fault != 0;
 }
 
 /* The batch's time: CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns on XDP,

@@ -353,6 +353,24 @@ static inline uint32_t innet_random(struct innet_ctx *ctx)
 /* A port's peer address (0 if none or no such port). */
 uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port);
 
+/* Scratch memory: INNET_SCRATCH_SIZE bytes that belong to the running
+ * handler or timer callback alone (its worker thread's; on XDP a per-CPU
+ * map), contents undefined on entry, valid until it returns. For what the
+ * 512-byte stack cannot hold, such as a packet a timer callback builds to
+ * emit (it has no packet in hand). Never NULL here. */
+void *innet_scratch(struct innet_ctx *ctx);
+
+/* innet_loop (innet/dp.h): a plain loop here. */
+static inline __attribute__((always_inline)) uint32_t innet_loop(uint32_t n, innet_loop_fn fn, void *arg)
+{
+	if (n > INNET_LOOP_MAX)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (fn(i, arg) != 0)
+			return i + 1;
+	return n;
+}
+
 /* NAME_dp.c's last line (see innet/dp.h). */
 #define INNET_DATAPATH(name, handle_fn, timer_fn)                                        \
 	INNET_DATAPATH_DECL(name);                                                       \

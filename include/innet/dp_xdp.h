@@ -26,6 +26,8 @@
  *   innet_members        HASH (group << 16 | port) -> {ip, udp}            control plane
  *   innet_stats          PERCPU_ARRAY, one struct innet_xdp_stats          -
  *   innet_trace          PERCPU_ARRAY: the last packet's verdict (tests)   -
+ *   innet_scratch_map    PERCPU_ARRAY, one INNET_SCRATCH_SIZE value:
+ *                        innet_scratch()                                   -
  *  shared by all programs of a switch (the loader reuses one fd):
  *   innet_ports          ARRAY [64] struct innet_xdp_port                  loader
  *   innet_if2port        HASH ifindex -> port                              loader
@@ -174,6 +176,13 @@ struct {
 	__uint(value_size, sizeof(struct innet_xdp_trace));
 	__uint(max_entries, 1);
 } innet_trace SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(key_size, 4);
+	__uint(value_size, INNET_SCRATCH_SIZE);
+	__uint(max_entries, 1);
+} innet_scratch_map SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -325,11 +334,30 @@ INNET__INLINE void *innet__reg_map(unsigned r)
 	return (void *)0;
 }
 
-/* Account one register operation and check idx; the element's byte offset
- * from the start of the register's memory goes to *off. */
+/* Whether the pass has used more register operations than its budget.
+ * Only a PISA program has a budget (Trio's is UINT32_MAX, which a u32 count
+ * never exceeds): the test is skipped for the others on a constant of the
+ * layout, so the verifier never compares the running count. (Compared, the
+ * count becomes a value it must track exactly, and no two paths through a
+ * handler with loops ever look alike to it again: a Trio handler of long
+ * loops then exhausts its budget of a million instructions.) */
+INNET__INLINE bool innet__over_budget(const struct innet_ctx *ctx)
+{
+	return INNET__L.reg_ops_budget != 0xffffffffu && ctx->use.reg_ops > INNET__L.reg_ops_budget;
+}
+
+/* Register r's element width, read afresh at each use: innet_layout is
+ * volatile, so the verifier sees a constant every time, where a copy in a
+ * local may be spilled to the stack and lost to it (a 4-byte spill shares its
+ * 8-byte slot with the next 4-byte store, and the slot then reads as
+ * unknown bytes). */
+#define INNET__W(r) (INNET__L.regs[r].width)
+
+/* Account one register operation and check r and idx. */
 INNET__INLINE bool innet__reg_check(struct innet_ctx *ctx, unsigned r, uint32_t idx)
 {
-	if (++ctx->use.reg_ops > ctx->reg_ops_budget) {
+	ctx->use.reg_ops++;
+	if (innet__over_budget(ctx)) {
 		innet__fault(ctx, INNET_DROP_REG_BUDGET);
 		return false;
 	}
@@ -340,8 +368,11 @@ INNET__INLINE bool innet__reg_check(struct innet_ctx *ctx, unsigned r, uint32_t 
 	return true;
 }
 
-/* Element idx of a register of 1..8-byte elements: a pointer into its page. */
-INNET__INLINE uint8_t *innet__reg_word(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+/* Element idx of a register of 1..8-byte elements: a pointer into its page
+ * (align 1), or to the aligned 32-bit word that holds it (align 4: the word
+ * a 1- or 2-byte element's read-modify-write works on; computed from the
+ * page, as the verifier cannot follow an element pointer moved back). */
+INNET__INLINE uint8_t *innet__reg_at(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint32_t align)
 {
 	uint64_t off = (uint64_t)idx << INNET__L.regs[r].shift;
 	uint32_t page = (uint32_t)(off >> 12);
@@ -350,7 +381,12 @@ INNET__INLINE uint8_t *innet__reg_word(struct innet_ctx *ctx, unsigned r, uint32
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return (void *)0;
 	}
-	return base + (off & (INNET__PAGE - 1));
+	return base + (off & (INNET__PAGE - align));
+}
+
+INNET__INLINE uint8_t *innet__reg_word(struct innet_ctx *ctx, unsigned r, uint32_t idx)
+{
+	return innet__reg_at(ctx, r, idx, 1);
 }
 
 /* Element idx of a blob register (its own map entry). */
@@ -366,15 +402,14 @@ INNET__INLINE uint64_t innet_reg_read(struct innet_ctx *ctx, unsigned r, uint32_
 {
 	if (!innet__reg_check(ctx, r, idx))
 		return 0;
-	uint32_t w = INNET__L.regs[r].width;
-	if (w > 8) {
+	if (INNET__W(r) > 8) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return 0;
 	}
 	uint8_t *p = innet__reg_word(ctx, r, idx);
 	if (p == (void *)0)
 		return 0;
-	switch (w) {
+	switch (INNET__W(r)) {
 	case 8: return *(volatile uint64_t *)p;
 	case 4: return *(volatile uint32_t *)p;
 	case 2: return *(volatile uint16_t *)p;
@@ -388,15 +423,14 @@ INNET__INLINE void innet_reg_write(struct innet_ctx *ctx, unsigned r, uint32_t i
 {
 	if (!innet__reg_check(ctx, r, idx))
 		return;
-	uint32_t w = INNET__L.regs[r].width;
-	if (w > 8) {
+	if (INNET__W(r) > 8) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return;
 	}
 	uint8_t *p = innet__reg_word(ctx, r, idx);
 	if (p == (void *)0)
 		return;
-	switch (w) {
+	switch (INNET__W(r)) {
 	case 8: *(volatile uint64_t *)p = v; return;
 	case 4: *(volatile uint32_t *)p = (uint32_t)v; return;
 	case 2: *(volatile uint16_t *)p = (uint16_t)v; return;
@@ -422,9 +456,10 @@ INNET__INLINE uint64_t innet__rmw_apply(enum innet__rmw_op op, uint64_t old, uin
 
 /*
  * A read-modify-write of element idx. eBPF has atomic add/or/and/xchg/cmpxchg
- * of 32 and 64 bits: those map one to one. Elements of 1 or 2 bytes, and
- * the maximum at any width, are a compare-and-swap loop on the aligned 32-bit
- * (or 64-bit) word that holds them, at most INNET_RMW_TRIES rounds (the same
+ * of 32 and 64 bits: those map one to one, and or/and of 1- or 2-byte
+ * elements are or/and of the 32-bit word that holds them. add and swap of
+ * 1- or 2-byte elements, and the maximum at any width, are a compare-and-swap
+ * loop on the aligned 32-bit (or 64-bit) word, at most INNET_RMW_TRIES rounds (the same
  * bound the user-space engine uses for fetch_max); a writer that keeps losing
  * faults the packet with reg_contended.
  */
@@ -433,15 +468,15 @@ INNET__INLINE uint64_t innet__rmw(struct innet_ctx *ctx, unsigned r, uint32_t id
 {
 	if (!innet__reg_check(ctx, r, idx))
 		return 0;
-	uint32_t w = INNET__L.regs[r].width;
-	if (w > 8) {
+	if (INNET__W(r) > 8) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return 0;
 	}
-	uint8_t *p = innet__reg_word(ctx, r, idx);
+	/* (elements of 8 bytes: the element; else the 32-bit word holding it) */
+	uint8_t *p = innet__reg_at(ctx, r, idx, INNET__W(r) == 8 ? 1 : 4);
 	if (p == (void *)0)
 		return 0;
-	if (w == 8 && op != INNET__MAX) {
+	if (INNET__W(r) == 8 && op != INNET__MAX) {
 		uint64_t *q = (uint64_t *)p;
 		switch (op) {
 		case INNET__ADD: return __sync_fetch_and_add(q, v);
@@ -450,7 +485,7 @@ INNET__INLINE uint64_t innet__rmw(struct innet_ctx *ctx, unsigned r, uint32_t id
 		default: return __sync_lock_test_and_set(q, v);
 		}
 	}
-	if (w == 4 && op != INNET__MAX) {
+	if (INNET__W(r) == 4 && op != INNET__MAX) {
 		uint32_t *q = (uint32_t *)p;
 		switch (op) {
 		case INNET__ADD: return __sync_fetch_and_add(q, (uint32_t)v);
@@ -459,7 +494,17 @@ INNET__INLINE uint64_t innet__rmw(struct innet_ctx *ctx, unsigned r, uint32_t id
 		default: return __sync_lock_test_and_set(q, (uint32_t)v);
 		}
 	}
-	if (w == 8) {   /* max of a 64-bit element */
+	if (INNET__W(r) < 4 && (op == INNET__OR || op == INNET__AND)) {
+		/* or/and of a 1- or 2-byte element: the same on the 32-bit word
+		 * that holds it, the other bytes or-ed with 0 / and-ed with 1s */
+		uint32_t sh = (((uint32_t)idx << INNET__L.regs[r].shift) & 3u) * 8u;
+		uint32_t mask = (1u << (INNET__W(r) * 8u)) - 1u;
+		uint32_t bits = ((uint32_t)v & mask) << sh;
+		uint32_t old = op == INNET__OR ? __sync_fetch_and_or((uint32_t *)p, bits)
+					       : __sync_fetch_and_and((uint32_t *)p, bits | ~(mask << sh));
+		return (old >> sh) & mask;
+	}
+	if (INNET__W(r) == 8) {   /* max of a 64-bit element */
 		uint64_t *q = (uint64_t *)p;
 		uint64_t cur = *(volatile uint64_t *)q;
 		for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
@@ -475,9 +520,9 @@ INNET__INLINE uint64_t innet__rmw(struct innet_ctx *ctx, unsigned r, uint32_t id
 	}
 	/* 1, 2 or 4 bytes through the aligned 32-bit word that holds them */
 	uint32_t in_word = ((uint32_t)idx << INNET__L.regs[r].shift) & 3u;
-	uint32_t *q = (uint32_t *)(p - in_word);
+	uint32_t *q = (uint32_t *)p;
 	uint32_t sh = in_word * 8u;
-	uint32_t mask = w == 4 ? 0xffffffffu : ((1u << (w * 8u)) - 1u);
+	uint32_t mask = INNET__W(r) == 4 ? 0xffffffffu : ((1u << (INNET__W(r) * 8u)) - 1u);
 	uint32_t cur = *(volatile uint32_t *)q;
 	for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
 		uint32_t old = (cur >> sh) & mask;
@@ -524,24 +569,23 @@ INNET__INLINE bool innet_reg_cas(struct innet_ctx *ctx, unsigned r, uint32_t idx
 {
 	if (!innet__reg_check(ctx, r, idx))
 		return false;
-	uint32_t w = INNET__L.regs[r].width;
-	if (w > 8) {
+	if (INNET__W(r) > 8) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return false;
 	}
-	uint8_t *p = innet__reg_word(ctx, r, idx);
+	uint8_t *p = innet__reg_at(ctx, r, idx, INNET__W(r) == 8 ? 1 : 4);
 	if (p == (void *)0)
 		return false;
-	if (w == 8) {
+	if (INNET__W(r) == 8) {
 		uint64_t seen = __sync_val_compare_and_swap((uint64_t *)p, *expected, desired);
 		bool ok = seen == *expected;
 		*expected = seen;
 		return ok;
 	}
 	uint32_t in_word = ((uint32_t)idx << INNET__L.regs[r].shift) & 3u;
-	uint32_t *q = (uint32_t *)(p - in_word);
+	uint32_t *q = (uint32_t *)p;
 	uint32_t sh = in_word * 8u;
-	uint32_t mask = w == 4 ? 0xffffffffu : ((1u << (w * 8u)) - 1u);
+	uint32_t mask = INNET__W(r) == 4 ? 0xffffffffu : ((1u << (INNET__W(r) * 8u)) - 1u);
 	uint32_t want = (uint32_t)*expected & mask;
 	uint32_t cur = *(volatile uint32_t *)q;
 	for (uint32_t t = 0; t < INNET_RMW_TRIES; t++) {
@@ -567,17 +611,16 @@ INNET__INLINE uint8_t *innet__blob(struct innet_ctx *ctx, unsigned r, uint32_t i
 {
 	if (!innet__reg_check(ctx, r, idx))
 		return (void *)0;
-	uint32_t w = INNET__L.regs[r].width;
-	if (n > w) {
+	if (n > INNET__W(r)) {
 		innet__fault(ctx, INNET_DROP_REG_OOB);
 		return (void *)0;
 	}
 	ctx->use.reg_ops += (n > 8) ? (n + 7) / 8 - 1 : 0;
-	if (ctx->use.reg_ops > ctx->reg_ops_budget) {
+	if (innet__over_budget(ctx)) {
 		innet__fault(ctx, INNET_DROP_REG_BUDGET);
 		return (void *)0;
 	}
-	return w <= 8 ? innet__reg_word(ctx, r, idx) : innet__reg_blob(ctx, r, idx);
+	return INNET__W(r) <= 8 ? innet__reg_word(ctx, r, idx) : innet__reg_blob(ctx, r, idx);
 }
 
 /* n is a compile-time constant at every call (sizeof of a local). */
@@ -680,13 +723,96 @@ INNET__INLINE bool innet__table_check(struct innet_ctx *ctx, unsigned t, uint32_
 	return true;
 }
 
-/* Compare ks bytes (a compile-time constant) of a slot's key with key. */
+/* Compare ks bytes (a compile-time constant) of a slot's key with key: a
+ * word at a time where ks allows (one branch for the verifier to follow per
+ * word, not per byte). The slot's key is 8-byte aligned (table.c's slot
+ * layout); the caller's key need not be. */
 INNET__INLINE bool innet__key_eq(const uint8_t *slot_key, const uint8_t *key, uint32_t ks)
 {
+	if (ks % 8 == 0) {
+		for (uint32_t i = 0; i < ks; i += 8) {
+			uint64_t a, b;
+			__builtin_memcpy(&a, slot_key + i, 8);
+			__builtin_memcpy(&b, key + i, 8);
+			if (a != b)
+				return false;
+		}
+		return true;
+	}
+	if (ks % 4 == 0) {
+		for (uint32_t i = 0; i < ks; i += 4) {
+			uint32_t a, b;
+			__builtin_memcpy(&a, slot_key + i, 4);
+			__builtin_memcpy(&b, key + i, 4);
+			if (a != b)
+				return false;
+		}
+		return true;
+	}
 	for (uint32_t i = 0; i < ks; i++)
 		if (slot_key[i] != key[i])
 			return false;
 	return true;
+}
+
+/* A lookup's look at slot i of its probe window (bpf_loop's callback): a
+ * seqlock read of the slot, at most INNET_XDP_SEQ_TRIES tries. One probe is
+ * a callback, not a turn of an unrolled loop, so the verifier checks its body
+ * a few times per lookup rather than once for each of the window's 32 slots
+ * times each path that reaches it. Everything it needs from the call site is
+ * in 8-byte fields of the arg: the verifier keeps a constant stored there
+ * exact (the table, the key and value sizes select the map and bound every
+ * access). */
+struct innet__probe_arg {
+	const uint8_t *key;
+	uint8_t *val;
+	uint64_t t;              /* table id */
+	uint64_t ks, vs;         /* key and value size */
+	uint64_t home, mask;     /* the key's home slot; n_slots - 1 */
+	int64_t found;           /* 0: found; -1: not in the table; 1: look on */
+};
+
+static long innet__probe(uint32_t i, void *arg)
+{
+	struct innet__probe_arg *p = arg;
+	uint32_t k = (uint32_t)((p->home + i) & p->mask);
+	uint32_t ks = (uint32_t)p->ks;
+	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
+	if (s == (void *)0) {
+		p->found = -1;
+		return 1;
+	}
+	for (uint32_t tries = 0; tries < INNET_XDP_SEQ_TRIES; tries++) {
+		uint32_t seq = *(volatile uint32_t *)&s->seq;
+		if (seq & 1)
+			continue;
+		uint32_t state = *(volatile uint32_t *)&s->state;
+		if (state == INNET_SLOT_EMPTY) {
+			p->found = -1;
+			return 1;
+		}
+		if (state != INNET_SLOT_USED)
+			return 0;
+		bool eq = true;
+		for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b++) {
+			if (b >= ks)
+				break;
+			if (s->kv[b] != p->key[b]) {
+				eq = false;
+				break;
+			}
+		}
+		if (eq)   /* (val may keep torn bytes if a racing writer then
+		           * moves the key away: the lookup still says -1) */
+			bpf_probe_read_kernel(p->val, (uint32_t)p->vs, s->kv + ks);
+		if (*(volatile uint32_t *)&s->seq != seq)
+			continue;
+		if (!eq)
+			return 0;
+		p->found = 0;
+		return 1;
+	}
+	return 0;
 }
 
 INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key,
@@ -695,34 +821,12 @@ INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const v
 	if (!innet__table_check(ctx, t, ks, vs))
 		return -1;
 	uint32_t mask = INNET__L.tables[t].n_slots - 1;
-	uint32_t home = (uint32_t)innet_hash(key, ks, 0) & mask;
-	void *slots = innet__tslots(t);
-	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
-		uint32_t k = (home + i) & mask;
-		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
-		if (s == (void *)0)
-			return -1;
-		for (uint32_t tries = 0; tries < INNET_XDP_SEQ_TRIES; tries++) {
-			uint32_t seq = *(volatile uint32_t *)&s->seq;
-			if (seq & 1)
-				continue;
-			uint32_t state = *(volatile uint32_t *)&s->state;
-			if (state == INNET_SLOT_EMPTY)
-				return -1;
-			if (state != INNET_SLOT_USED)
-				break;
-			bool eq = innet__key_eq(s->kv, key, ks);
-			if (eq)   /* (val may keep torn bytes if a racing writer then
-			           * moves the key away: the lookup still says -1) */
-				__builtin_memcpy(val, s->kv + ks, vs);
-			if (*(volatile uint32_t *)&s->seq != seq)
-				continue;
-			if (eq)
-				return 0;
-			break;
-		}
-	}
-	return -1;
+	struct innet__probe_arg p = {
+		.key = key, .val = val, .t = t, .ks = ks, .vs = vs,
+		.home = (uint32_t)innet_hash(key, ks, 0) & mask, .mask = mask, .found = 1,
+	};
+	bpf_loop(INNET_XDP_TABLE_PROBE, innet__probe, &p, 0);
+	return p.found == 0 ? 0 : -1;
 }
 
 /* Writers: the key's home lock (a u32 flag) serialises writers of one key;
@@ -961,6 +1065,23 @@ INNET__INLINE uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
 	uint32_t k = port;
 	const struct innet_xdp_port *pi = bpf_map_lookup_elem(&innet_ports, &k);
 	return (pi != (void *)0 && port < INNET__L.n_ports) ? pi->peer_ip : 0;
+}
+
+/* innet_loop (innet/dp.h): bpf_loop, which returns the calls made or an
+ * error (-E2BIG when n > INNET_LOOP_MAX). */
+INNET__INLINE uint32_t innet_loop(uint32_t n, innet_loop_fn fn, void *arg)
+{
+	long done = bpf_loop(n, (void *)fn, arg, 0);
+	return done < 0 ? 0 : (uint32_t)done;
+}
+
+/* Scratch memory (see innet/dp_user.h): a per-CPU map's value, the program
+ * running alone on its CPU until it returns. NULL if the lookup fails. */
+INNET__INLINE void *innet_scratch(struct innet_ctx *ctx)
+{
+	(void)ctx;
+	uint32_t zero = 0;
+	return bpf_map_lookup_elem(&innet_scratch_map, &zero);
 }
 
 /* NAME_dp.c's last line: the handler (and timer callback, which on XDP runs

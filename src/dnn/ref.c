@@ -1,7 +1,7 @@
 /*
  * ref.c — the integer reference inference. This file defines what a model
  * computes (docs/dnn.md, "Semantics"); the fabric's layer program
- * (layer.c) and tools/dnn/innetdnn.py (qinfer) must agree with it bit for
+ * (layer_dp.c) and tools/dnn/innetdnn.py (qinfer) must agree with it bit for
  * bit. At the end, the float reference (the same model before rounding), for
  * timing and class agreement only.
  *

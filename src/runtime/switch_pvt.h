@@ -213,6 +213,7 @@ struct innet_worker {
 	int32_t pinned_emit;     /* emit buffer holding the packet in hand, or -1:
 	                          * a pool recycled mid-packet skips it */
 	struct innet_cpu_ring cpu;
+	uint8_t *scratch;        /* INNET_SCRATCH_SIZE: innet_scratch() of its callbacks */
 	uint64_t now_ns;
 	/* injection (INNET_INJECT_WORKER only) */
 	struct innet_inject_result *inject;    /* non-NULL: flush records, sends nothing */

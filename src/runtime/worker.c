@@ -504,6 +504,13 @@ int innet_emit(struct innet_ctx *ctx, const struct innet_out *out, bool is_group
 	return innet_worker_send_copy(w, ctx->prog, out, is_group, data, len, out->src_udp) == 0 ? 0 : -1;
 }
 
+/* The worker's scratch memory: its handlers and timer callbacks run one at a
+ * time, each until it returns (innet/dp_user.h). */
+void *innet_scratch(struct innet_ctx *ctx)
+{
+	return ctx->worker->scratch;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The pipeline                                                               */
 
@@ -881,8 +888,9 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_RX_SETS * INNET_BURST * INNET_BUF_SIZE);
 	w->emit_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_EMIT_MAX * INNET_BUF_SIZE);
 	w->cpu.slots = calloc(INNET_CPU_RING, sizeof(*w->cpu.slots));
+	w->scratch = aligned_alloc(INNET_CACHELINE, INNET_SCRATCH_SIZE);
 	if (!w->ctx || !w->pstats || !w->portstats || !w->links || !w->txfd || !w->rawfd ||
-	    !w->rx_bufs || !w->emit_bufs || !w->cpu.slots)
+	    !w->rx_bufs || !w->emit_bufs || !w->cpu.slots || !w->scratch)
 		return -ENOMEM;
 	for (size_t i = 0; i < n_txfd; i++)
 		w->txfd[i] = -1;     /* filled in by the switch once its sockets are bound */
@@ -953,6 +961,7 @@ void innet_worker_fini(struct innet_worker *w)
 	free(w->rx_bufs);
 	free(w->emit_bufs);
 	free(w->cpu.slots);
+	free(w->scratch);
 	memset(w, 0, sizeof(*w));
 	w->epfd = w->wake_fd = -1;
 }

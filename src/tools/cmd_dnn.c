@@ -1,6 +1,6 @@
 /*
  * cmd_dnn.c — `innet dnn`: quantized DNN inference in the fabric
- * (docs/dnn.md; the layer program is src/dnn/layer.c).
+ * (docs/dnn.md; the layer program is src/dnn/layer_dp.c and layer.c).
  *
  *   innet dnn ref MODEL TESTSET            the C integer reference on a test set
  *   innet dnn time MODEL TESTSET           the integer and float references timed,

@@ -45,6 +45,10 @@
 #define PAGE 4096u
 #define PROG_USERSPACE 0x80u
 #define VLOG_SIZE (1u << 20)
+/* With INNET_XDP_VERIFIER_LOG (level 1: the path being checked), room for
+ * the longest path: the kernel refuses the load (ENOSPC) if the log ever
+ * outgrew its buffer, even when the program is accepted. */
+#define VLOG_SIZE_DUMP (64u << 20)
 
 struct xdp_prog {
 	const struct innet_bpf_object *bo;   /* NULL: not a program of the tree */
@@ -379,14 +383,15 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 			}
 		}
 	}
-	char *vlog = malloc(VLOG_SIZE);
+	size_t vlog_size = getenv("INNET_XDP_VERIFIER_LOG") ? VLOG_SIZE_DUMP : VLOG_SIZE;
+	char *vlog = malloc(vlog_size);
 	struct bpf_program *main_p = bpf_object__find_program_by_name(xp->obj, "innet_xdp_main");
 	if (vlog == NULL || main_p == NULL) {
 		free(vlog);
 		return -ENOMEM;
 	}
 	vlog[0] = '\0';
-	bpf_program__set_log_buf(main_p, vlog, VLOG_SIZE);
+	bpf_program__set_log_buf(main_p, vlog, vlog_size);
 	bpf_program__set_log_level(main_p, getenv("INNET_XDP_VERIFIER_LOG") ? 1 | 4 : 4);
 	char lbuf[8192];
 	log_buf = lbuf;
@@ -1087,8 +1092,10 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 	uint32_t k = x->lo_ifindex, v = port;
 	bpf_map_update_elem(x->if2port_fd, &k, &v, BPF_ANY);
 	clear_traces(x, 0);
-	/* ctx_in must say where the frame ends: a context given for ctx_out
-	 * alone is taken as an empty frame */
+	/* The context in, too: given a context out alone, the kernel builds the
+	 * run's context from zeroes, and its data_end of 0 cuts the frame the
+	 * program sees short (every frame was passed up as too short, so the
+	 * user-space engine ran every XDP golden case) */
 	struct xdp_md ctx_in = { .data = 0, .data_end = flen }, ctx_out;
 	memset(&ctx_out, 0, sizeof(ctx_out));
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = flen, .data_out = out,
@@ -1132,6 +1139,8 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 		for (int i = 0; i < n; i++) {
 			memcpy(cin, out, olen);
 			clear_traces(x, m[i].port);
+			/* (the run's output, like the main run's, starts with the
+			 * metadata: the frame is at its context's data) */
 			struct xdp_md cin_ctx = { .data = meta, .data_end = olen }, cout_ctx;
 			memset(&cout_ctx, 0, sizeof(cout_ctx));
 			LIBBPF_OPTS(bpf_test_run_opts, eo, .data_in = cin, .data_size_in = olen,

@@ -1,6 +1,6 @@
 /*
  * test_agg.c — golden packets for the aggregation program
- * (src/agg/dataplane.c): contributions in → verdict and results out, through
+ * (src/agg/agg_dp.c, agg.c): contributions in → verdict and results out, through
  * the real pipeline with innet_switch_inject. Every case and every drop
  * reason; then the straggler timer on a started switch (the partial result
  * arrives on real loopback sockets, late packets get it unicast), and the
@@ -297,6 +297,17 @@ static void test_slot_life(void **state)
 		contribute(&c);
 	}
 	expect_multicast7("slot 1 wraps", 1, 0, 64, 0, (int64_t)3 * 0x7fffff00, 3);
+
+	/* on the XDP target the eBPF program handled every one of them (they
+	 * fit one XDP buffer): none fell back to the user-space engine */
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	printf("slot life: %llu packets, %llu handled in XDP\n", (unsigned long long)st.rx_pkts,
+	       (unsigned long long)st.xdp_rx_pkts);
+	if (test_target_xdp()) {
+		assert_true(st.xdp_rx_pkts > 0);
+		assert_int_equal(st.xdp_rx_pkts, st.rx_pkts);
+	}
 }
 
 /* Jobs cannot see or touch each other's slots. */
@@ -701,6 +712,82 @@ static void test_join(void **state)
 	expect_drop("a JOINED sent to the switch", "is_result");
 }
 
+/* Jumbo contributions (k = 2294, a 9216-byte datagram) do not fit one XDP
+ * buffer: on the XDP target they go to the user-space engine, while a JOIN
+ * (small) is answered by the eBPF program — on the same registers. The
+ * round the user-space engine completed is the one the JOIN reports. */
+static void test_jumbo(void **state)
+{
+	struct innet_switch_conf c;
+	memset(&c, 0, sizeof(c));
+	snprintf(c.name, sizeof(c.name), "golden-agg-jumbo");
+	c.n_workers = 1;
+	c.n_ports = 1;
+	c.ports[0].ip = test_ip(1);
+	c.n_progs = 1;
+	snprintf(c.progs[0].name, sizeof(c.progs[0].name), "agg");
+	c.progs[0].program = innet_program_find("agg");
+	c.progs[0].udp[0] = UDP_AGG;
+	c.progs[0].n_udp = 1;
+	unsigned p = (unsigned)getpid() & 0xffu;
+	char a[256];
+	snprintf(a, sizeof(a), "{\"k\": %u, \"slots\": 2, \"jobs\": [{\"id\": 3, \"workers\": 2, \"slots\": 2, "
+		 "\"members\": [\"127.207.%u.11:6001\", \"127.207.%u.12:6002\"]}]}", INNET_AGG_K_MAX, p, p);
+	c.progs[0].args_json = a;
+	char err[256];
+	test_target(&c);
+	struct innet_switch *s = innet_switch_create(&c, err, sizeof(err));
+	if (s == NULL)
+		fail_msg("create: %s", err);
+	struct innet_cp *jc = innet_switch_prog(s, "agg");
+	const uint32_t len = INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX;
+	static uint8_t buf[INNET_PKT_MAX];
+	printf("two workers, k = %u (%u-byte datagrams), slot 1 round 0\n", INNET_AGG_K_MAX, len);
+	for (uint8_t w = 0; w < 2; w++) {
+		struct innet_hdr *h = (struct innet_hdr *)buf;
+		struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
+		*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG };
+		*ah = (struct innet_agg_hdr){ .op = INNET_AGG_CONTRIB, .job = htons(3), .slot = htons(1), .worker = w,
+					      .offset = htonl(4096), .call = htonl(11), .k = htons(INNET_AGG_K_MAX) };
+		uint32_t *el = (uint32_t *)(ah + 1);
+		for (uint32_t i = 0; i < INNET_AGG_K_MAX; i++)
+			el[i] = htonl((uint32_t)((int32_t)i * (w ? -3 : 1) + 1000 * w));
+		struct innet_addr src = { test_ip(11u + w), (uint16_t)(6001 + w) };
+		memset(&res, 0xAB, sizeof(res));
+		assert_int_equal(innet_switch_inject(s, 0, UDP_AGG, &src, buf, len, &res), 0);
+	}
+	/* the second completed the round: its sums multicast, el[i] = 1000 - 2i */
+	assert_int_equal(res.action, INNET_MULTICAST);
+	assert_int_equal(res.n_out, 2);
+	assert_int_equal(res.out[0].len, len);
+	const uint32_t *got = (const uint32_t *)(res.out[0].data + INNET_AGG_HDR_LEN);
+	for (uint32_t i = 0; i < INNET_AGG_K_MAX; i++)
+		assert_int_equal((int32_t)ntohl(got[i]), 1000 - 2 * (int32_t)i);
+	printf("JOIN for slots 0-1 from worker 0: slot 1 reports round 0 done, offset 4096, call 11\n");
+	struct innet_hdr *h = (struct innet_hdr *)buf;
+	struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG };
+	*ah = (struct innet_agg_hdr){ .op = INNET_AGG_JOIN, .job = htons(3), .slot = 0, .worker = 0, .k = htons(2) };
+	memset(ah + 1, 0, 24);
+	struct innet_addr src = { test_ip(11), 6001 };
+	memset(&res, 0xAB, sizeof(res));
+	assert_int_equal(innet_switch_inject(s, 0, UDP_AGG, &src, buf, INNET_AGG_HDR_LEN + 24, &res), 0);
+	assert_int_equal(res.action, INNET_REFLECT);
+	const struct innet_agg_join_rec *r = (const struct innet_agg_join_rec *)(res.out[0].data + INNET_AGG_HDR_LEN);
+	assert_int_equal(ntohl(r[0].state), 0);
+	assert_int_equal(ntohl(r[1].state), INNET_AGG_JOIN_DONE | 0);
+	assert_int_equal(ntohl(r[1].offset), 4096);
+	assert_int_equal(ntohl(r[1].call), 11);
+	struct innet_prog_stats st;
+	innet_cp_stats(jc, &st);
+	printf("%llu packets, %llu handled in XDP\n", (unsigned long long)st.rx_pkts,
+	       (unsigned long long)st.xdp_rx_pkts);
+	assert_int_equal(st.rx_pkts, 3);
+	/* on XDP: the JOIN in eBPF, the jumbo contributions in user space */
+	assert_int_equal(st.xdp_rx_pkts, test_target_xdp() ? 1 : 0);
+	innet_switch_destroy(s);
+}
+
 static void test_settings(void **state)
 {
 	static const struct {
@@ -772,6 +859,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_banks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_timer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join, setup, teardown),
+		cmocka_unit_test(test_jumbo),
 		cmocka_unit_test(test_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

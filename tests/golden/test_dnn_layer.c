@@ -1,6 +1,6 @@
 /*
  * test_dnn_layer.c — golden packets for the DNN layer program
- * (src/dnn/layer.c) with the shipped digits model: the last stage (dense
+ * (src/dnn/layer_dp.c, layer.c) with the shipped digits model: the last stage (dense
  * 32 -> 10) split into two pipelines; this switch runs pipeline 0 (logits
  * 0..4). Its input arrives in two chunks of 16 values (from the two
  * pipelines of stage 1). Cases, in order, on one switch (node 13):

@@ -1,0 +1,666 @@
+/*
+ * agg/agg_dp.c — the aggregation program's data path (Trio): streaming
+ * all-reduce of int32 vectors in the switch, SwitchML/DAIET style, with
+ * Trio-ML's timer-driven straggler mitigation. Protocol: src/agg/wire.h,
+ * docs/aggregation.md; settings and setup: agg.c.
+ *
+ * State. A pool of `slots` slots, each with two shadow copies (ver 0/1). A
+ * job owns a contiguous range of the pool [slot_base, slot_base + slots);
+ * packets name a job-relative slot, so a job can only ever touch its own
+ * range. Copy index idx = 2 * global_slot + ver; per copy:
+ *
+ *   R_STATE  u64   bits  0..47  bitmap of workers whose elements were claimed
+ *                  bit   48     CLOSED  (no more contributions: complete or timed out)
+ *                  bit   49     EMITTED (the result went out; copy readable for replies)
+ *                  bits 50..63  round tag (round mod 2^14) the copy holds
+ *   R_COUNT  u32   contributions fully added (incremented after the adds)
+ *   R_EXP    u8    max of the contributors' exponent proposals (biased)
+ *   R_OFF    u32   element offset the contributors sent (echoed in results)
+ *   R_VAL    u32   k accumulators at [idx * k, idx * k + k)      bank A
+ *   R_VAL2   u32   k more at the same indices                    bank B
+ *   R_ADDER  u8    bit 0 EXCL: a contributor is adding into bank A
+ *                  bit 1 B_USED: some contributor added into bank B
+ *   R_CALL   u32   call number the contributors sent (echoed; read by JOIN)
+ *
+ * Two banks, because an atomic add costs ~8 ns here and a plain one a
+ * fraction of that (measured, docs/aggregation.md): a contributor that
+ * takes EXCL (fetch_or on R_ADDER: exactly one holder at a time) adds into
+ * bank A with plain loads and stores, then releases EXCL; one that finds
+ * EXCL held (another switch thread is adding into the same copy right now)
+ * adds into bank B with atomic adds. The result is A + B (B only if used).
+ * With one switch thread, or threads on different slots, every add is
+ * plain. The hand-over of bank A is ordered by the RMWs on R_ADDER, and
+ * every add happens before the count++ that the emitter reads, so the
+ * emitter sees all of them.
+ *
+ * The life of round r of a slot (ver = r & 1):
+ *
+ *   copy tag r, open ── claim bit (CAS on R_STATE: tag checked atomically with
+ *     the claim) ── add k elements, max exp ── count++ ──┐
+ *   count == n: set CLOSED            timer (timeout_us after the first claim):
+ *                                     CAS CLOSED if still open with tag r
+ *   then try_finish: CLOSED, !EMITTED and count == popcount(bitmap) (every
+ *   claimant finished adding) ── CAS EMITTED (exactly one thread wins) ──
+ *   the winner resets the OTHER copy to tag r + 1 (it held round r - 1, which
+ *   everyone has seen: they all sent round r) and multicasts the result.
+ *
+ * Round r + 1 can only start after some worker received round r's result,
+ * so a copy is never reset while anyone may still add into it; replies read
+ * a copy seqlock-style (state before == state after, else STALE).
+ *
+ * THREAD SAFETY: handlers run on several workers (or CPUs, on XDP) and
+ * on_timer on the timer thread (in user space on both targets), all
+ * concurrently; every shared access is an atomic register helper. The checks
+ * that must see each other's writes (a closer reading the count, an adder
+ * reading CLOSED) use RMW reads (fetch_add 0 / fetch_or 0), which are
+ * sequentially consistent.
+ *
+ * Late packets of a straggler: a contribution for a copy that is CLOSED and
+ * EMITTED is answered (to that worker only) with the result as it stands —
+ * PARTIAL with the bitmap that excludes it; its elements are not added, so
+ * every worker ends the round with the same values. A contribution for a
+ * round whose copy was reused is answered STALE. One arriving while the copy
+ * is CLOSED but not yet EMITTED is dropped (pending); the worker retransmits.
+ *
+ * On XDP the eBPF program handles every packet that fits one XDP buffer (k
+ * up to about 870); jumbo packets reach the user-space engine, which runs
+ * this same code on the same state.
+ */
+#include "innet/dp.h"
+#include "agg/agg.h"
+#include "agg/wire.h"
+
+/* The per-element work (k up to 2294 per packet) is the program's hot path.
+ * It runs in innet_loop (on XDP bpf_loop: the verifier checks each body once,
+ * not once per element); `flatten` inlines the register helpers into the
+ * bodies (gcc and clang otherwise keep innet_reg_read/write as calls:
+ * measured 3x slower). */
+#define AGG_HOT __attribute__((flatten))
+
+/* The handler's steps are functions of their own, never inlined: on XDP
+ * each is a BPF subprogram, so its locals are not on the stack of the other
+ * steps (512 bytes for the deepest chain of calls, the engine's frame
+ * included), and the verifier does not carry one step's inner paths (a table
+ * lookup has dozens of ways out) into the steps after it. A few calls per
+ * packet on the user-space engine. */
+#define AGG_STEP __attribute__((noinline))
+
+/* What a per-element body works on (innet_loop's arg). */
+struct agg_elems {
+	struct innet_ctx *ctx;
+	struct innet_pkt *pkt;     /* elements after the headers */
+	uint32_t base;             /* the copy's first value (idx * k) */
+	bool b_used;               /* put_sum_one: bank B is in use */
+};
+
+/* Element i of the packet's payload (after the headers), or NULL. */
+static inline uint32_t *pkt_el(struct innet_pkt *pkt, uint32_t i)
+{
+	return innet_pkt_ptr(pkt, INNET_AGG_HDR_LEN + 4u * i, 4);
+}
+
+/* Bank A, held exclusively: element i (big-endian) added with a plain load
+ * and store, wrapping modulo 2^32. */
+static AGG_HOT long add_plain_one(uint32_t i, void *arg)
+{
+	struct agg_elems *e = arg;
+	const uint32_t *el = pkt_el(e->pkt, i);
+	if (el == NULL || innet_faulted(e->ctx))
+		return 1; /* (the handler checked the length; a fault drops the packet) */
+	innet_reg_write(e->ctx, R_VAL, e->base + i,
+			innet_reg_read(e->ctx, R_VAL, e->base + i) + innet_be32(*el));
+	return 0;
+}
+
+/* Bank B, shared: an atomic add. */
+static AGG_HOT long add_atomic_one(uint32_t i, void *arg)
+{
+	struct agg_elems *e = arg;
+	const uint32_t *el = pkt_el(e->pkt, i);
+	if (el == NULL || innet_faulted(e->ctx))
+		return 1;
+	innet_reg_fetch_add(e->ctx, R_VAL2, e->base + i, innet_be32(*el));
+	return 0;
+}
+
+/* Sum i of a copy whose values start at base: bank A, plus bank B if used. */
+static inline uint32_t sum_at(struct innet_ctx *ctx, uint32_t base, uint32_t i, bool b_used)
+{
+	if (b_used)
+		return (uint32_t)(innet_reg_read(ctx, R_VAL, base + i) +
+				  innet_reg_read(ctx, R_VAL2, base + i));
+	return (uint32_t)innet_reg_read(ctx, R_VAL, base + i);
+}
+
+/* Element i of a result: the sum, big-endian. */
+static AGG_HOT long put_sum_one(uint32_t i, void *arg)
+{
+	struct agg_elems *e = arg;
+	uint32_t *el = pkt_el(e->pkt, i);
+	if (el == NULL || innet_faulted(e->ctx))
+		return 1;
+	*el = innet_be32(sum_at(e->ctx, e->base, i, e->b_used));
+	return 0;
+}
+
+/* Zero element base + i of bank A (bank B). The register is in the code,
+ * not in the arg: the verifier must know which map each one uses. */
+static AGG_HOT long zero_a_one(uint32_t i, void *arg)
+{
+	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	innet_reg_write(e->ctx, R_VAL, e->base + i, 0);
+	return 0;
+}
+
+static AGG_HOT long zero_b_one(uint32_t i, void *arg)
+{
+	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	innet_reg_write(e->ctx, R_VAL2, e->base + i, 0);
+	return 0;
+}
+
+static inline uint32_t st_tag(uint64_t w)
+{
+	return (uint32_t)(w >> ST_TAG_SHIFT) & ST_TAG_MASK;
+}
+
+static inline uint64_t st_make_tag(uint32_t round)
+{
+	return (uint64_t)(round & ST_TAG_MASK) << ST_TAG_SHIFT;
+}
+
+/* Bits set in x (the bit-parallel count: __builtin_popcountll may become a
+ * libgcc call, which a data path cannot make). */
+static inline uint32_t popcount64(uint64_t x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+static inline uint64_t all_workers(uint8_t n)
+{
+	return n >= 64 ? ~0ull : (1ull << n) - 1;
+}
+
+/* What a RESULT answers: copy idx of (job, slot, round) in state w. */
+struct agg_res {
+	uint64_t w;            /* the copy's state word */
+	uint32_t idx;          /* copy index */
+	uint32_t round;
+	uint16_t job_id;
+	uint16_t slot;         /* job-relative */
+	uint8_t worker;        /* the worker answered, 0xff for a multicast */
+	uint8_t n_workers;     /* of the job */
+};
+
+/* Write the RESULT header for r at h. Returns whether bank B of the copy is
+ * in use (read once, here). */
+static bool put_result_hdr(struct innet_ctx *ctx, const struct agg_conf *c, struct innet_hdr *h,
+			   const struct agg_res *r)
+{
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	uint64_t bitmap = r->w & ST_BITMAP;
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
+				 .service = INNET_SVC_AGG };
+	a->op = INNET_AGG_RESULT;
+	a->status = bitmap == all_workers(r->n_workers) ? INNET_AGG_COMPLETE : INNET_AGG_PARTIAL;
+	a->job = innet_be16(r->job_id);
+	a->slot = innet_be16(r->slot);
+	a->ver = (uint8_t)(r->round & 1);
+	a->worker = r->worker;
+	a->round = innet_be32(r->round);
+	a->offset = innet_be32((uint32_t)innet_reg_read(ctx, R_OFF, r->idx));
+	a->exp = (uint8_t)innet_reg_read(ctx, R_EXP, r->idx);
+	a->n_contrib = (uint8_t)popcount64(bitmap);
+	a->k = innet_be16((uint16_t)c->k);
+	a->call = innet_be32((uint32_t)innet_reg_read(ctx, R_CALL, r->idx));
+	a->bitmap = innet_be64(bitmap);
+	return innet_reg_read(ctx, R_ADDER, r->idx) & ADDER_B_USED;
+}
+
+/* Turn the packet in hand (a contribution: INNET_AGG_HDR_LEN + 4k bytes, the
+ * handler checked) into the RESULT r. Returns the result's length (the
+ * same). */
+static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, struct innet_pkt *pkt,
+			    const struct agg_res *r)
+{
+	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
+	if (h == NULL)
+		return pkt->len;
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k };
+	e.b_used = put_result_hdr(ctx, c, h, r);
+	innet_loop(c->k, put_sum_one, &e);
+	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
+	return INNET_AGG_HDR_LEN + 4 * c->k;
+}
+
+/* The same into buf (room for INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX
+ * bytes): the straggler timer's result, which has no packet to become. */
+static AGG_HOT uint32_t fill_result_buf(struct innet_ctx *ctx, const struct agg_conf *c, uint8_t *buf,
+					const struct agg_res *r)
+{
+	bool b_used = put_result_hdr(ctx, c, (struct innet_hdr *)buf, r);
+	uint32_t *el = (uint32_t *)(buf + INNET_AGG_HDR_LEN);
+	uint32_t base = r->idx * c->k, k = c->k;
+	for (uint32_t i = 0; i < INNET_AGG_K_MAX; i++) {
+		if (i >= k)
+			break;
+		el[i] = innet_be32(sum_at(ctx, base, i, b_used));
+	}
+	innet_alu(ctx, 12 + (b_used ? 2 : 1) * k);
+	return INNET_AGG_HDR_LEN + 4 * k;
+}
+
+/* A STALE answer in the packet in hand: header only; round = the round the
+ * copy holds now (the worker fell behind it). Returns its length. */
+static uint32_t fill_stale(struct innet_pkt *pkt, const struct agg_res *r, uint32_t copy_tag)
+{
+	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
+	if (h == NULL)
+		return pkt->len;
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
+				 .service = INNET_SVC_AGG };
+	/* The copy's full round: the packet's round moved to the copy's tag. */
+	uint32_t now = r->round + ((copy_tag - r->round) & ST_TAG_MASK);
+	*a = (struct innet_agg_hdr){ .op = INNET_AGG_RESULT, .status = INNET_AGG_STALE,
+				     .job = innet_be16(r->job_id), .slot = innet_be16(r->slot),
+				     .ver = (uint8_t)(r->round & 1), .worker = r->worker,
+				     .round = innet_be32(now) };
+	return INNET_AGG_HDR_LEN;
+}
+
+/* The packet in hand answers with len bytes (a result is as long as the
+ * contribution; a STALE answer is the header alone). */
+static void answer_len(struct innet_ctx *ctx, struct innet_pkt *pkt, uint32_t len)
+{
+	if (len != pkt->len)
+		innet_pkt_resize(ctx, pkt, len);
+}
+
+/* Prepare copy idx for round `round`: closed while being zeroed, so nobody
+ * claims it and readers of the old contents see the state change. */
+static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t idx, uint32_t round)
+{
+	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round) | ST_CLOSED);
+	innet_reg_write(ctx, R_COUNT, idx, 0);
+	innet_reg_write(ctx, R_EXP, idx, 0);
+	innet_reg_write(ctx, R_OFF, idx, 0);
+	innet_reg_write(ctx, R_CALL, idx, 0);
+	struct agg_elems e = { .ctx = ctx, .base = idx * c->k };
+	innet_loop(c->k, zero_a_one, &e);
+	if (innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED)
+		innet_loop(c->k, zero_b_one, &e);
+	innet_reg_write(ctx, R_ADDER, idx, 0);
+	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round));
+}
+
+/* If copy idx is closed, not yet emitted and every claimant has finished
+ * adding, claim the emission. True for exactly one caller per round; that
+ * caller gets the final state word in *wout and must emit the result. */
+static bool try_finish(struct innet_ctx *ctx, uint32_t idx, uint64_t *wout)
+{
+	uint64_t w = innet_reg_fetch_or(ctx, R_STATE, idx, 0);   /* seq-cst read */
+	if (!(w & ST_CLOSED) || (w & ST_EMITTED))
+		return false;
+	uint64_t count = innet_reg_fetch_add(ctx, R_COUNT, idx, 0); /* seq-cst read */
+	if (count != (uint64_t)popcount64(w & ST_BITMAP))
+		return false; /* an adder is still at work: it will finish */
+	if (!innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_EMITTED))
+		return false; /* only EMITTED can change a closed word: someone else won */
+	*wout = w | ST_EMITTED;
+	return true;
+}
+
+/* The emission winner's work before sending: cancel the straggler timer and
+ * open the other copy for the next round. */
+static void finish_round(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t idx, uint32_t round)
+{
+	innet_timer_cancel(ctx, idx);
+	reset_copy(ctx, c, idx ^ 1u, round + 1);
+}
+
+/* The newest finished round of global slot g as a join record (host order):
+ * of the slot's two copies, the EMITTED one (both: the later tag). The
+ * offset and call registers of a copy are written before its count++, so
+ * they are final once EMITTED; the copy is re-read after them, and a copy
+ * reset meanwhile (the slot moved on) is reported BUSY. */
+static void join_rec(struct innet_ctx *ctx, uint32_t g, struct innet_agg_join_rec *r)
+{
+	uint64_t w0 = innet_reg_read(ctx, R_STATE, 2 * g), w1 = innet_reg_read(ctx, R_STATE, 2 * g + 1);
+	bool e0 = w0 & ST_EMITTED, e1 = w1 & ST_EMITTED;
+	*r = (struct innet_agg_join_rec){ 0 };
+	if (!e0 && !e1)
+		return;
+	uint32_t ver = e1 ? 1u : 0u;
+	if (e0 && e1)
+		ver = ((st_tag(w1) - st_tag(w0)) & ST_TAG_MASK) < (ST_TAG_MASK + 1) / 2 ? 1u : 0u;
+	uint32_t idx = 2 * g + ver;
+	uint64_t w = ver ? w1 : w0;
+	r->offset = (uint32_t)innet_reg_read(ctx, R_OFF, idx);
+	r->call = (uint32_t)innet_reg_read(ctx, R_CALL, idx);
+	if (innet_reg_fetch_or(ctx, R_STATE, idx, 0) != w) { /* seq-cst re-read */
+		*r = (struct innet_agg_join_rec){ .state = INNET_AGG_JOIN_BUSY };
+		return;
+	}
+	r->state = INNET_AGG_JOIN_DONE | st_tag(w);
+}
+
+/* What join_one works on. */
+struct agg_join_recs {
+	struct innet_ctx *ctx;
+	struct innet_pkt *pkt;
+	uint32_t g;                /* global slot of record 0 */
+	uint32_t n;                /* records to fill; the rest are zero */
+};
+
+/* Record i of a JOINED answer (big-endian), in place of the request's. */
+static long join_one(uint32_t i, void *arg)
+{
+	struct agg_join_recs *j = arg;
+	uint8_t *rec = innet_pkt_ptr(j->pkt, INNET_AGG_HDR_LEN + 12u * i, 12);
+	if (rec == NULL || innet_faulted(j->ctx))
+		return 1;
+	struct innet_agg_join_rec r = { 0 };
+	if (i < j->n)
+		join_rec(j->ctx, j->g + i, &r);
+	struct innet_agg_join_rec be = { innet_be32(r.state), innet_be32(r.offset), innet_be32(r.call) };
+	__builtin_memcpy(rec, &be, sizeof(be));
+	return 0;
+}
+
+/* The sender of a CONTRIB or JOIN (whose length was checked): its job, its
+ * worker id and slot in the job's range, for a CONTRIB the shadow copy its
+ * round names, and its address against the members table — in that order.
+ * Fills *job; 0, or the drop reason. */
+static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt, bool contrib,
+				    struct agg_job *job)
+{
+	const struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return AGG_TOO_SHORT;
+	uint16_t job_id = innet_be16(a->job);
+	uint32_t jkey = job_id;
+	if (innet_table_lookup(ctx, T_JOBS, &jkey, job) != 0)
+		return AGG_UNKNOWN_JOB;
+	if (a->worker >= job->n_workers)
+		return AGG_BAD_WORKER;
+	if (innet_be16(a->slot) >= job->slots)
+		return AGG_BAD_SLOT;
+	if (contrib && a->ver != (innet_be32(a->round) & 1))
+		return AGG_BAD_VER;
+	uint32_t mkey = agg_member_key(job_id, a->worker);
+	struct agg_member m;
+	if (innet_table_lookup(ctx, T_MEMBERS, &mkey, &m) != 0 || m.ip != pkt->src.ip ||
+	    m.udp != pkt->src.udp)
+		return AGG_SPOOFED;
+	return 0;
+}
+
+/* JOIN: where are slots [slot, slot + k) of the job? Answered in place,
+ * unicast, never longer than the request. Reads only: at most
+ * INNET_AGG_JOIN_MAX slots (the packet's size bounds the loop). */
+static AGG_STEP enum innet_action agg_join(struct innet_ctx *ctx, struct innet_pkt *pkt)
+{
+	struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return innet_drop(pkt, AGG_TOO_SHORT);
+	uint32_t want = innet_be16(a->k);
+	if (want == 0 || pkt->len != INNET_AGG_HDR_LEN + 12u * want)
+		return innet_drop(pkt, AGG_BAD_LENGTH);
+	struct agg_job job;
+	unsigned why = agg_sender(ctx, pkt, false, &job);
+	if (why != 0)
+		return innet_drop(pkt, why);
+	a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return innet_drop(pkt, AGG_TOO_SHORT);
+	uint16_t slot = innet_be16(a->slot);
+	struct agg_join_recs jr = { .ctx = ctx, .pkt = pkt, .g = job.slot_base + slot,
+				    .n = job.slots - slot < want ? job.slots - slot : want };
+	innet_loop(want, join_one, &jr);
+	a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return innet_drop(pkt, AGG_TOO_SHORT);
+	a->op = INNET_AGG_JOINED;
+	a->status = 0;
+	a->ver = 0;
+	a->round = 0;
+	a->offset = 0;
+	a->exp = 0;
+	a->n_contrib = 0;
+	a->k = innet_be16((uint16_t)jr.n);
+	a->call = 0;
+	a->bitmap = 0;
+	innet_alu(ctx, 16 + 6 * jr.n);
+	return innet_reflect(pkt);
+}
+
+/* What claiming the worker's bit in its copy found. */
+enum agg_claim {
+	CLAIM_OK,          /* claimed: *w is the state word before the claim */
+	CLAIM_EARLY,       /* the copy holds an earlier round (not opened yet) */
+	CLAIM_STALE,       /* the copy was reused for a later round: *w */
+	CLAIM_DUPLICATE,   /* open, and the worker's bit is set already */
+	CLAIM_CONTENDED,   /* lost every CAS */
+	CLAIM_PENDING,     /* closed, the result not out yet */
+	CLAIM_FINISHED,    /* closed and emitted: *w, the result stands */
+};
+
+/* A claim in progress. */
+struct agg_claim_try {
+	struct innet_ctx *ctx;
+	uint64_t w;                /* the state word as last seen */
+	uint64_t bit;              /* the worker's */
+	uint32_t idx;
+	uint32_t tag;              /* the round's */
+	enum agg_claim got;
+};
+
+/* One try: the copy's state word decides, or a CAS sets the worker's bit.
+ * False when the CAS failed (another worker claimed, or the timer closed:
+ * try again), true when c->got is the outcome. A fault ends the claim (the
+ * packet is dropped with it). */
+static inline bool claim_try(struct agg_claim_try *c)
+{
+	uint64_t w = c->w;
+	uint32_t t = st_tag(w);
+	if (t != c->tag)
+		c->got = ((c->tag - t) & ST_TAG_MASK) < (ST_TAG_MASK + 1) / 2 ? CLAIM_EARLY : CLAIM_STALE;
+	else if (w & ST_CLOSED)
+		c->got = (w & ST_EMITTED) ? CLAIM_FINISHED : CLAIM_PENDING;
+	else if (w & c->bit)
+		c->got = CLAIM_DUPLICATE;
+	else if (innet_reg_cas(c->ctx, R_STATE, c->idx, &c->w, w | c->bit))
+		c->got = CLAIM_OK;
+	else if (!innet_faulted(c->ctx))
+		return false;
+	return true;
+}
+
+/* Claim the worker's bit, atomically with the round and CLOSED checks. Each
+ * failed CAS means another worker claimed (or the timer closed): bounded by
+ * the number of workers. *wout: the state word the outcome is about. */
+static AGG_STEP enum agg_claim agg_claim(struct innet_ctx *ctx, const struct agg_res *r, uint64_t *wout)
+{
+	struct agg_claim_try c = { .ctx = ctx, .bit = 1ull << (r->worker & 63), .idx = r->idx,
+				   .tag = r->round & ST_TAG_MASK, .got = CLAIM_CONTENDED };
+	c.w = innet_reg_read(ctx, R_STATE, r->idx);
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++)
+		if (claim_try(&c))
+			break;
+	*wout = c.w;
+	return c.got;
+}
+
+/* The claimed contribution: start the straggler timer if it is the round's
+ * first, echo its offset and call, add its elements (bank A if free, else B),
+ * max its exponent, count it; close the round if it completes it. Returns
+ * whether this packet won the emission (the final state word in r->w). */
+static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struct agg_res *r,
+			     const struct agg_job *job, uint64_t w)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	const struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return false;
+	uint32_t idx = r->idx, k = c->k;
+	if ((w & ST_BITMAP) == 0 && job->timeout_us != 0)
+		innet_timer_arm(ctx, idx, (uint64_t)job->timeout_us * 1000u,
+				((uint64_t)r->job_id << 32) | r->round);
+	innet_reg_write(ctx, R_OFF, idx, innet_be32(a->offset));
+	innet_reg_write(ctx, R_CALL, idx, innet_be32(a->call));
+	uint8_t exp = a->exp;
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = idx * k };
+	if (!(innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_EXCL) & ADDER_EXCL)) {
+		/* bank A is ours until we release it: plain adds (wrapping) */
+		innet_loop(k, add_plain_one, &e);
+		innet_reg_fetch_and(ctx, R_ADDER, idx, ~(uint64_t)ADDER_EXCL);
+	} else {
+		/* another thread holds bank A right now: atomic adds into B */
+		innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_B_USED);
+		innet_loop(k, add_atomic_one, &e);
+	}
+	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
+	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;
+	innet_alu(ctx, 2 * k + 4);
+	if (done == job->n_workers)
+		innet_reg_fetch_or(ctx, R_STATE, idx, ST_CLOSED); /* complete: nobody else can claim */
+	return try_finish(ctx, idx, &r->w);
+}
+
+/* A STALE answer for the copy now in state word w. */
+static AGG_STEP enum innet_action agg_stale(struct innet_ctx *ctx, struct innet_pkt *pkt,
+					    const struct agg_res *r, uint64_t w)
+{
+	answer_len(ctx, pkt, fill_stale(pkt, r, st_tag(w)));
+	return innet_reflect(pkt);
+}
+
+/* A retransmission (or a straggler's late packet) for a finished round: the
+ * result as it stands, to this worker only (STALE if the copy moved on
+ * while being read). */
+static AGG_STEP enum innet_action agg_resend(struct innet_ctx *ctx, struct innet_pkt *pkt,
+					     struct agg_res *r)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	uint32_t len = fill_result(ctx, c, pkt, r);
+	if (innet_reg_read(ctx, R_STATE, r->idx) != r->w) {
+		uint32_t t = st_tag(innet_reg_read(ctx, R_STATE, r->idx));
+		len = fill_stale(pkt, r, t);
+	}
+	answer_len(ctx, pkt, len);
+	return innet_reflect(pkt);
+}
+
+/* This packet won the emission of round r->round: cancel the timer, open
+ * the other copy for the next round, and turn the packet into the result
+ * for the job's workers. */
+static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_pkt *pkt,
+					   struct agg_res *r, uint16_t group)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	finish_round(ctx, c, r->idx, r->round);
+	r->worker = 0xff;
+	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
+	return innet_multicast(pkt, group);
+}
+
+static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
+	if (h == NULL)
+		return innet_drop(pkt, AGG_TOO_SHORT);
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	if (h->magic != INNET_MAGIC)
+		return innet_drop(pkt, AGG_BAD_MAGIC);
+	if (h->version != INNET_VERSION)
+		return innet_drop(pkt, AGG_BAD_VERSION);
+	if (h->service != INNET_SVC_AGG)
+		return innet_drop(pkt, AGG_WRONG_SERVICE);
+	if (a->op == INNET_AGG_RESULT || a->op == INNET_AGG_JOINED)
+		return innet_drop(pkt, AGG_IS_RESULT); /* never answer an answer */
+	if (a->op == INNET_AGG_JOIN)
+		return agg_join(ctx, pkt);
+	if (a->op != INNET_AGG_CONTRIB)
+		return innet_drop(pkt, AGG_BAD_OP);
+	if (innet_be16(a->k) != c->k || pkt->len != INNET_AGG_HDR_LEN + 4 * c->k)
+		return innet_drop(pkt, AGG_BAD_LENGTH);
+	struct agg_res r = { .job_id = innet_be16(a->job), .slot = innet_be16(a->slot),
+			     .round = innet_be32(a->round), .worker = a->worker };
+	struct agg_job job;
+	unsigned why = agg_sender(ctx, pkt, true, &job);
+	if (why != 0)
+		return innet_drop(pkt, why);
+	innet_alu(ctx, 16);
+	r.n_workers = job.n_workers;
+	r.idx = 2 * (job.slot_base + r.slot) + (r.round & 1);
+	uint64_t w;
+	switch (agg_claim(ctx, &r, &w)) {
+	case CLAIM_OK:
+		break;
+	case CLAIM_EARLY:
+		return innet_drop(pkt, AGG_EARLY); /* not opened yet */
+	case CLAIM_STALE:
+		return agg_stale(ctx, pkt, &r, w);
+	case CLAIM_DUPLICATE:
+		return innet_drop(pkt, AGG_DUPLICATE); /* open, already counted */
+	case CLAIM_CONTENDED:
+		return innet_drop(pkt, AGG_CONTENDED);
+	case CLAIM_PENDING:
+		return innet_drop(pkt, AGG_PENDING);
+	case CLAIM_FINISHED:
+		r.w = w;
+		return agg_resend(ctx, pkt, &r);
+	}
+	if (!agg_add(ctx, pkt, &r, &job, w))
+		return INNET_CONSUMED; /* aggregated; the result comes later */
+	return agg_emit(ctx, pkt, &r, job.group);
+}
+
+/* The straggler timer of copy `timer` (= idx): close the round if it is
+ * still open, and emit the partial result if every claimant has finished.
+ * Runs in user space on both targets; the result is built in scratch memory
+ * (up to INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX bytes: more than a stack
+ * frame may hold). */
+static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	_Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX <= INNET_SCRATCH_SIZE, "result in scratch");
+	uint8_t *buf = innet_scratch(ctx);
+	if (buf == NULL)
+		return;
+	struct agg_res r = { .job_id = (uint16_t)(arg >> 32), .round = (uint32_t)arg, .worker = 0xff };
+	uint32_t jkey = r.job_id;
+	struct agg_job job;
+	if (innet_table_lookup(ctx, T_JOBS, &jkey, &job) != 0)
+		return;
+	uint32_t idx = timer;
+	if (idx / 2 < job.slot_base || idx / 2 >= job.slot_base + job.slots)
+		return; /* the job was redefined since */
+	uint64_t w = innet_reg_read(ctx, R_STATE, idx);
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++) {
+		if (st_tag(w) != (r.round & ST_TAG_MASK) || (w & ST_CLOSED))
+			return; /* finished in time, or another round by now */
+		if (innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_CLOSED))
+			break;
+	}
+	if (!try_finish(ctx, idx, &r.w))
+		return; /* an adder in flight will emit */
+	finish_round(ctx, c, idx, r.round);
+	r.idx = idx;
+	r.slot = (uint16_t)(idx / 2 - job.slot_base);
+	r.n_workers = job.n_workers;
+	uint32_t len = fill_result_buf(ctx, c, buf, &r);
+	struct innet_out out = { .group = job.group };
+	innet_emit(ctx, &out, true, buf, len);
+}
+
+INNET_DATAPATH(agg, agg_handle, agg_on_timer)
