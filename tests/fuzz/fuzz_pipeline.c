@@ -161,9 +161,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(memcmp(res.out[0].data, payload, len) == 0);
 			CHECK(res.out[0].port != 2); /* no peer there: would have been no_peer */
 		}
-		/* A packet that is not routed follows the map: port 0 <-> 1, 2 -> 2. */
-		if (len < sizeof(struct innet_hdr) || payload[0] != INNET_MAGIC ||
-		    (payload[1] == INNET_VERSION && payload[4] == 0 && payload[5] == 0)) {
+		/* docs/protocol.md, "forward": a payload that starts with the
+		 * magic must be a whole base header (too_short) of this version
+		 * (bad_version); one that does not, and one with dst_node 0,
+		 * follows the map: port 0 <-> 1, 2 -> 2. */
+		if (len >= 1 && payload[0] == INNET_MAGIC && len < sizeof(struct innet_hdr)) {
+			CHECK(res.action == INNET_DROP);
+			CHECK(strcmp(innet_cp_drop_reason_name(cp, res.drop_reason), "too_short") == 0);
+		} else if (len == 0 || payload[0] != INNET_MAGIC ||
+			   (payload[1] == INNET_VERSION && payload[4] == 0 && payload[5] == 0)) {
 			if (port == 2) {
 				CHECK(res.action == INNET_DROP);
 				CHECK(res.drop_reason == INNET_DROP_NO_PEER);
