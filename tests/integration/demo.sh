@@ -21,7 +21,18 @@ if [ "$(id -u)" -eq 0 ] && [ -z "${DEMO_TEST_PRIVATE_TMP:-}" ] && command -v uns
 fi
 decoys=()
 if [ -n "${DEMO_TEST_PRIVATE_TMP:-}" ]; then
+	# A private /tmp hides a clone that lives under /tmp (as CI's may): keep
+	# the clone visible at its own path through a bind mount made first.
+	repo=$(pwd -P)
+	hold=$(mktemp -d /run/innet-demo-test.XXXXXX)
+	mount --bind "$repo" "$hold"
 	mount -t tmpfs -o size=256m,mode=1777 tmpfs /tmp
+	if [ ! -d "$repo/scripts" ]; then
+		mkdir -p "$repo"
+		mount --bind "$hold" "$repo"
+	fi
+	umount "$hold" && rmdir "$hold"
+	cd "$repo"
 	kv_state=$(/usr/bin/python3 -c 'import json; print(json.load(open("examples/kv.json")).get("state_dir", "/tmp/innet-kv"))')
 	n=$(($$ % 200 + 20))
 	for d in "spine-leaf:/tmp/innet-spine-leaf:97" "kv:$kv_state:98"; do
