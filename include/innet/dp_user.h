@@ -128,6 +128,31 @@ static inline int innet_pkt_resize(struct innet_ctx *ctx, struct innet_pkt *p, u
 	return 0;
 }
 
+/* Set the length like innet_pkt_resize, but a length this target cannot
+ * hold in place is no fault: -1, the packet unchanged. The handler then
+ * hands the packet on with innet_pass_up (below). On this engine the
+ * buffer holds any length up to INNET_PKT_MAX. */
+static inline int innet_pkt_try_resize(struct innet_ctx *ctx, struct innet_pkt *p, uint32_t len)
+{
+	(void)ctx;
+	if (INNET_UNLIKELY(len > INNET_PKT_MAX || len > (uint32_t)(p->buf_end - p->data)))
+		return -1;
+	p->len = len;
+	return 0;
+}
+
+/* The verdict for a packet this target cannot finish in place (a reply
+ * innet_pkt_try_resize could not make room for): on XDP the packet goes,
+ * untouched, to the user-space engine, which runs the handler again. Return
+ * it before changing the packet or any state. This is the user-space engine
+ * already: nothing bigger exists, so the packet is dropped (pkt_bounds). */
+static inline enum innet_action innet_pass_up(struct innet_ctx *ctx, struct innet_pkt *p)
+{
+	(void)p;
+	innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
+	return INNET_DROP;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Register helpers. `r` is a register id (the program's enum). Each call is  */
 /* one stateful ALU operation. Values are the element zero-extended to 64    */

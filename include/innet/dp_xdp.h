@@ -69,6 +69,18 @@
 		n_;                                                              \
 	})
 
+/* The same for a size n already checked to be at least 1, in [1, max]: what
+ * a helper whose size argument may not be zero needs to see (the compiler
+ * may test n == 0 on one copy and pass another). */
+#define INNET__CLAMP64_NZ(n, max)                                                \
+	({                                                                       \
+		uint64_t m_ = (uint64_t)(n) - 1u;                                \
+		innet_opaque(m_);                                                \
+		if (m_ > (uint64_t)(max) - 1u)                                   \
+			m_ = (uint64_t)(max) - 1u;                               \
+		m_ + 1u;                                                         \
+	})
+
 /* The packet in hand (the same public fields as on the user-space engine). */
 struct innet_pkt {
 	uint8_t *data;            /* first byte of the UDP payload (raw: of the frame) */
@@ -98,6 +110,7 @@ struct innet_ctx {
 	uint16_t fault;                  /* first fault this pass (drop reason) */
 	uint8_t model;                   /* enum innet_model */
 	uint8_t in_timer;                /* never on XDP (timers run in user space) */
+	uint8_t pass_up;                 /* innet_pass_up: the user-space engine's turn */
 	const void *conf;                /* the config block (map value) */
 	struct innet_pkt *pkt;           /* the packet being handled */
 };
@@ -311,6 +324,41 @@ INNET__INLINE int innet_pkt_resize(struct innet_ctx *ctx, struct innet_pkt *p, u
 	p->len = len;
 	innet__pkt_reload(p);
 	return 0;
+}
+
+/* innet_pkt_resize without the fault: -1 and the packet unchanged when it
+ * cannot grow to len bytes in place — beyond the frame's buffer (one page
+ * less the headroom and the kernel's tail: about 3.5 KB of frame), or beyond
+ * one frame of the ingress port's link (its MTU: XDP does not fragment, and
+ * a reply goes back that way). */
+INNET__INLINE int innet_pkt_try_resize(struct innet_ctx *ctx, struct innet_pkt *p, uint32_t len)
+{
+	(void)ctx;
+	if (len > INNET_PKT_MAX)
+		return -1;
+	if (len > p->len) {
+		uint32_t k = p->in_port;
+		const struct innet_xdp_port *pi = bpf_map_lookup_elem(&innet_ports, &k);
+		/* the frame: headers (42, raw: 0) + len; the MTU leaves out Ethernet's 14 */
+		if (pi == (void *)0 || p->hdr_len + len > pi->mtu + 14u)
+			return -1;
+	}
+	if (bpf_xdp_adjust_tail(p->xdp, (int)len - (int)p->len) != 0) {
+		innet__pkt_reload(p);
+		return -1;
+	}
+	p->len = len;
+	innet__pkt_reload(p);
+	return 0;
+}
+
+/* The packet goes up to the user-space engine untouched (XDP_PASS), whose
+ * worker runs the handler again natively (engine.bpf.h, innet__pass_up). */
+INNET__INLINE enum innet_action innet_pass_up(struct innet_ctx *ctx, struct innet_pkt *p)
+{
+	(void)p;
+	ctx->pass_up = 1;
+	return INNET_DROP;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -654,7 +702,7 @@ INNET__INLINE void innet_reg_to_pkt(struct innet_ctx *ctx, unsigned r, uint32_t 
 		return;
 	if (n > INNET__L.regs[r].stride ||
 	    bpf_xdp_store_bytes(pkt->xdp, pkt->hdr_len + off, e,
-				INNET__CLAMP64(n, INNET__L.regs[r].stride)) != 0)
+				INNET__CLAMP64_NZ(n, INNET__L.regs[r].stride)) != 0)
 		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
 }
 
@@ -670,7 +718,7 @@ INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return;
 	if (n > INNET__L.regs[r].stride ||
 	    bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len + off, e,
-			       INNET__CLAMP64(n, INNET__L.regs[r].stride)) != 0)
+			       INNET__CLAMP64_NZ(n, INNET__L.regs[r].stride)) != 0)
 		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
 }
 

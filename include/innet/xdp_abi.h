@@ -83,7 +83,7 @@ enum innet_xdp_handoff {
 	INNET_XDP_HANDOFF_TIMER,       /* innet_timer_arm: the timer thread fires it */
 	INNET_XDP_HANDOFF_MULTICAST,   /* a group XDP cannot broadcast */
 	INNET_XDP_HANDOFF_NEIGH,       /* forward to an address with no known MAC */
-	INNET_XDP_HANDOFF_OVERSIZE,    /* frame not in one XDP buffer: passed up whole */
+	INNET_XDP_HANDOFF_OVERSIZE,    /* a reply beyond one buffer or frame (innet_pass_up): passed up */
 	INNET_XDP_HANDOFF_USERSPACE,   /* a user-space-only program's packet: passed up */
 	INNET_XDP_HANDOFF_COUNT
 };

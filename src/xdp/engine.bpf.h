@@ -219,6 +219,31 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	return XDP_DROP;
 }
 
+/* The handler asked for the user-space engine (innet_pass_up: a reply it
+ * cannot build in one XDP buffer or one frame of the link): the frame goes up
+ * unchanged, the kernel
+ * hands it to the engine's socket and a worker runs the handler again, and
+ * counts it — so this run gives its receive counts back. Counted as an
+ * oversize hand-off. A recirculated packet cannot go up (its pipeline state
+ * lived in the frame's metadata): dropped as pkt_bounds, as on the
+ * user-space engine. */
+INNET__INLINE int innet__pass_up(struct innet_pkt *pkt, struct innet_xdp_stats *st)
+{
+	if (pkt->recirc != 0)
+		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
+	if (st != (void *)0) {
+		st->rx_pkts--;
+		st->rx_bytes -= pkt->len;
+		st->handoffs[INNET_XDP_HANDOFF_OVERSIZE]++;
+	}
+	struct innet_xdp_port_stats *ps = innet__port_stats(pkt->in_port);
+	if (ps != (void *)0) {
+		ps->rx_pkts--;
+		ps->rx_bytes -= pkt->len;
+	}
+	return XDP_PASS;
+}
+
 /* The local UDP port a datagram of this program leaves from (as the
  * user-space engine's src_slot: the asked one if the program binds it, else
  * its first). */
@@ -556,6 +581,8 @@ int innet_xdp_main(struct xdp_md *xdp)
 	}
 	if (ctx.fault != 0)
 		return innet__drop(&pkt, st, ctx.fault);
+	if (ctx.pass_up)
+		return innet__pass_up(&pkt, st);
 	switch (act) {
 	case INNET_DROP:
 		return innet__drop(&pkt, st, pkt.out.reason);

@@ -480,6 +480,22 @@ static int dev_mac(const char *dev, uint8_t mac[6])
 	return rc;
 }
 
+/* The device's MTU (innet_pkt_try_resize grows a packet only within it). */
+static int dev_mtu(const char *dev, uint32_t *mtu)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
+	int rc = ioctl(s, SIOCGIFMTU, &ifr) < 0 ? -errno : 0;
+	close(s);
+	if (rc == 0)
+		*mtu = (uint32_t)ifr.ifr_mtu;
+	return rc;
+}
+
 /* The kernel's neighbour entry for ip on dev (complete ones only). */
 static bool neigh_mac(uint32_t ip, const char *dev, uint8_t mac[6])
 {
@@ -525,7 +541,7 @@ static int fill_ports(struct innet_xdp *x, char *err, size_t errlen)
 		pi->peer_ip = pc->peer_ip;
 		pi->peer_udp = pc->peer_udp;
 		pi->raw = pc->iface[0] != '\0';
-		pi->mtu = 1500;
+		pi->mtu = 1500;   /* test mode (no device): the netns mode's default */
 		const char *dev = pc->dev[0] ? pc->dev : pc->iface;
 		if (x->test_mode) {
 			uint8_t a[6] = { 0x02, 0x69, 0x6e, (uint8_t)(sw->conf.node_id >> 8),
@@ -550,6 +566,11 @@ static int fill_ports(struct innet_xdp *x, char *err, size_t errlen)
 			int rc = dev_mac(dev, pi->mac);
 			if (rc != 0) {
 				snprintf(err, errlen, "port %u: cannot read the MAC of '%s': %s", p, dev,
+					 strerror(-rc));
+				return rc;
+			}
+			if ((rc = dev_mtu(dev, &pi->mtu)) != 0) {
+				snprintf(err, errlen, "port %u: cannot read the MTU of '%s': %s", p, dev,
 					 strerror(-rc));
 				return rc;
 			}

@@ -2,7 +2,9 @@
  * test_paxos.c — golden packets for the Paxos programs (src/consensus/):
  * coordinator (PISA) and acceptor (Trio, serial), through the real pipeline
  * with innet_switch_inject. Every message type, every drop reason, the ring
- * window (ring_full, trimmed, slot reuse only below trim) and ballots.
+ * window (ring_full, trimmed, slot reuse only below trim), ballots, and
+ * values of every size (on XDP: which the eBPF program handles, which it
+ * passes up).
  *
  *   coordinator switch: port 0 = .1 (clients), ports 1..3 = .2..4 (acceptors
  *                       at peers .12..14): group 0 = ports 1..3
@@ -492,6 +494,7 @@ static void test_acceptor(void **state)
 	expect_reply(PAXOS_2B, PAXOS_OK, ip(31));
 	assert_int_equal(res.out[0].len, PAXOS_HDR_LEN + PAXOS_VALUE_MAX);
 	assert_memory_equal(res.out[0].data + PAXOS_HDR_LEN, big, PAXOS_VALUE_MAX);
+	test_assert_xdp_ran(innet_switch_prog(sw, "px"));
 	sw_free(sw);
 }
 
@@ -527,6 +530,123 @@ static void test_acceptor_join(void **state)
 	m = msg(PAXOS_RECOVER, 0, 2, 0, NULL);
 	inject(sw, 1, ip(31), &m, mlen(&m));
 	expect_reply(PAXOS_2B, PAXOS_OK, ip(31));
+	test_assert_xdp_ran(cp);
+	sw_free(sw);
+}
+
+/* ---- values of every size, on both targets -------------------------------- */
+
+/* Packets of cp the eBPF program took so far (0 on the user-space target). */
+static uint64_t xdp_rx(struct innet_cp *cp)
+{
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	return st.xdp_rx_pkts;
+}
+
+static uint64_t handoffs(struct innet_cp *cp, const char *kind)
+{
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	for (unsigned k = 0; innet_handoff_name(k) != NULL; k++)
+		if (strcmp(innet_handoff_name(k), kind) == 0)
+			return st.handoffs[k];
+	fail_msg("no hand-off kind '%s'", kind);
+	return 0;
+}
+
+/* On the XDP target, did the eBPF program handle the last packet itself
+ * (took: xdp_rx_pkts went up) or pass it up to the user-space engine? */
+static void expect_xdp(struct innet_cp *cp, uint64_t rx_before, bool took, const char *desc)
+{
+	if (!test_target_xdp())
+		return;
+	if ((xdp_rx(cp) > rx_before) != took)
+		fail_msg("%s: want it %s", desc,
+			 took ? "handled in eBPF" : "passed up to the user-space engine");
+}
+
+/*
+ * The value travels between the packet and a slot (innet_pkt_to_reg,
+ * innet_reg_to_pkt), on both targets. On XDP (test mode: ports of MTU 1500)
+ * the eBPF program grows a reply in place only within one frame of the
+ * link: a 1416-byte value (reply frame 14 + 20 + 8 + 56 + 1416 = 1514) is
+ * recovered in eBPF, a 1417-byte one is not. Then the request — taken by
+ * eBPF, small — is passed up untouched (innet_pass_up) and the user-space
+ * engine answers, with the whole value (the kernel fragments); so is one
+ * whose reply would not fit one XDP buffer. A full-size 2A arrives in a
+ * frame too big for XDP: the user-space engine votes. A 1A passed up makes
+ * its promise once, there. Every packet is counted once.
+ */
+static void test_acceptor_values(void **state)
+{
+	struct innet_switch *sw = sw_make("paxos_acceptor", ACC_ARGS, 1);
+	struct innet_cp *cp = innet_switch_prog(sw, "px");
+	static char edge[1417], over[1418], mid[3001], full[PAXOS_VALUE_MAX + 1];
+	static const struct {
+		char *v;
+		uint32_t len;
+	} vals[] = { { edge, 1416 }, { mid, 3000 }, { full, PAXOS_VALUE_MAX }, { over, 1417 } };
+	for (int i = 0; i < 4; i++) {
+		memset(vals[i].v, 'a' + i, vals[i].len);
+		vals[i].v[0] = '<';
+		vals[i].v[vals[i].len - 1] = '>';
+	}
+	struct paxos_msg m;
+	uint64_t rx, up = handoffs(cp, "oversize");
+
+	/* 2A at instance i with vals[i]: eBPF takes all but the full-size frame. */
+	for (int i = 0; i < 4; i++) {
+		rx = xdp_rx(cp);
+		a2(sw, 0x100, (uint64_t)i, vals[i].v);
+		expect_2b_mc((uint64_t)i, 0x100, vals[i].v);
+		expect_xdp(cp, rx, i != 2, "2A");
+	}
+	/* RECOVER i: the value comes back whole; eBPF answers only the 1416 bytes. */
+	for (int i = 0; i < 4; i++) {
+		rx = xdp_rx(cp);
+		m = msg(PAXOS_RECOVER, 0, (uint64_t)i, 0, NULL);
+		inject(sw, 2, ip(32), &m, mlen(&m));
+		expect_reply(PAXOS_2B, PAXOS_OK, ip(32));
+		assert_int_equal(res.out[0].len, PAXOS_HDR_LEN + vals[i].len);
+		assert_int_equal(ntohs(out_hdr(0)->vlen), vals[i].len);
+		assert_int_equal(ntohl(out_hdr(0)->vballot), 0x100);
+		assert_int_equal(be64toh(out_hdr(0)->req_id), 1000 + i);
+		assert_memory_equal(res.out[0].data + PAXOS_HDR_LEN, vals[i].v, vals[i].len);
+		expect_xdp(cp, rx, i == 0, "RECOVER");
+	}
+
+	/* 1A: the promise is made once, by whichever engine answers. */
+	rx = xdp_rx(cp);
+	m = msg(PAXOS_1A, 0x201, 2, 0, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_1B, PAXOS_OK, ip(31));
+	assert_int_equal(ntohl(out_hdr(0)->ballot), 0x201);
+	assert_int_equal(ntohl(out_hdr(0)->vballot), 0x100);
+	assert_int_equal(res.out[0].len, PAXOS_HDR_LEN + PAXOS_VALUE_MAX);
+	assert_memory_equal(res.out[0].data + PAXOS_HDR_LEN, full, PAXOS_VALUE_MAX);
+	expect_xdp(cp, rx, false, "1A answered with a full-size value");
+	a2(sw, 0x100, 2, "late");
+	expect_reply(PAXOS_NACK, PAXOS_ST_BALLOT, ip(1));
+	assert_int_equal(ntohl(out_hdr(0)->ballot), 0x201);
+	rx = xdp_rx(cp);
+	m = msg(PAXOS_1A, 0x201, 0, 0, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_1B, PAXOS_OK, ip(31));
+	assert_int_equal(res.out[0].len, PAXOS_HDR_LEN + 1416);
+	assert_memory_equal(res.out[0].data + PAXOS_HDR_LEN, edge, 1416);
+	expect_xdp(cp, rx, true, "1A answered with 1416 bytes");
+
+	/* Every packet once: 11 in, 11 verdicts; four went up on XDP. */
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	uint64_t verdicts = 0;
+	for (unsigned a = 0; a < INNET_ACTION_COUNT; a++)
+		verdicts += st.actions[a];
+	assert_int_equal(st.rx_pkts, 11);
+	assert_int_equal(verdicts, 11);
+	assert_int_equal(handoffs(cp, "oversize") - up, test_target_xdp() ? 4 : 0);
+	test_assert_xdp_ran(cp);
 	sw_free(sw);
 }
 
@@ -584,6 +704,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_coordinator, teardown),
 		cmocka_unit_test_teardown(test_acceptor, teardown),
 		cmocka_unit_test_teardown(test_acceptor_join, teardown),
+		cmocka_unit_test_teardown(test_acceptor_values, teardown),
 		cmocka_unit_test_teardown(test_settings, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
