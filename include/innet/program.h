@@ -41,7 +41,10 @@
  * the same worker, in order. Register helpers are atomic per element; tables
  * are safe for concurrent lookups and writes. A SERIAL program's packets are
  * all handled by one worker thread (its timers still run on the timer
- * thread); SERIAL programs are user-space only.
+ * thread). On the XDP target, where the kernel runs the handler on several
+ * CPUs and the user-space engine runs it for what is passed up, a SERIAL
+ * program's handler runs under a lock word both take (docs/xdp.md, "SERIAL
+ * programs"): still one packet at a time.
  */
 #ifndef INNET_PROGRAM_H
 #define INNET_PROGRAM_H

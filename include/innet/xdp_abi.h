@@ -20,6 +20,15 @@
 #define INNET_XDP_SEQ_TRIES    4u        /* seqlock read retries per slot */
 #define INNET_XDP_HDR_LEN      42u       /* Ethernet + IPv4 (no options) + UDP */
 #define INNET_XDP_META_MAGIC   0x1e5eu   /* recirculation metadata marker */
+/* innet_tmeta, one page per program instance, shared by every executor:
+ *
+ *   0     struct innet_table_shared [INNET_MAX_TABLES]  the tables' counters
+ *   2048  uint32_t serial lock                          a SERIAL program's:
+ *         0 free, 1 held — by the eBPF handler on one CPU, or by the
+ *         user-space engine's worker (docs/xdp.md, "SERIAL programs")
+ */
+#define INNET_XDP_SERIAL_LOCK_OFF 2048u
+#define INNET_XDP_SERIAL_TRIES 256u      /* eBPF: tries for the lock, then pass up */
 
 /* Table slots (src/runtime/table.c): seq | state | key | value | pad to 8. */
 enum { INNET_SLOT_EMPTY = 0, INNET_SLOT_USED = 1, INNET_SLOT_DEAD = 2 };
@@ -85,6 +94,7 @@ enum innet_xdp_handoff {
 	INNET_XDP_HANDOFF_NEIGH,       /* forward to an address with no known MAC */
 	INNET_XDP_HANDOFF_OVERSIZE,    /* a reply beyond one buffer or frame (innet_pass_up): passed up */
 	INNET_XDP_HANDOFF_USERSPACE,   /* a user-space-only program's packet: passed up */
+	INNET_XDP_HANDOFF_SERIAL,      /* a SERIAL program's lock was held: passed up */
 	INNET_XDP_HANDOFF_COUNT
 };
 
@@ -227,6 +237,7 @@ struct innet_xdp_layout {
 	uint16_t first_udp;            /* its first UDP port (the default source) */
 	uint16_t raw;                  /* the switch's raw program */
 	uint32_t test_mode;            /* write innet_trace for every packet */
+	uint32_t serial;               /* INNET_PROG_SERIAL: the handler runs under the lock */
 	struct innet_xdp_reg_layout regs[32];
 	struct innet_xdp_table_layout tables[8];
 };

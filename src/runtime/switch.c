@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "innet/xdp_abi.h"
 #include "runtime/switch_pvt.h"
 #include "xdp/xdp.h"
 
@@ -52,8 +53,10 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 };
 
 static const char *const handoff_names[] = {
-	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace",
+	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
 };
+_Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
+	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");
 
 const char *innet_handoff_name(unsigned k)
 {

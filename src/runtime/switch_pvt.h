@@ -58,6 +58,19 @@
 #define INNET_BUF_SIZE    (INNET_PKT_HEADROOM + INNET_PKT_MAX)
 #define INNET_N_REASONS   (INNET_DROP_PROGRAM + INNET_MAX_DROP_REASONS)
 #define INNET_CACHELINE   64
+
+/* Inside a spin-wait: tell the CPU (a pause on x86, a yield hint on Arm),
+ * or at least the compiler, that this is a busy loop. */
+static inline void innet_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+	__asm__ volatile("yield" ::: "memory");
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
 #define INNET_GSO_SEGS    64u     /* datagrams coalesced into one UDP GSO send */
 #define INNET_GSO_BYTES   65000u  /* and at most this many payload bytes */
 
@@ -101,6 +114,8 @@ struct innet_cp {
 	size_t timers_mapped;                 /* bytes mmap'ed by the XDP target, 0 = calloc */
 	uint32_t reg_ops_budget;              /* per pass */
 	uint32_t serial_worker;               /* SERIAL: the one worker that polls it */
+	_Atomic uint32_t *serial_lock;        /* SERIAL on the XDP target: the lock the eBPF
+	                                       * handler takes too (innet_tmeta); else NULL */
 	pthread_mutex_t cp_lock;              /* serialises control-plane writers */
 };
 

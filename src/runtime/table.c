@@ -172,7 +172,7 @@ static int slot_read(const struct innet_table *t, struct slot_hdr *s, uint8_t *k
 	for (uint32_t tries = 0; tries < SPIN; tries++) {
 		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
 		if (seq & 1) {
-			__builtin_ia32_pause();
+			innet_cpu_relax();
 			continue;
 		}
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -213,7 +213,7 @@ static bool home_lock(struct innet_table *t, uint32_t home)
 		if (atomic_compare_exchange_weak_explicit(&t->home_lock[home], &expected, 1,
 							  memory_order_acquire, memory_order_relaxed))
 			return true;
-		__builtin_ia32_pause();
+		innet_cpu_relax();
 	}
 	return false;
 }
@@ -232,7 +232,7 @@ static bool slot_claim(struct slot_hdr *s)
 									 memory_order_acquire,
 									 memory_order_relaxed))
 			return true;
-		__builtin_ia32_pause();
+		innet_cpu_relax();
 	}
 	return false;
 }

@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <netinet/udp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,7 +431,7 @@ static uint32_t group_snapshot(struct innet_cp *cp, uint16_t group, struct innet
 	for (uint32_t tries = 0; tries < 100000; tries++) {
 		uint32_t seq = atomic_load_explicit(&g->seq, memory_order_acquire);
 		if (seq & 1) {
-			__builtin_ia32_pause();
+			innet_cpu_relax();
 			continue;
 		}
 		uint32_t n = __atomic_load_n(&g->n, __ATOMIC_ACQUIRE);
@@ -568,6 +569,24 @@ static inline void drop(struct innet_worker *w, struct innet_cp *cp, unsigned re
 	INNET_STAT_INC(ps->drops[reason]);
 }
 
+/* A SERIAL program on the XDP target: its handler also runs in eBPF, on any
+ * CPU, under the same lock word (src/xdp/engine.bpf.h, "SERIAL programs").
+ * An eBPF holder is never preempted and holds it for one handler run: wait. */
+static void serial_lock(_Atomic uint32_t *lock)
+{
+	for (uint32_t spins = 0;; spins++) {
+		uint32_t free_ = 0;
+		if (atomic_load_explicit(lock, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_weak_explicit(lock, &free_, 1, memory_order_acquire,
+							  memory_order_relaxed))
+			return;
+		if (spins < 4096)
+			innet_cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 /* Run pkt through program `prog` (and on, if it recirculates) and carry out
  * the verdict. pkt->data stays valid until the next flush. */
 static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt)
@@ -585,7 +604,13 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		ctx->fault = 0;
 		ctx->now_ns = w->now_ns;
 		memset(&pkt->out, 0, sizeof(pkt->out));
-		act = cp->program->handle(ctx, pkt);
+		if (INNET_UNLIKELY(cp->serial_lock != NULL)) {
+			serial_lock(cp->serial_lock);
+			act = cp->program->handle(ctx, pkt);
+			atomic_store_explicit(cp->serial_lock, 0, memory_order_release);
+		} else {
+			act = cp->program->handle(ctx, pkt);
+		}
 		account(&w->pstats[cp->index], &ctx->use);
 		emitted += ctx->use.emitted;
 		if (INNET_UNLIKELY(ctx->fault != 0)) {

@@ -219,22 +219,24 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	return XDP_DROP;
 }
 
-/* The handler asked for the user-space engine (innet_pass_up: a reply it
- * cannot build in one XDP buffer or one frame of the link): the frame goes up
- * unchanged, the kernel
- * hands it to the engine's socket and a worker runs the handler again, and
- * counts it — so this run gives its receive counts back. Counted as an
- * oversize hand-off. A recirculated packet cannot go up (its pipeline state
- * lived in the frame's metadata): dropped as pkt_bounds, as on the
- * user-space engine. */
-INNET__INLINE int innet__pass_up(struct innet_pkt *pkt, struct innet_xdp_stats *st)
+/* The packet goes up to the user-space engine unchanged, before any state
+ * changed: the kernel hands it to the engine's socket, a worker runs the
+ * handler again and counts it — so this run gives its receive counts back.
+ * Why, by hand-off kind: the handler asked (innet_pass_up: a reply it cannot
+ * build in one XDP buffer or one frame of the link; "oversize"), or a SERIAL
+ * program's lock was held ("serial"). A recirculated packet cannot go up
+ * (its pipeline state lived in the frame's metadata): dropped as `fail`
+ * (pkt_bounds, reg_contended), as the user-space engine would. */
+INNET__INLINE int innet__pass_up(struct innet_pkt *pkt, struct innet_xdp_stats *st, uint32_t kind,
+				 unsigned fail)
 {
 	if (pkt->recirc != 0)
-		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
+		return innet__drop(pkt, st, fail);
 	if (st != (void *)0) {
 		st->rx_pkts--;
 		st->rx_bytes -= pkt->len;
-		st->handoffs[INNET_XDP_HANDOFF_OVERSIZE]++;
+		if (kind < INNET_XDP_HANDOFF_COUNT)
+			st->handoffs[kind]++;
 	}
 	struct innet_xdp_port_stats *ps = innet__port_stats(pkt->in_port);
 	if (ps != (void *)0) {
@@ -242,6 +244,34 @@ INNET__INLINE int innet__pass_up(struct innet_pkt *pkt, struct innet_xdp_stats *
 		ps->rx_bytes -= pkt->len;
 	}
 	return XDP_PASS;
+}
+
+/*
+ * SERIAL programs (docs/xdp.md). On the user-space engine one worker runs all
+ * of a SERIAL program's packets; here the kernel runs the handler on the CPU
+ * of each device's receive queue, and the user-space engine runs it for the
+ * packets passed up. One lock word in the program's innet_tmeta page, which
+ * the engine maps, makes the handler's runs one at a time across all of
+ * them. The eBPF side never waits long: a handler run here is short and
+ * never preempted, so a try fails only while another CPU or the engine's
+ * worker is inside the handler; after INNET_XDP_SERIAL_TRIES the packet goes
+ * up untouched and the worker, which may wait, runs it.
+ */
+INNET__INLINE uint32_t *innet__serial_lock(void)
+{
+	uint32_t zero = 0;
+	uint8_t *page = bpf_map_lookup_elem(&innet_tmeta, &zero);
+	if (page == (void *)0)
+		return (void *)0;
+	return (uint32_t *)(page + INNET_XDP_SERIAL_LOCK_OFF);
+}
+
+INNET__INLINE bool innet__serial_take(uint32_t *lock)
+{
+	for (uint32_t i = 0; i < INNET_XDP_SERIAL_TRIES; i++)
+		if (__sync_val_compare_and_swap(lock, 0u, 1u) == 0u)
+			return true;
+	return false;
 }
 
 /* The local UDP port a datagram of this program leaves from (as the
@@ -561,7 +591,15 @@ int innet_xdp_main(struct xdp_md *xdp)
 	ctx.reg_ops_budget = INNET__L.reg_ops_budget;
 	ctx.pkt = &pkt;
 
+	uint32_t *lock = (void *)0;
+	if (INNET__L.serial) {
+		lock = innet__serial_lock();
+		if (lock == (void *)0 || !innet__serial_take(lock))
+			return innet__pass_up(&pkt, st, INNET_XDP_HANDOFF_SERIAL, INNET_DROP_REG_CONTENDED);
+	}
 	enum innet_action act = innet__handle(&ctx, &pkt);
+	if (lock != (void *)0)
+		__sync_lock_test_and_set(lock, 0);   /* an atomic exchange: releases */
 
 	if (st != (void *)0) {
 		st->passes++;
@@ -582,7 +620,7 @@ int innet_xdp_main(struct xdp_md *xdp)
 	if (ctx.fault != 0)
 		return innet__drop(&pkt, st, ctx.fault);
 	if (ctx.pass_up)
-		return innet__pass_up(&pkt, st);
+		return innet__pass_up(&pkt, st, INNET_XDP_HANDOFF_OVERSIZE, INNET_DROP_PKT_BOUNDS);
 	switch (act) {
 	case INNET_DROP:
 		return innet__drop(&pkt, st, pkt.out.reason);

@@ -213,6 +213,7 @@ static int shape_object(struct innet_xdp *x, struct innet_cp *cp, struct bpf_obj
 	L.first_udp = cp->n_udp ? cp->udp[0] : 0;
 	L.raw = cp->raw;
 	L.test_mode = x->test_mode;
+	L.serial = (cp->program->flags & INNET_PROG_SERIAL) != 0;
 	char name[32];
 	int rc;
 	for (uint32_t r = 0; r < INNET_MAX_REGS; r++) {
@@ -299,6 +300,10 @@ static int rehome_state(struct innet_xdp *x, struct innet_cp *cp, struct xdp_pro
 	uint8_t *tmeta = map_mmap(xp, map_fd(xp->obj, "innet_tmeta"), PAGE);
 	if (tmeta == NULL)
 		return -ENOMEM;
+	/* a SERIAL program's handler runs under the lock in this page, here
+	 * and in the worker (engine.bpf.h, "SERIAL programs") */
+	if (cp->program->flags & INNET_PROG_SERIAL)
+		cp->serial_lock = (_Atomic uint32_t *)(tmeta + INNET_XDP_SERIAL_LOCK_OFF);
 	for (uint32_t t = 0; t < cp->n_tables; t++) {
 		uint32_t n_slots, slot_size;
 		innet_table_geometry(cp->tables[t], &n_slots, &slot_size);
