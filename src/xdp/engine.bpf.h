@@ -414,33 +414,41 @@ INNET__INLINE int innet__multicast(struct innet_ctx *ctx, struct innet_pkt *pkt,
 	return bpf_redirect_map(devs, 0, BPF_F_BROADCAST);
 }
 
-/* One multicast copy leaving by `port`: rewrite it for its member. */
+/* One multicast copy leaving by `port`: rewrite it for its member. The
+ * copy's metadata (the group, the sending port...) is read and then taken
+ * off: a frame redirected into a veth keeps its metadata, and the XDP
+ * program at the other end — another innet switch — would take it for a
+ * recirculation of its own. */
 INNET__INLINE int innet__egress(struct xdp_md *xdp, uint32_t port)
 {
 	uint8_t *data = (uint8_t *)(long)xdp->data;
 	const struct innet_xdp_meta *m = (const struct innet_xdp_meta *)(long)xdp->data_meta;
 	if ((const uint8_t *)(m + 1) > data || m->magic != INNET_XDP_META_MAGIC)
 		return XDP_DROP;
+	uint32_t len = m->len, group = m->group;
+	uint8_t flags = m->flags;
+	uint16_t dst_udp = m->dst_udp, src_udp = m->src_udp;
+	if (bpf_xdp_adjust_meta(xdp, (int)sizeof(struct innet_xdp_meta)) != 0)
+		return XDP_DROP;
 	const struct innet_xdp_port *pi = innet__port(port);
 	if (pi == (void *)0)
 		return XDP_DROP;
 	struct innet_xdp_port_stats *ps = innet__port_stats(port);
-	uint32_t len = m->len;
 	if (ps != (void *)0) {
 		ps->tx_pkts++;
 		ps->tx_bytes += len;
 	}
-	if (m->flags & INNET_PKT_F_RAW)
+	if (flags & INNET_PKT_F_RAW)
 		return XDP_PASS;
-	uint32_t key = (uint32_t)m->group << 16 | port;
+	uint32_t key = group << 16 | port;
 	const struct innet_xdp_member *mb = bpf_map_lookup_elem(&innet_members, &key);
 	uint32_t ip = mb ? mb->ip : 0;
 	uint16_t udp = mb ? mb->udp : 0;
 	if (ip == 0)
 		ip = pi->peer_ip;
 	if (udp == 0)
-		udp = pi->peer_udp ? pi->peer_udp : m->dst_udp;
-	if (innet__write_hdr(xdp, pi->peer_mac, pi->mac, pi->ip, ip, m->src_udp, udp, len) != 0)
+		udp = pi->peer_udp ? pi->peer_udp : dst_udp;
+	if (innet__write_hdr(xdp, pi->peer_mac, pi->mac, pi->ip, ip, src_udp, udp, len) != 0)
 		return XDP_DROP;
 	return XDP_PASS;
 }

@@ -60,7 +60,11 @@ listen() { # acceptor host, count to expect, output file
 import socket, struct, sys, time
 addr, want, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+# a frame that came through XDP becomes an skb of a whole page: 50 of them
+# overflow the default receive buffer while python is slow to read
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
 s.bind((addr, 34952)); s.settimeout(5)
+open(out + ".ready", "w").close()   # bound: the sender may start
 seen = []
 try:
     while len(seen) < want:
@@ -74,6 +78,13 @@ except socket.timeout:
 open(out, "w").write("\n".join("%d %d %s" % t for t in sorted(seen)) + "\n")
 EOF
 	pids+=($!)
+}
+ready() { # output files: wait until each listener is bound (python starts slowly on a busy machine)
+	local f i
+	for f in "$@"; do
+		for ((i = 0; i < 200; i++)); do [ -e "$f.ready" ] && break; sleep 0.05; done
+		[ -e "$f.ready" ] || fail "listener for $f did not start"
+	done
 }
 send() { # n requests, first value index
 	in_ns client $PY - "$co" "$1" "$2" <<'EOF'
@@ -90,7 +101,7 @@ EOF
 
 echo "--- 50 requests: 2As by devmap broadcast to a1, a2, a3"
 for a in 1 2 3; do listen "a$a" 1$a 50 "$DIR/a$a.out"; done
-sleep 0.3
+ready "$DIR"/a{1,2,3}.out
 send 50 0
 wait "${pids[@]}"; pids=()
 for a in 1 2 3; do
@@ -114,7 +125,7 @@ echo "--- a group XDP cannot broadcast (a2 twice on port 2): the user-space engi
 "$INNET" ctl --fabric "$TOPO" --switch co group set coord 0 1 2 2 3 >/dev/null || fail "group set"
 for a in 1 3; do listen "a$a" 1$a 20 "$DIR/b$a.out"; done
 listen a2 12 40 "$DIR/b2.out"
-sleep 0.3
+ready "$DIR"/b{1,2,3}.out
 send 20 100
 wait "${pids[@]}"; pids=()
 [ "$(wc -l <"$DIR/b1.out")" -eq 20 ] || fail "a1 got $(wc -l <"$DIR/b1.out") of 20"
