@@ -279,10 +279,17 @@ int cmd_paxos(int argc, char **argv)
 			}
 			int h = name ? innet_topology_find(t, name) : -1;
 			int rc = h < 0 ? -1 : kv_topology_paxos_conf(t, h, &pc);
+			/* netns mode: the host's sockets live in its namespace */
+			int ns_rc = rc == 0 && t->netns ? innet_topology_enter(t, (uint32_t)h) : 0;
 			innet_topology_free(t);
 			if (rc != 0) {
 				fprintf(stderr, "innet paxos: no usable host '%s' in %s\n", name ? name : "", topo);
 				return 2;
+			}
+			if (ns_rc != 0) {
+				fprintf(stderr, "innet paxos: cannot enter the namespace of %s: %s%s\n", name,
+					strerror(-ns_rc), ns_rc == -ENOENT ? " (is the fabric up?)" : "");
+				return 1;
 			}
 		} else {
 			if (bind_a.ip == 0 || coord.ip == 0 || n_acc == 0)
