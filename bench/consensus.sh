@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # bench: in-network Paxos (coordinator + 3 acceptor switches) vs the same roles as host processes: commands/s, p50/p99
-# timeout: 600
+# timeout: 900
 #
 # bench/consensus.sh — sourced by bench/run (see bench/lib.sh).
 #
@@ -9,12 +9,29 @@
 #                                                     ─2A─▶ 3 x innet paxos acceptor ─2B─▶ learner
 #
 # Same load generator, same protocol, same packet sizes; the in-network side
-# runs the switch runtime's programs (src/consensus/coordinator.c,
-# acceptor.c), the baseline plain host processes (leader.c, hostacc.c) with
+# runs the switch runtime's programs (src/consensus/coordinator_dp.c,
+# acceptor_dp.c), the baseline plain host processes (leader.c, hostacc.c) with
 # the same I/O batching as the switch workers: recvmmsg bursts of 32, the
 # sends of a burst in one sendmmsg (the leader logs its datagrams per call).
 # W requests in flight (W client ids, one request each), 16-byte values.
-# Rounds alternate innet, host, host, innet, ... and the medians are compared.
+# Rounds alternate the contenders (A B, B A, ...) and the medians are compared.
+#
+# --target udp (default, any user): everything on loopback; the switches are
+#   user-space engines. Keys innet_w*, host_w*, ratio_w* = innet / host.
+# --target xdp (root): every node in a network namespace of its own, every
+#   link a veth pair (innet's netns mode, docs/topology.md), three contenders
+#   on the same kind of links:
+#
+#            ns coord ──────────── ns a0, a1, a2        xdp   the switches' programs in eBPF
+#              │ p3      p0..p2 ─┘   │ p1                udp   the same switches, user-space engine
+#              │                     │                   host  the switches stopped; in their
+#            ns l0 (innet paxos bench: proposer + learner)       namespaces `innet paxos leader`
+#                                                                 (coord) and `acceptor` (a0..a2)
+#
+#   Keys xdp_w* (eBPF), innet_w* (user-space engine in netns), host_w* (host
+#   processes in netns), ratio_w* = innet / host and xdp_ratio_w* = xdp /
+#   host, with xdp_target_met_w16 (target: xdp_ratio_w16 >= 3, P4xos's 4.3x
+#   the anchor).
 
 bench_usage() {
 	cat <<'EOF2'
@@ -22,6 +39,8 @@ usage: bench/run consensus [options]
   --rounds N        measured runs per implementation and load (default 3)
   --duration SEC    measurement window per run (default 3; after 0.5 s warm-up)
   --outstanding L   comma-separated requests in flight (default 1,16)
+  --target T        udp (loopback, default) or xdp (root: netns; XDP, user-space
+                    engine and host processes over veth)
   --quick           1 round of 1 s
 EOF2
 }
@@ -29,12 +48,15 @@ EOF2
 cs_rounds=3
 cs_duration=3
 cs_loads=1,16
+cs_target=udp
 
-cs_topology() { # file
+cs_topology() { # file [NAME TARGET]: loopback (no NAME), or netns mode with TARGET
+	local name=${2:-bench-consensus} extra=""
+	[ -n "${3:-}" ] && extra="\"target\": \"$3\", \"netns\": true, "
 	cat >"$1" <<EOF2
 {
-  "name": "bench-consensus", "seed": 1, "addr_base": "127.3.96.0",
-  "state_dir": "$BENCH_TMP/fabric",
+  "name": "$name", "seed": 1, "addr_base": "127.3.96.0", $extra
+  "state_dir": "$BENCH_TMP/fabric-$name",
   "switches": [
     {"name": "coord", "node": 1, "workers": 1, "programs": [{"name": "coord",
       "program": "paxos_coordinator", "udp": [34952], "args": {"acceptors": [0, 1, 2]}}]},
@@ -74,35 +96,113 @@ cs_host_down() {
 	for p in "${CS_HOST_PIDS[@]}"; do bench_stop "$p" || true; done
 }
 
-# Stop the fabric (if up) and fail: the fabric's switches are daemons that
-# bench_cleanup does not know about.
+# Stop the fabric (if up) and fail: the fabric's switches (and in netns
+# mode its namespaces) are things bench_cleanup does not know about.
 cs_die() {
-	"$BENCH_INNET_BIN" fabric down "$BENCH_TMP/topo.json" >/dev/null 2>&1 || true
+	local t
+	cs_nshost_down
+	for t in topo topo-xdp topo-udp; do
+		[ -e "$BENCH_TMP/$t.json" ] && "$BENCH_INNET_BIN" fabric down "$BENCH_TMP/$t.json" >/dev/null 2>&1
+	done
 	bench_die "$@"
 }
 
-# cs_run IMPL W ROUND: one measured run; sets cs_rate cs_p50 cs_p99
+# netns mode: the host baseline in the namespaces of a fabric whose switches
+# are stopped (the same veths the user-space engine's fabric used). The
+# leader binds coord's address on the link to l0 (where the client sends);
+# the acceptors' replies reach it by a route through their link to coord.
+CS_NS_PIDS=()
+cs_ns_addr() { # TOPO NODE PEER: the address of NODE's port toward PEER
+	"$BENCH_INNET_BIN" fabric show "$1" --json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for s in d["switches"]:
+    if s["name"] == sys.argv[1]:
+        print([p["addr"] for p in s["ports"] if p["peer"] == sys.argv[2]][0])' "$2" "$3"
+}
+cs_nshost_up() { # TOPO NAME TAG
+	local topo=$1 name=$2 tag=$3 k lead acc gw
+	for k in coord a0 a1 a2; do
+		"$BENCH_INNET_BIN" fabric stop "$topo" "$k" >/dev/null || cs_die "fabric stop $k"
+	done
+	lead=$(cs_ns_addr "$topo" coord l0)
+	CS_NS_ACC=()
+	for k in 0 1 2; do
+		acc=$(cs_ns_addr "$topo" "a$k" coord)
+		gw=$(cs_ns_addr "$topo" coord "a$k")
+		CS_NS_ACC+=(--acceptor "$acc:34952")
+		ip -n "innet-$name-a$k" route replace "$lead/32" via "$gw" || cs_die "route in a$k"
+		bench_spawn cs_pid "nshost-acc$k-$tag" "" 120 ip netns exec "innet-$name-a$k" \
+			"$BENCH_INNET_BIN" paxos acceptor --bind "$acc:34952" --id "$k" \
+			--learner "$CS_NS_L0:34953" --ring 4096
+		CS_NS_PIDS+=("$cs_pid")
+		bench_wait_ready "$cs_pid" "nshost-acc$k-$tag" "listening" 10
+	done
+	bench_spawn cs_pid "nshost-leader-$tag" "" 120 ip netns exec "innet-$name-coord" \
+		"$BENCH_INNET_BIN" paxos leader --bind "$lead:34952" "${CS_NS_ACC[@]}" --active
+	CS_NS_PIDS+=("$cs_pid")
+	bench_wait_ready "$cs_pid" "nshost-leader-$tag" "serving" 10
+	CS_NS_LEAD=$lead
+}
+cs_nshost_down() {
+	local p
+	for p in "${CS_NS_PIDS[@]}"; do bench_stop "$p" || true; done
+	CS_NS_PIDS=()
+}
+
+# cs_run IMPL W ROUND: one measured run; sets cs_rate cs_p50 cs_p99.
+# IMPL: innet | host (loopback); xdp | udp | nshost (netns).
 cs_run() {
-	local impl=$1 w=$2 round=$3 tag="$1-w$2-r$3"
-	if [ "$impl" = innet ]; then
-		"$BENCH_INNET_BIN" fabric up "$BENCH_TMP/topo.json" >"$BENCH_TMP/$tag-fabric.out" 2>&1 ||
+	local impl=$1 w=$2 round=$3 tag="$1-w$2-r$3" topo
+	case $impl in
+	innet | xdp | udp)
+		topo=$BENCH_TMP/topo.json
+		[ "$impl" = xdp ] && topo=$BENCH_TMP/topo-xdp.json
+		[ "$impl" = udp ] && topo=$BENCH_TMP/topo-udp.json
+		CS_UP=$topo
+		"$BENCH_INNET_BIN" fabric up "$topo" >"$BENCH_TMP/$tag-fabric.out" 2>&1 ||
 			cs_die "fabric up failed: $(tail -n 3 "$BENCH_TMP/$tag-fabric.out")"
 		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) "$BENCH_INNET_BIN" paxos bench \
-			--topology "$BENCH_TMP/topo.json" --name l0 --duration "$cs_duration" --outstanding "$w"
-	else
+			--topology "$topo" --name l0 --duration "$cs_duration" --outstanding "$w"
+		;;
+	host)
 		cs_host_up "$tag"
 		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) "$BENCH_INNET_BIN" paxos bench \
 			--bind "$CS_H.1:34953" --coordinator "$CS_H.9:34952" --acceptor "$CS_H.10:34952" \
 			--acceptor "$CS_H.11:34952" --acceptor "$CS_H.12:34952" --duration "$cs_duration" \
 			--outstanding "$w"
-	fi
+		;;
+	nshost)
+		topo=$BENCH_TMP/topo-udp.json
+		CS_UP=$topo
+		"$BENCH_INNET_BIN" fabric up "$topo" >"$BENCH_TMP/$tag-fabric.out" 2>&1 ||
+			cs_die "fabric up failed: $(tail -n 3 "$BENCH_TMP/$tag-fabric.out")"
+		cs_nshost_up "$topo" bench-cs-udp "$tag"
+		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) ip netns exec innet-bench-cs-udp-l0 \
+			"$BENCH_INNET_BIN" paxos bench --bind "$CS_NS_L0:34953" \
+			--coordinator "$CS_NS_LEAD:34952" "${CS_NS_ACC[@]}" --duration "$cs_duration" \
+			--outstanding "$w"
+		;;
+	esac
 	bench_wait "$cs_lpid" || cs_die "$tag: load generator failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
-	if [ "$impl" = innet ]; then
-		"$BENCH_INNET_BIN" fabric down "$BENCH_TMP/topo.json" >/dev/null 2>&1 || true
-	else
+	case $impl in
+	host)
 		cs_host_down
 		# The baseline batches as the switch workers do: say how much.
 		bench_log "$tag host leader: $(grep -o 'requests.*sendmmsg' "$BENCH_TMP/host-leader-$tag.err" || echo 'no I/O summary')"
+		;;
+	nshost)
+		cs_nshost_down
+		bench_log "$tag host leader: $(grep -o 'requests.*sendmmsg' "$BENCH_TMP/nshost-leader-$tag.err" || echo 'no I/O summary')"
+		;;
+	xdp)
+		# every command's messages in eBPF? (hand-offs would show here)
+		bench_log "$tag: $("$BENCH_INNET_BIN" ctl --fabric "$topo" --switch a0 stats | grep -E '^prog' | head -n 1)"
+		;;
+	esac
+	if [ -n "${CS_UP:-}" ]; then
+		"$BENCH_INNET_BIN" fabric down "$CS_UP" >/dev/null 2>&1 || true
+		CS_UP=
 	fi
 	cs_rate=$(bench_kv cmds_per_s "$BENCH_TMP/$tag.out")
 	cs_p50=$(bench_kv p50_us "$BENCH_TMP/$tag.out")
@@ -112,51 +212,85 @@ cs_run() {
 		p99_us="$cs_p99" timeouts="$(bench_kv timeouts "$BENCH_TMP/$tag.out")"
 }
 
+# cs_medians PREFIX W IMPL: RESULT keys PREFIX_wW_{cmds_per_s,p50_us,p99_us}
+# from the arrays cs_rate_IMPL etc.; sets cs_med to the median rate.
+cs_keys=()
+cs_medians() {
+	local pre=$1 w=$2 impl=$3
+	local -n rate="cs_rate_$impl" p50="cs_p50_$impl" p99="cs_p99_$impl"
+	cs_med=$(bench_median "${rate[@]}")
+	cs_keys+=("${pre}_w${w}_cmds_per_s=$(bench_calc %.0f "$cs_med")"
+		"${pre}_w${w}_p50_us=$(bench_median "${p50[@]}")"
+		"${pre}_w${w}_p99_us=$(bench_median "${p99[@]}")")
+}
+
 bench_main() {
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--rounds) cs_rounds=$2; shift 2 ;;
 		--duration) cs_duration=$2; shift 2 ;;
 		--outstanding) cs_loads=$2; shift 2 ;;
+		--target) cs_target=$2; shift 2 ;;
 		--quick) cs_rounds=1; cs_duration=1; shift ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
 		esac
 	done
+	local -a impls
+	case $cs_target in
+	udp) impls=(innet host) ;;
+	xdp)
+		[ "$(id -u)" -eq 0 ] || bench_usage_error "--target xdp needs root (network namespaces, XDP)"
+		impls=(xdp udp nshost)
+		;;
+	*) bench_usage_error "--target is udp or xdp" ;;
+	esac
 	bench_build innet
 	cs_topology "$BENCH_TMP/topo.json"
+	if [ "$cs_target" = xdp ]; then
+		cs_topology "$BENCH_TMP/topo-xdp.json" bench-cs-xdp xdp
+		cs_topology "$BENCH_TMP/topo-udp.json" bench-cs-udp udp
+		CS_NS_L0=$("$BENCH_INNET_BIN" fabric show "$BENCH_TMP/topo-udp.json" --json |
+			/usr/bin/python3 -c 'import json,sys; print([h["addr"] for h in json.load(sys.stdin)["hosts"] if h["name"]=="l0"][0])')
+	fi
+	bench_param target "$cs_target"
 	bench_param rounds "$cs_rounds"
 	bench_param duration_s "$cs_duration"
 	bench_param outstanding "$cs_loads"
 	bench_param value_bytes 16
 	bench_param acceptors 3
-	local w r impl order ratio
+	local w r impl order i n=${#impls[@]}
 	local -a loads
 	IFS=, read -r -a loads <<<"$cs_loads"
 	for w in "${loads[@]}"; do
-		local -a inn_rate=() inn_p50=() inn_p99=() host_rate=() host_p50=() host_p99=()
+		for impl in "${impls[@]}"; do
+			local -a "cs_rate_$impl=()" "cs_p50_$impl=()" "cs_p99_$impl=()"
+		done
 		for ((r = 0; r < cs_rounds; r++)); do
-			order="innet host"
-			[ $((r % 2)) = 1 ] && order="host innet"
-			for impl in $order; do
+			# A B C, then C B A, ...: no contender always runs first
+			order=()
+			for ((i = 0; i < n; i++)); do
+				if [ $((r % 2)) = 0 ]; then order+=("${impls[$i]}"); else order+=("${impls[$((n - 1 - i))]}"); fi
+			done
+			for impl in "${order[@]}"; do
 				cs_run "$impl" "$w" "$r"
-				if [ "$impl" = innet ]; then
-					inn_rate+=("$cs_rate"); inn_p50+=("$cs_p50"); inn_p99+=("$cs_p99")
-				else
-					host_rate+=("$cs_rate"); host_p50+=("$cs_p50"); host_p99+=("$cs_p99")
-				fi
+				local -n ra="cs_rate_$impl" pa="cs_p50_$impl" qa="cs_p99_$impl"
+				ra+=("$cs_rate"); pa+=("$cs_p50"); qa+=("$cs_p99")
+				unset -n ra pa qa
 			done
 		done
-		local ir hr
-		ir=$(bench_median "${inn_rate[@]}")
-		hr=$(bench_median "${host_rate[@]}")
-		ratio=$(bench_calc %.2f "$ir / $hr")
-		bench_result "innet_w${w}_cmds_per_s=$(bench_calc %.0f "$ir")" \
-			"innet_w${w}_p50_us=$(bench_median "${inn_p50[@]}")" \
-			"innet_w${w}_p99_us=$(bench_median "${inn_p99[@]}")" \
-			"host_w${w}_cmds_per_s=$(bench_calc %.0f "$hr")" \
-			"host_w${w}_p50_us=$(bench_median "${host_p50[@]}")" \
-			"host_w${w}_p99_us=$(bench_median "${host_p99[@]}")" \
-			"ratio_w${w}=$ratio"
+		local ir hr xr
+		if [ "$cs_target" = udp ]; then
+			cs_medians innet "$w" innet; ir=$cs_med
+			cs_medians host "$w" host; hr=$cs_med
+		else
+			cs_medians xdp "$w" xdp; xr=$cs_med
+			cs_medians innet "$w" udp; ir=$cs_med
+			cs_medians host "$w" nshost; hr=$cs_med
+			cs_keys+=("xdp_ratio_w${w}=$(bench_calc %.2f "$xr / $hr")")
+			[ "$w" = 16 ] && cs_keys+=("xdp_target_met_w16=$(bench_calc %d "($xr / $hr) >= 3")")
+		fi
+		cs_keys+=("ratio_w${w}=$(bench_calc %.2f "$ir / $hr")")
 	done
+	bench_result "${cs_keys[@]}"
 }
