@@ -134,6 +134,20 @@ int innet_topology_netns_down(const char *name);
  * HOST). 0 or -errno (-ENOENT: the fabric is not up). */
 int innet_topology_enter(const struct innet_topology *t, uint32_t node);
 
+/* Netns mode: what the kernel's faults did on a link with emulation settings
+ * (its wire: src/runtime/netns.c), in one direction — toward_b: frames
+ * leaving for node b, else for node a. 0; -ENOENT (no such link, or one
+ * without faults), -EOPNOTSUPP (netem carries the faults: no counters),
+ * or -errno. Needs root. */
+struct innet_wire_stats {
+	uint64_t frames;      /* frames that took the link in that direction */
+	uint64_t lost;        /* dropped */
+	uint64_t duplicated;  /* sent twice */
+	uint64_t slowed;      /* held in the slow lane, so later frames overtook them */
+};
+int innet_topology_wire_stats(const struct innet_topology *t, uint32_t li, int toward_b,
+			      struct innet_wire_stats *out);
+
 /* Index in t->nodes of the switch or host called name, or -ENOENT. */
 int innet_topology_find(const struct innet_topology *t, const char *name);
 

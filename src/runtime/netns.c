@@ -11,11 +11,23 @@
  *   default via 10.0.20.9      ip_forward=1, a route to every host
  *                              by its first shortest-path port
  *
- * A link's emulation settings (loss, dup, reorder, delay_us, jitter_us) become
- * the kernel's own faults: a netem qdisc on each end's egress, so each
- * direction is hit once, as the user-space engine's emulation does on
- * loopback (netem reorders by delaying the others: reorder without delay_us
- * gets a 1 ms delay).
+ * A link with emulation settings (loss, dup, reorder, delay_us, jitter_us) gets
+ * the kernel's own faults, outside any switch: it becomes a wire — two veth
+ * pairs and a bridge in a namespace of its own, innet-F-_wireN — and the
+ * faults sit on the egress of each bridge port, so each direction is hit
+ * once, as the user-space engine's emulation does on loopback:
+ *
+ *   innet-F-a: p0 ══ veth ══ innet-F-_wire3: a ─ br ─ b ══ veth ══ innet-F-b: p2
+ *                                  egress of a and of b: the faults
+ *
+ * Not on the nodes' own ends: an XDP switch's frames (XDP_TX, redirect)
+ * bypass its device's qdisc and tc hooks, and a frame redirected into an XDP
+ * switch's port never meets one; a bridge's forwarding always does. The
+ * faults are netem (reorder delays the others: reorder without delay_us gets
+ * 1 ms) where the kernel has it; this one is built without it
+ * (CONFIG_NET_SCH_NETEM), and then loss and duplication are a tc egress
+ * eBPF program (linkfault.bpf.c) and reordering an HTB slow lane it puts a
+ * fraction of the frames in. delay_us and jitter_us need netem.
  *
  * Switch namespaces also route plain IP between hosts (ip_forward, routes to
  * every host address), so traffic that is not for a program (a replica's
@@ -54,6 +66,7 @@
 #include <linux/if_link.h>
 
 #include "innet/topology.h"
+#include "xdp/objects.h"
 
 #define NETNS_DIR "/run/netns"
 
@@ -68,24 +81,30 @@ static void mac_str(const uint8_t m[6], char out[18])
 	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
-/* Run `ip [-n NS] -batch FILE`; 0 or -1 with the command's own message in err. */
-static int ip_batch(const char *ns, const char *file, char *err, size_t errlen)
+/* Run `TOOL [-n NS] -batch FILE` (TOOL: ip or tc, both iproute2); 0 or -1
+ * with the command's own message in err. */
+static int tool_batch(const char *tool, const char *ns, const char *file, char *err, size_t errlen)
 {
 	char cmd[512], out[1024];
-	snprintf(cmd, sizeof(cmd), "ip %s%s -batch %s 2>&1", ns ? "-n " : "", ns ? ns : "", file);
+	snprintf(cmd, sizeof(cmd), "%s %s%s -batch %s 2>&1", tool, ns ? "-n " : "", ns ? ns : "", file);
 	FILE *f = popen(cmd, "r");
 	if (f == NULL) {
-		snprintf(err, errlen, "cannot run ip (iproute2): %s", strerror(errno));
+		snprintf(err, errlen, "cannot run %s (iproute2): %s", tool, strerror(errno));
 		return -1;
 	}
 	size_t n = fread(out, 1, sizeof(out) - 1, f);
 	out[n] = '\0';
 	int st = pclose(f);
 	if (st != 0) {
-		snprintf(err, errlen, "ip%s%s failed: %s", ns ? " -n " : "", ns ? ns : "", out);
+		snprintf(err, errlen, "%s%s%s failed: %s", tool, ns ? " -n " : "", ns ? ns : "", out);
 		return -1;
 	}
 	return 0;
+}
+
+static int ip_batch(const char *ns, const char *file, char *err, size_t errlen)
+{
+	return tool_batch("ip", ns, file, err, errlen);
 }
 
 int innet_topology_enter(const struct innet_topology *t, uint32_t node)
@@ -112,6 +131,263 @@ static int pass_prog(void)
 	insns[0].imm = XDP_PASS;
 	insns[1].code = BPF_JMP | BPF_EXIT;
 	return bpf_prog_load(BPF_PROG_TYPE_XDP, "innet_pass", "GPL", insns, 2, NULL);
+}
+
+/* ---- wires: a faulty link's own namespace ------------------------------- */
+
+static bool link_faulty(const struct innet_topo_link *l)
+{
+	const struct innet_link_conf *e = &l->emu;
+	return e->loss > 0 || e->dup > 0 || e->reorder > 0 || e->delay_us || e->jitter_us;
+}
+
+static void wire_name(const struct innet_topology *t, uint32_t li, char *out, size_t len)
+{
+	snprintf(out, len, "innet-%s-_wire%u", t->name, li);
+}
+
+static uint32_t prob32(double p)
+{
+	if (p <= 0)
+		return 0;
+	if (p >= 1)
+		return UINT32_MAX;
+	return (uint32_t)(p * 4294967296.0);
+}
+
+/* The eBPF fault program on the egress of dev (in the current namespace). */
+static int attach_linkfault(const char *dev, const struct innet_link_conf *e)
+{
+	int ifindex = (int)if_nametoindex(dev);
+	if (ifindex == 0)
+		return -ENODEV;
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "innet_linkfault");
+	struct bpf_object *obj = bpf_object__open_mem(innet_bpf_aux_linkfault,
+						      (size_t)(innet_bpf_aux_linkfault_end -
+							       innet_bpf_aux_linkfault), &oo);
+	if (obj == NULL)
+		return -errno ? -errno : -EINVAL;
+	int rc = -ENOENT;
+	struct bpf_map *m;
+	bpf_object__for_each_map(m, obj) {
+		if (strstr(bpf_map__name(m), ".rodata") == NULL)
+			continue;
+		struct { uint32_t loss, dup, reorder, slow, fast; } c = {
+			prob32(e->loss), prob32(e->dup), prob32(e->reorder), 0x10020u, 0x10010u,
+		};
+		size_t sz = 0;
+		if (bpf_map__initial_value(m, &sz) == NULL || sz < sizeof(c))
+			break;
+		uint8_t *v = calloc(1, sz);
+		if (v == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(v, &c, sizeof(c));
+		rc = bpf_map__set_initial_value(m, v, sz);
+		free(v);
+		break;
+	}
+	if (rc == 0)
+		rc = bpf_object__load(obj);
+	if (rc == 0) {
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, to, .prog_fd = bpf_program__fd(
+						     bpf_object__find_program_by_name(obj, "innet_linkfault")));
+		to.handle = 1;
+		to.priority = 1;   /* innet_topology_wire_stats finds it by these */
+		rc = bpf_tc_hook_create(&hook);
+		if (rc == -EEXIST)
+			rc = 0;
+		if (rc == 0)
+			rc = bpf_tc_attach(&hook, &to);
+	}
+	bpf_object__close(obj);   /* the attached filter keeps the program */
+	return rc;
+}
+
+int innet_topology_wire_stats(const struct innet_topology *t, uint32_t li, int toward_b,
+			      struct innet_wire_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (li >= t->n_links || !link_faulty(&t->links[li]))
+		return -ENOENT;
+	char ns[256], path[512];
+	wire_name(t, li, ns, sizeof(ns));
+	snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
+	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	int wfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || wfd < 0) {
+		int e = errno;
+		if (self >= 0)
+			close(self);
+		if (wfd >= 0)
+			close(wfd);
+		return -e;
+	}
+	/* the program on the port's egress: found by netlink, in its namespace */
+	int rc = setns(wfd, CLONE_NEWNET) == 0 ? 0 : -errno;
+	uint32_t prog_id = 0;
+	if (rc == 0) {
+		int ifindex = (int)if_nametoindex(toward_b ? "b" : "a");
+		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_EGRESS);
+		LIBBPF_OPTS(bpf_tc_opts, to, .handle = 1, .priority = 1);
+		rc = ifindex == 0 ? -ENODEV : bpf_tc_query(&hook, &to);
+		prog_id = to.prog_id;
+		if (setns(self, CLONE_NEWNET) != 0 && rc == 0)
+			rc = -errno;
+	}
+	close(self);
+	close(wfd);
+	if (rc != 0)
+		return rc == -ENOENT ? -EOPNOTSUPP : rc;   /* no program: netem carries the faults */
+	int pfd = bpf_prog_get_fd_by_id(prog_id);
+	if (pfd < 0)
+		return -errno;
+	uint32_t map_ids[4] = { 0 };
+	struct bpf_prog_info pi;
+	memset(&pi, 0, sizeof(pi));
+	pi.nr_map_ids = 4;
+	pi.map_ids = (uint64_t)(unsigned long)map_ids;
+	uint32_t len = sizeof(pi);
+	rc = bpf_obj_get_info_by_fd(pfd, &pi, &len);
+	close(pfd);
+	if (rc != 0)
+		return rc;
+	int ncpu = libbpf_num_possible_cpus();
+	for (uint32_t i = 0; i < pi.nr_map_ids && i < 4; i++) {
+		int mfd = bpf_map_get_fd_by_id(map_ids[i]);
+		if (mfd < 0)
+			continue;
+		struct bpf_map_info mi;
+		memset(&mi, 0, sizeof(mi));
+		len = sizeof(mi);
+		if (bpf_obj_get_info_by_fd(mfd, &mi, &len) == 0 && mi.type == BPF_MAP_TYPE_PERCPU_ARRAY &&
+		    mi.value_size == sizeof(struct innet_wire_stats) && ncpu > 0) {
+			struct innet_wire_stats *v = calloc((size_t)ncpu, sizeof(*v));
+			uint32_t zero = 0;
+			if (v != NULL && bpf_map_lookup_elem(mfd, &zero, v) == 0)
+				for (int c = 0; c < ncpu; c++) {
+					out->frames += v[c].frames;
+					out->lost += v[c].lost;
+					out->duplicated += v[c].duplicated;
+					out->slowed += v[c].slowed;
+				}
+			free(v);
+		}
+		close(mfd);
+	}
+	return 0;
+}
+
+/* Link li's wire namespace: the bridge between its two ports, the XDP_PASS
+ * program on both (they take frames that XDP switches redirect into them)
+ * and the faults. 0, or -1 with a message in err. */
+static int pass_prog(void);
+static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_t errlen)
+{
+	const struct innet_topo_link *l = &t->links[li];
+	const struct innet_link_conf *e = &l->emu;
+	char ns[256], file[128];
+	wire_name(t, li, ns, sizeof(ns));
+	snprintf(file, sizeof(file), "/tmp/innet-netns-%d.wire", (int)getpid());
+	FILE *f = fopen(file, "w");
+	if (f == NULL) {
+		snprintf(err, errlen, "cannot write %s: %s", file, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "link set dev lo up\nlink add name br mtu %u type bridge\n"
+		   "link set dev a master br\nlink set dev b master br\n"
+		   "link set dev a up\nlink set dev b up\nlink set dev br up\n", l->mtu);
+	fclose(f);
+	int rc = ip_batch(ns, file, err, errlen);
+	/* netem where the kernel has it */
+	bool netem = false;
+	if (rc == 0) {
+		f = fopen(file, "w");
+		if (f == NULL) {
+			unlink(file);
+			snprintf(err, errlen, "cannot write %s", file);
+			return -1;
+		}
+		uint32_t delay = e->delay_us ? e->delay_us : (e->reorder > 0 ? 1000 : 0);
+		for (int d = 0; d < 2; d++) {
+			fprintf(f, "qdisc replace dev %s root netem limit 100000", d ? "b" : "a");
+			if (delay)
+				fprintf(f, " delay %uus %uus", delay, e->jitter_us);
+			if (e->loss > 0)
+				fprintf(f, " loss %.4f%%", e->loss * 100);
+			if (e->dup > 0)
+				fprintf(f, " duplicate %.4f%%", e->dup * 100);
+			if (e->reorder > 0)
+				fprintf(f, " reorder %.4f%%", e->reorder * 100);
+			fprintf(f, "\n");
+		}
+		fclose(f);
+		char terr[512];
+		netem = tool_batch("tc", ns, file, terr, sizeof(terr)) == 0;
+		if (!netem && (e->delay_us || e->jitter_us)) {
+			snprintf(err, errlen, "link %s-%s: delay_us and jitter_us need the kernel's netem "
+				 "qdisc, which this kernel lacks (%s); loss, dup and reorder work without it",
+				 t->nodes[l->a].name, t->nodes[l->b].name, terr);
+			rc = -1;
+		}
+	}
+	/* else the HTB slow lane for reordering, then the eBPF program */
+	if (rc == 0 && !netem && e->reorder > 0) {
+		f = fopen(file, "w");
+		if (f == NULL) {
+			unlink(file);
+			snprintf(err, errlen, "cannot write %s", file);
+			return -1;
+		}
+		for (int d = 0; d < 2; d++) {
+			const char *dev = d ? "b" : "a";
+			fprintf(f, "qdisc replace dev %s root handle 1: htb default 10\n"
+				   "class add dev %s parent 1: classid 1:10 htb rate 100gbit quantum 60000\n"
+				   "class add dev %s parent 1: classid 1:20 htb rate 2mbit ceil 2mbit "
+				   "burst 1b cburst 1b\n"
+				   "qdisc add dev %s parent 1:20 handle 20: pfifo limit 1000\n",
+				dev, dev, dev, dev);
+		}
+		fclose(f);
+		rc = tool_batch("tc", ns, file, err, errlen);
+	}
+	unlink(file);
+	if (rc != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		char path[512];
+		snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+			_exit(1);
+		int prog = pass_prog();
+		if (prog < 0)
+			_exit(2);
+		const char *devs[2] = { "a", "b" };
+		for (int d = 0; d < 2; d++) {
+			int ifindex = (int)if_nametoindex(devs[d]);
+			if (ifindex == 0 || bpf_xdp_attach(ifindex, prog, XDP_FLAGS_DRV_MODE, NULL) != 0)
+				_exit(3);
+			if (!netem && attach_linkfault(devs[d], e) != 0)
+				_exit(4);
+		}
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		snprintf(err, errlen, "cannot set up the wire of link %s-%s (XDP pass program, "
+			 "fault program: step %d)", t->nodes[l->a].name, t->nodes[l->b].name,
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		return -1;
+	}
+	return 0;
 }
 
 /* Things ip cannot do, done from inside the namespace: ip_forward and the
@@ -183,20 +459,6 @@ static int node_batch(const struct innet_topology *t, uint32_t node, const char 
 		uint32_t other = l->a == node ? l->b : l->a;
 		innet_topology_dev(t, node, li, dev, sizeof(dev));
 		fprintf(f, "link set %s up\n", dev);
-		const struct innet_link_conf *e = &l->emu;
-		if (e->loss > 0 || e->dup > 0 || e->reorder > 0 || e->delay_us || e->jitter_us) {
-			uint32_t delay = e->delay_us ? e->delay_us : (e->reorder > 0 ? 1000 : 0);
-			fprintf(f, "qdisc replace dev %s root netem limit 100000", dev);
-			if (delay)
-				fprintf(f, " delay %uus %uus", delay, e->jitter_us);
-			if (e->loss > 0)
-				fprintf(f, " loss %.4f%%", e->loss * 100);
-			if (e->dup > 0)
-				fprintf(f, " duplicate %.4f%%", e->dup * 100);
-			if (e->reorder > 0)
-				fprintf(f, " reorder %.4f%%", e->reorder * 100);
-			fprintf(f, "\n");
-		}
 		end_addrs(t, node, li, &local, &remote);
 		if (local == 0)
 			continue;   /* a raw port: frames only */
@@ -300,6 +562,12 @@ int innet_topology_netns_up(const struct innet_topology *t, char *err, size_t er
 		fprintf(f, "netns add %s\n", ns);
 	}
 	for (uint32_t li = 0; li < t->n_links; li++) {
+		if (!link_faulty(&t->links[li]))
+			continue;
+		wire_name(t, li, ns, sizeof(ns));
+		fprintf(f, "netns add %s\n", ns);
+	}
+	for (uint32_t li = 0; li < t->n_links; li++) {
 		const struct innet_topo_link *l = &t->links[li];
 		char nsa[256], nsb[256], da[IFNAMSIZ], db[IFNAMSIZ], ma[18], mb[18];
 		uint8_t m[6];
@@ -319,11 +587,24 @@ int innet_topology_netns_up(const struct innet_topology *t, char *err, size_t er
 		mac_str(m, ma);
 		innet_topology_mac(nb->node_id, ib, m);
 		mac_str(m, mb);
-		fprintf(f, "link add %s netns %s address %s mtu %u type veth peer name %s netns %s "
-			"address %s mtu %u\n", da, nsa, ma, l->mtu, db, nsb, mb, l->mtu);
+		if (link_faulty(l)) {
+			/* through the link's wire (the top of this file) */
+			char nsw[256];
+			wire_name(t, li, nsw, sizeof(nsw));
+			fprintf(f, "link add %s netns %s address %s mtu %u type veth peer name a netns %s "
+				"mtu %u\n", da, nsa, ma, l->mtu, nsw, l->mtu);
+			fprintf(f, "link add %s netns %s address %s mtu %u type veth peer name b netns %s "
+				"mtu %u\n", db, nsb, mb, l->mtu, nsw, l->mtu);
+		} else {
+			fprintf(f, "link add %s netns %s address %s mtu %u type veth peer name %s netns %s "
+				"address %s mtu %u\n", da, nsa, ma, l->mtu, db, nsb, mb, l->mtu);
+		}
 	}
 	fclose(f);
 	int rc = ip_batch(NULL, file, err, errlen);
+	for (uint32_t li = 0; rc == 0 && li < t->n_links; li++)
+		if (link_faulty(&t->links[li]))
+			rc = wire_up(t, li, err, errlen);
 	for (uint32_t i = 0; rc == 0 && i < t->n_nodes; i++) {
 		rc = node_batch(t, i, file, err, errlen);
 		if (rc == 0 && ns_tune(t, i) != 0) {

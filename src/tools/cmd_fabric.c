@@ -1070,6 +1070,38 @@ static int fabric_down(const struct opts *o)
 	return 0;
 }
 
+/* Netns mode: what the kernel's link faults did, per link and direction
+ * (docs/topology.md, "Link faults in netns mode"). */
+static void wires_status(const char *file)
+{
+	int lrc;
+	struct innet_topology *t = load(file, &lrc);
+	if (t == NULL || !t->netns) {
+		innet_topology_free(t);
+		return;
+	}
+	for (uint32_t li = 0; li < t->n_links; li++) {
+		const struct innet_topo_link *l = &t->links[li];
+		for (int d = 0; d < 2; d++) {
+			struct innet_wire_stats ws;
+			int rc = innet_topology_wire_stats(t, li, d, &ws);
+			if (rc == -ENOENT)
+				break;
+			const char *from = t->nodes[d ? l->a : l->b].name, *to = t->nodes[d ? l->b : l->a].name;
+			if (rc == -EOPNOTSUPP)
+				printf("link %s -> %s: faults by netem\n", from, to);
+			else if (rc != 0)
+				printf("link %s -> %s: faults: %s\n", from, to, strerror(-rc));
+			else
+				printf("link %s -> %s: %lu frames, %lu lost, %lu duplicated, %lu reordered "
+				       "(slow lane)\n", from, to, (unsigned long)ws.frames,
+				       (unsigned long)ws.lost, (unsigned long)ws.duplicated,
+				       (unsigned long)ws.slowed);
+		}
+	}
+	innet_topology_free(t);
+}
+
 static int fabric_status(const struct opts *o)
 {
 	char dir[PATH_MAX];
@@ -1101,6 +1133,8 @@ static int fabric_status(const struct opts *o)
 	printf("%d of %d switches running%s (state in %s)\n", running, started,
 	       started < n ? " on this machine" : "", dir);
 	free(procs);
+	if (o->file != NULL)
+		wires_status(o->file);
 	return running == started && started > 0 ? 0 : 1;
 }
 

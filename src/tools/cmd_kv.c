@@ -26,6 +26,14 @@
  * its learner id is HOST's position in the acceptors' "learners" list, its
  * learner UDP port their "learner_udp". It serves RESP on HOST's address,
  * port P (default 6379).
+ *
+ * netns mode (docs/topology.md; a topology with "target": "xdp" is one):
+ * every host is a network namespace, innet-FABRIC-HOST. A replica or backup
+ * coordinator makes its sockets in its own host's namespace; the commands
+ * that talk RESP to replicas (up, start, add, remove) do it from inside the
+ * fabric, from a host's namespace: the switches route between hosts, so
+ * one host reaches every replica. Clients do the same: `ip netns exec
+ * innet-FABRIC-HOST redis-cli -h ADDR -p P`.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,6 +59,21 @@
 #include "tools/cmds.h"
 
 static volatile sig_atomic_t kv_stop;
+
+/* netns mode: this process's sockets from now on are host h's (see the top).
+ * 0, or 1 with a message. */
+static int kv_enter(const struct innet_topology *t, uint32_t h)
+{
+	if (!t->netns)
+		return 0;
+	int rc = innet_topology_enter(t, h);
+	if (rc != 0) {
+		fprintf(stderr, "innet kv: cannot enter the namespace of %s: %s%s\n", t->nodes[h].name,
+			strerror(-rc), rc == -ENOENT ? " (is the fabric up?)" : "");
+		return 1;
+	}
+	return 0;
+}
 
 static void on_signal(int sig)
 {
@@ -420,6 +443,10 @@ static int leader(const char *file, const char *name)
 	lc.min_round = leader_round_load(&rf);
 	lc.ballot_new = leader_round_store;
 	lc.arg = &rf;
+	if (kv_enter(t, (uint32_t)h) != 0) {
+		innet_topology_free(t);
+		return 1;
+	}
 	innet_topology_free(t);
 	struct innet_paxos_leader *l = innet_paxos_leader_create(&lc, err, sizeof(err));
 	if (l == NULL) {
@@ -514,6 +541,10 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
+	if (kv_enter(t, (uint32_t)h) != 0) {
+		innet_topology_free(t);
+		return 1;
+	}
 	innet_topology_free(t);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
@@ -959,6 +990,8 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		printf("backup coordinator %s (pid %d)\n", t->nodes[h].name, (int)pid);
 		return 0;
 	}
+	if (kv_enter(t, h) != 0)   /* netns: the replica is reached from inside */
+		return 1;
 	bool ready = false;
 	for (int i = 0; i < 500 && !ready; i++) {
 		ready = tcp_ready(t->nodes[h].addr, port);
@@ -970,7 +1003,14 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		fprintf(stderr, "innet kv: replica %s did not start (see %s)\n", t->nodes[h].name, logp);
 		return 1;
 	}
-	printf("replica %s: redis-cli -h %s -p %u\n", t->nodes[h].name, inet_ntoa(ia), port);
+	if (t->netns) {
+		char ns[256];
+		innet_topology_netns_name(t, h, ns, sizeof(ns));
+		printf("replica %s: ip netns exec %s redis-cli -h %s -p %u\n", t->nodes[h].name, ns,
+		       inet_ntoa(ia), port);
+	} else {
+		printf("replica %s: redis-cli -h %s -p %u\n", t->nodes[h].name, inet_ntoa(ia), port);
+	}
 	return 0;
 }
 
@@ -1181,6 +1221,8 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 		goto out;
 	}
 	rc = 1;
+	if (kv_enter(t, (uint32_t)h) != 0)
+		goto out;
 	uint16_t id = pc.learner_id;
 	if (add) {
 		/* caught up = past where the others are now */

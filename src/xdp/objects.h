@@ -20,4 +20,7 @@ extern const struct innet_bpf_object innet_bpf_objects[];
  * such as a test's: user-space only). */
 const struct innet_bpf_object *innet_bpf_object_find(const char *name);
 
+/* The runtime's own eBPF: netns mode's link faults (src/runtime/linkfault.bpf.c). */
+extern const unsigned char innet_bpf_aux_linkfault[], innet_bpf_aux_linkfault_end[];
+
 #endif /* INNET_XDP_OBJECTS_H */

@@ -5,6 +5,12 @@
 # reordering on every acceptor link):
 # KV_FAULTS_RATES=LOSS,DUP,REORDER runs the same test with those rates on
 # every link that has emulation (kv_faults_20.sh: 20%, 10%, 10%).
+# KV_FAULTS_TARGET=xdp (root; kv_faults_xdp.sh) runs the switches on the XDP
+# target: every node in its own network namespace, every link a veth pair
+# whose faults are the kernel's own (netem), the coordinator and acceptors in
+# eBPF; a kill -9 of a switch process takes its XDP program with it. The
+# load and the checks then run from inside the fabric (replica r0's
+# namespace, which reaches every replica through the switches' routes).
 #   1. 6 clients (2 per replica) do random SET/GET on 4 keys for 9 s
 #      (tools/linearizability/kvload.py records the history);
 #   2. at 3 s acceptor a1 is killed (SIGKILL), at 5.5 s the coordinator switch:
@@ -24,11 +30,24 @@ PY=/usr/bin/python3
 command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
 
 tmp=$(mktemp -d /tmp/innet-kv-faults-test.XXXXXX)
-if [ -n "${KV_FAULTS_RATES:-}" ]; then
+IN=()   # how to run a client: on loopback as is, in netns mode from r0's namespace
+if [ "${KV_FAULTS_TARGET:-udp}" = xdp ]; then
+	if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
+		echo "skip: the XDP target needs root and ip netns"
+		rm -rf "$tmp"
+		exit 77
+	fi
+	STATE=$tmp/state
+	"$PY" tools/topology/relocate.py "$TOPO" "$tmp/topology.json" --target xdp --name "kvx$$" \
+		--state-dir "$STATE" ${KV_FAULTS_RATES:+--rates "$KV_FAULTS_RATES"}
+	echo "switches on the XDP target (netns mode; link faults by the kernel, on each link's wire)"
+	TOPO=$tmp/topology.json
+	IN=(ip netns exec "innet-kvx$$-r0")
+elif [ -n "${KV_FAULTS_RATES:-}" ]; then
 	"$PY" tools/topology/relocate.py "$TOPO" "$tmp/topology.json" --rates "$KV_FAULTS_RATES"
-	echo "every emulated link at loss,dup,reorder = $KV_FAULTS_RATES"
 	TOPO=$tmp/topology.json
 fi
+[ -n "${KV_FAULTS_RATES:-}" ] && echo "every emulated link at loss,dup,reorder = $KV_FAULTS_RATES"
 load=""
 fail() { echo "FAIL: $*" >&2; for f in "$STATE"/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; exit 1; }
 cleanup() {
@@ -39,14 +58,17 @@ cleanup() {
 trap cleanup EXIT
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 
-R=(127.3.81.1 127.3.81.2 127.3.81.3)
 timeout 60 "$INNET" kv up "$TOPO" --port $PORT >/dev/null
+# the replicas' addresses (127.3.81.x; 10.3.81.x in netns mode)
+read -r -a R < <("$INNET" fabric show "$TOPO" --json |
+	"$PY" -c 'import json,sys; print(" ".join(h["addr"] for h in json.load(sys.stdin)["hosts"] if h["name"] in ("r0","r1","r2")))')
+[ ${#R[@]} -eq 3 ] || fail "three replicas expected, got: ${R[*]}"
 pid_of() { "$PY" -c "import json,sys;d=json.load(open('$STATE/fabric.json'));print([s['pid'] for s in d['switches'] if s['name']==sys.argv[1]][0])" "$1"; }
 a1=$(pid_of a1)
 coord=$(pid_of coord)
 
 t0=$("$PY" -c 'import time; print(time.monotonic())')
-timeout 60 "$PY" tools/linearizability/kvload.py --out "$tmp/hist.jsonl" --seconds 9 --clients 6 \
+timeout 60 "${IN[@]}" "$PY" tools/linearizability/kvload.py --out "$tmp/hist.jsonl" --seconds 9 --clients 6 \
 	--keys 4 --timeout 8 "${R[0]}:$PORT" "${R[1]}:$PORT" "${R[2]}:$PORT" >"$tmp/load.out" &
 load=$!
 sleep 3
@@ -60,6 +82,22 @@ echo "killed the coordinator switch (pid $coord)"
 wait "$load" || fail "kvload failed"
 load=""
 cat "$tmp/load.out"
+if [ "${KV_FAULTS_TARGET:-udp}" = xdp ]; then
+	# the kernel's faults really happened (the wires' counters, by direction)
+	"$INNET" fabric status "$TOPO" | grep '^link' >"$tmp/wires.txt" || true
+	head -n 4 "$tmp/wires.txt"
+	"$PY" - "$tmp/wires.txt" <<'PYEOF' || fail "the links' faults did not happen: $(cat "$tmp/wires.txt")"
+import re, sys
+tot = [0, 0, 0, 0]
+for l in open(sys.argv[1]):
+    m = re.search(r"(\d+) frames, (\d+) lost, (\d+) duplicated, (\d+) reordered", l)
+    if m:
+        tot = [a + int(b) for a, b in zip(tot, m.groups())]
+print("all links: %d frames, %d lost, %d duplicated, %d reordered" % tuple(tot))
+f = tot[0]
+sys.exit(0 if f > 1000 and all(0.01 * f < x < 0.2 * f for x in tot[1:]) else 1)
+PYEOF
+fi
 grep -q "took over" "$STATE/kv-b0.log" || fail "the backup coordinator did not take over"
 grep "took over" "$STATE/kv-b0.log"
 
@@ -78,12 +116,12 @@ sys.exit(0 if mid >= 20 and writes_after >= 20 else 1)
 PYEOF
 
 echo "--- replicas identical"
-sz=$(timeout 10 redis-cli -h "${R[0]}" -p $PORT DBSIZE)
+sz=$(timeout 10 "${IN[@]}" redis-cli -h "${R[0]}" -p $PORT DBSIZE)
 for h in "${R[@]}"; do
-	[ "$(timeout 10 redis-cli -h "$h" -p $PORT DBSIZE)" = "$sz" ] || fail "DBSIZE differs on $h"
+	[ "$(timeout 10 "${IN[@]}" redis-cli -h "$h" -p $PORT DBSIZE)" = "$sz" ] || fail "DBSIZE differs on $h"
 	for k in 0 1 2 3; do
-		v=$(timeout 10 redis-cli -h "$h" -p $PORT GET "k$k")
-		w=$(timeout 10 redis-cli -h "${R[0]}" -p $PORT GET "k$k")
+		v=$(timeout 10 "${IN[@]}" redis-cli -h "$h" -p $PORT GET "k$k")
+		w=$(timeout 10 "${IN[@]}" redis-cli -h "${R[0]}" -p $PORT GET "k$k")
 		[ "$v" = "$w" ] || fail "k$k: $h has '$v', ${R[0]} has '$w'"
 	done
 done
