@@ -18,6 +18,17 @@
 # (INNET_PKT_MAX - 56 bytes). After the innet runs, r0's INFO counters
 # (commands per entry, time per stage of its event loop) are logged and
 # kept as parameters: where the time goes.
+#
+# --target xdp (root): the same in network namespaces over veth (innet's netns
+# mode), three targets in one run, redis-benchmark always in replica r0's
+# namespace, talking to a server there:
+#   xdp    innet kv with the coordinator and acceptors in eBPF (XDP switches)
+#   innet  the same switches on the user-space engine
+#   redis  one redis-server in that namespace (unreplicated)
+# Keys xdp_{set,get}_p{1,16}_ops/_p99_ms and xdp_ratio_{set,get}_p{1,16} =
+# innet on XDP / redis (target at -P 16: >= 0.9, NOPaxos's "within 2%" the
+# far anchor; xdp_target_met_p16 says), beside the usual innet_* / redis_* /
+# ratio_* keys of the other two (in namespaces).
 
 bench_usage() {
 	cat <<'EOF2'
@@ -28,6 +39,8 @@ usage: bench/run kv [options]
   --clients N       redis-benchmark -c (default 50)
   --quick           1 round, 10000 requests
   --window N        innet kv --window (entries of a replica in flight; default 8)
+  --target T        udp (loopback, default) or xdp (root: netns; XDP switches, user-space
+                    switches and redis-server over veth)
 EOF2
 }
 
@@ -35,6 +48,7 @@ kvb_rounds=3
 kvb_n=50000
 kvb_c=50
 kvb_window=8
+kvb_target=udp
 KVB_PORT=6392
 KVB_REDIS=127.0.0.1
 
@@ -44,7 +58,17 @@ kvb_topology() { # file: examples/kv.json at its own addresses and state dir
 }
 
 kvb_down() {
-	"$BENCH_INNET_BIN" kv down "$BENCH_TMP/topo.json" >/dev/null 2>&1 || true
+	local t
+	for t in topo topo-xdp topo-udp; do
+		[ -e "$BENCH_TMP/$t.json" ] && "$BENCH_INNET_BIN" kv down "$BENCH_TMP/$t.json" >/dev/null 2>&1
+	done
+	return 0
+}
+
+# netns mode: replica r0's address in a topology, and its namespace
+kvb_r0() { # topo
+	"$BENCH_INNET_BIN" fabric show "$1" --json |
+		/usr/bin/python3 -c 'import json,sys; print([h["addr"] for h in json.load(sys.stdin)["hosts"] if h["name"]=="r0"][0])'
 }
 
 kvb_die() {
@@ -55,12 +79,20 @@ kvb_die() {
 # kvb_run TARGET P ROUND: one redis-benchmark run against a running target;
 # sets kvb_set kvb_get kvb_set_p99 kvb_get_p99
 kvb_run() {
-	local target=$1 p=$2 round=$3 host n tag="$1-P$2-r$3"
+	local target=$1 p=$2 round=$3 host n tag="$1-P$2-r$3" port=$KVB_PORT
+	local -a in=()
 	host=$KVB_REDIS
 	[ "$target" = innet ] && host=127.3.101.1
+	if [ "$kvb_target" = xdp ]; then
+		case $target in
+		xdp) host=$KVB_R0_XDP; in=(ip netns exec innet-bench-kvx-r0) ;;
+		innet) host=$KVB_R0_UDP; in=(ip netns exec innet-bench-kvu-r0) ;;
+		redis) host=$KVB_R0_UDP; port=$((KVB_PORT + 1)); in=(ip netns exec innet-bench-kvu-r0) ;;
+		esac
+	fi
 	n=$kvb_n
 	[ "$p" -gt 1 ] && n=$((kvb_n * 4))
-	bench_spawn kvb_lpid "$tag" "" 300 redis-benchmark -h "$host" -p "$KVB_PORT" -t set,get \
+	bench_spawn kvb_lpid "$tag" "" 300 "${in[@]}" redis-benchmark -h "$host" -p "$port" -t set,get \
 		-n "$n" -c "$kvb_c" -P "$p" --csv
 	bench_wait "$kvb_lpid" || kvb_die "$tag: redis-benchmark failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
 	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
@@ -82,14 +114,24 @@ bench_main() {
 		--clients) kvb_c=$2; shift 2 ;;
 		--quick) kvb_rounds=1; kvb_n=10000; shift ;;
 		--window) kvb_window=$2; shift 2 ;;
+		--target) kvb_target=$2; shift 2 ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
 		esac
 	done
+	local -a targets
+	case $kvb_target in
+	udp) targets=(innet redis) ;;
+	xdp)
+		[ "$(id -u)" -eq 0 ] || bench_usage_error "--target xdp needs root (network namespaces, XDP)"
+		targets=(xdp innet redis)
+		;;
+	*) bench_usage_error "--target is udp or xdp" ;;
+	esac
 	command -v redis-benchmark >/dev/null || bench_die "redis-benchmark not installed (redis-tools)"
 	command -v redis-server >/dev/null || bench_die "redis-server not installed (scripts/install-deps)"
 	bench_build innet
-	kvb_topology "$BENCH_TMP/topo.json"
+	bench_param target "$kvb_target"
 	bench_param rounds "$kvb_rounds"
 	bench_param requests_p1 "$kvb_n"
 	bench_param requests_p16 "$((kvb_n * 4))"
@@ -98,48 +140,84 @@ bench_main() {
 	bench_param acceptors 3
 	bench_param replicas 3
 	bench_param redis "$(redis-server --version | cut -d' ' -f3)"
-	bench_param redis_cmd "redis-server --port $KVB_PORT --bind $KVB_REDIS --save '' --appendonly no"
-	# Both targets stay up for the whole run (alternating costs nothing).
-	bench_spawn kvb_redis redis "" 850 redis-server --port "$KVB_PORT" --bind "$KVB_REDIS" --save "" \
-		--appendonly no --daemonize no
-	for ((i = 0; i < 100; i++)); do
-		redis-cli -h "$KVB_REDIS" -p "$KVB_PORT" PING >/dev/null 2>&1 && break
-		sleep 0.05
-	done
-	timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" --window "$kvb_window" \
-		>"$BENCH_TMP/kv-up.out" 2>&1 || kvb_die "innet kv up failed: $(tail -n 3 "$BENCH_TMP/kv-up.out")"
-	local p r t order
+	local info_topo info_host info_in=() i
+	# Every target stays up for the whole run (alternating costs nothing).
+	if [ "$kvb_target" = udp ]; then
+		kvb_topology "$BENCH_TMP/topo.json"
+		bench_param redis_cmd "redis-server --port $KVB_PORT --bind $KVB_REDIS --save '' --appendonly no"
+		bench_spawn kvb_redis redis "" 850 redis-server --port "$KVB_PORT" --bind "$KVB_REDIS" --save "" \
+			--appendonly no --daemonize no
+		for ((i = 0; i < 100; i++)); do
+			redis-cli -h "$KVB_REDIS" -p "$KVB_PORT" PING >/dev/null 2>&1 && break
+			sleep 0.05
+		done
+		timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" --window "$kvb_window" \
+			>"$BENCH_TMP/kv-up.out" 2>&1 || kvb_die "innet kv up failed: $(tail -n 3 "$BENCH_TMP/kv-up.out")"
+		info_topo=$BENCH_TMP/topo.json info_host=127.3.101.1
+	else
+		local py=/usr/bin/python3 rel=$BENCH_ROOT/tools/topology/relocate.py
+		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-xdp.json" --name bench-kvx \
+			--state-dir "$BENCH_TMP/fabric-xdp" --target xdp
+		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-udp.json" --name bench-kvu \
+			--state-dir "$BENCH_TMP/fabric-udp" --netns
+		for t in xdp udp; do
+			timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo-$t.json" --port "$KVB_PORT" \
+				--window "$kvb_window" >"$BENCH_TMP/kv-up-$t.out" 2>&1 ||
+				kvb_die "innet kv up ($t) failed: $(tail -n 3 "$BENCH_TMP/kv-up-$t.out")"
+		done
+		KVB_R0_XDP=$(kvb_r0 "$BENCH_TMP/topo-xdp.json")
+		KVB_R0_UDP=$(kvb_r0 "$BENCH_TMP/topo-udp.json")
+		bench_param redis_cmd "redis-server --port $((KVB_PORT + 1)) --bind $KVB_R0_UDP --protected-mode no --save '' --appendonly no (in r0's namespace)"
+		bench_spawn kvb_redis redis "" 850 ip netns exec innet-bench-kvu-r0 redis-server \
+			--port "$((KVB_PORT + 1))" --bind "$KVB_R0_UDP" --protected-mode no --save "" --appendonly no \
+			--daemonize no
+		for ((i = 0; i < 100; i++)); do
+			ip netns exec innet-bench-kvu-r0 redis-cli -h "$KVB_R0_UDP" -p "$((KVB_PORT + 1))" PING \
+				>/dev/null 2>&1 && break
+			sleep 0.05
+		done
+		info_topo=$BENCH_TMP/topo-xdp.json info_host=$KVB_R0_XDP info_in=(ip netns exec innet-bench-kvx-r0)
+	fi
+	local p r t n=${#targets[@]} k
 	for p in 1 16; do
-		local -a is=() ig=() isp=() igp=() rs=() rg=() rsp=() rgp=()
+		for t in "${targets[@]}"; do
+			local -a "kvs_$t=()" "kvg_$t=()" "kvsp_$t=()" "kvgp_$t=()"
+		done
 		for ((r = 0; r < kvb_rounds; r++)); do
-			order="innet redis"
-			[ $((r % 2)) = 1 ] && order="redis innet"
-			for t in $order; do
+			local -a order=()
+			for ((k = 0; k < n; k++)); do
+				if [ $((r % 2)) = 0 ]; then order+=("${targets[$k]}"); else order+=("${targets[$((n - 1 - k))]}"); fi
+			done
+			for t in "${order[@]}"; do
 				kvb_run "$t" "$p" "$r"
-				if [ "$t" = innet ]; then
-					is+=("$kvb_set"); ig+=("$kvb_get"); isp+=("$kvb_set_p99"); igp+=("$kvb_get_p99")
-				else
-					rs+=("$kvb_set"); rg+=("$kvb_get"); rsp+=("$kvb_set_p99"); rgp+=("$kvb_get_p99")
-				fi
+				local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t"
+				a1+=("$kvb_set"); a2+=("$kvb_get"); a3+=("$kvb_set_p99"); a4+=("$kvb_get_p99")
+				unset -n a1 a2 a3 a4
 			done
 		done
-		local mis mig mrs mrg
-		mis=$(bench_median "${is[@]}"); mig=$(bench_median "${ig[@]}")
-		mrs=$(bench_median "${rs[@]}"); mrg=$(bench_median "${rg[@]}")
-		bench_result "innet_set_p${p}_ops=$(bench_calc %.0f "$mis")" \
-			"innet_set_p${p}_p99_ms=$(bench_median "${isp[@]}")" \
-			"innet_get_p${p}_ops=$(bench_calc %.0f "$mig")" \
-			"innet_get_p${p}_p99_ms=$(bench_median "${igp[@]}")" \
-			"redis_set_p${p}_ops=$(bench_calc %.0f "$mrs")" \
-			"redis_set_p${p}_p99_ms=$(bench_median "${rsp[@]}")" \
-			"redis_get_p${p}_ops=$(bench_calc %.0f "$mrg")" \
-			"redis_get_p${p}_p99_ms=$(bench_median "${rgp[@]}")" \
-			"ratio_set_p${p}=$(bench_calc %.2f "$mis / $mrs")" \
-			"ratio_get_p${p}=$(bench_calc %.2f "$mig / $mrg")"
+		local -A ms mg
+		for t in "${targets[@]}"; do
+			local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t"
+			ms[$t]=$(bench_median "${a1[@]}"); mg[$t]=$(bench_median "${a2[@]}")
+			bench_result "${t}_set_p${p}_ops=$(bench_calc %.0f "${ms[$t]}")" \
+				"${t}_set_p${p}_p99_ms=$(bench_median "${a3[@]}")" \
+				"${t}_get_p${p}_ops=$(bench_calc %.0f "${mg[$t]}")" \
+				"${t}_get_p${p}_p99_ms=$(bench_median "${a4[@]}")"
+			unset -n a1 a2 a3 a4
+		done
+		bench_result "ratio_set_p${p}=$(bench_calc %.2f "${ms[innet]} / ${ms[redis]}")" \
+			"ratio_get_p${p}=$(bench_calc %.2f "${mg[innet]} / ${mg[redis]}")"
+		if [ "$kvb_target" = xdp ]; then
+			bench_result "xdp_ratio_set_p${p}=$(bench_calc %.2f "${ms[xdp]} / ${ms[redis]}")" \
+				"xdp_ratio_get_p${p}=$(bench_calc %.2f "${mg[xdp]} / ${mg[redis]}")"
+			[ "$p" = 16 ] && bench_result "xdp_target_met_p16=$(bench_calc %d \
+				"${ms[xdp]} / ${ms[redis]} >= 0.9 && ${mg[xdp]} / ${mg[redis]} >= 0.9")"
+		fi
 	done
-	# Where the time goes, from r0's counters over the whole run.
-	local info k v
-	info=$(timeout 10 redis-cli -h 127.3.101.1 -p "$KVB_PORT" INFO 2>/dev/null | tr -d '\r') || true
+	# Where the time goes, from r0's counters over the whole run (the XDP
+	# fabric's r0 with --target xdp).
+	local info v
+	info=$(timeout 10 "${info_in[@]}" redis-cli -h "$info_host" -p "$KVB_PORT" INFO 2>/dev/null | tr -d '\r') || true
 	for k in entries_proposed groups_proposed commands_proposed bytes_proposed window_full \
 		us_wait us_clients us_propose us_learn us_apply us_reply votes resent; do
 		v=$(echo "$info" | awk -F: -v k="$k" '$1 == k { print $2 }')
@@ -150,6 +228,7 @@ bench_main() {
 	bench_log "r0: $(echo "$info" | grep -E '^(entries_proposed|commands_proposed|window_full|us_[a-z]+):' |
 		tr '\n' ' ')commands per entry $v"
 	[ -n "$v" ] && bench_param r0_commands_per_entry "$v"
+	: "$info_topo"
 	kvb_down
 	bench_stop "$kvb_redis" || true
 }
