@@ -100,7 +100,7 @@ $(O)/bpf/linkfault.bpf.o: src/runtime/linkfault.bpf.c
 $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	@mkdir -p $(@D)
 	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o $(O)/bpf $(DP_SRC) > $@
-$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h
+$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(O)/libinnet.a $(LDLIBS) -lcmocka
 

@@ -98,20 +98,23 @@
 
 /* ---- buffers ------------------------------------------------------------ */
 
-void kv_buf_append(struct kv_buf *b, const void *p, size_t n)
+int kv_buf_append(struct kv_buf *b, const void *p, size_t n)
 {
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		while (cap < b->len + n)
 			cap *= 2;
 		char *np = realloc(b->p, cap);
-		if (np == NULL)
-			abort(); /* out of memory in a server: nothing sane to do */
+		if (np == NULL) {
+			b->oom = true;
+			return -ENOMEM;
+		}
 		b->p = np;
 		b->cap = cap;
 	}
 	memcpy(b->p + b->len, p, n);
 	b->len += n;
+	return 0;
 }
 
 static void buf_str(struct kv_buf *b, const char *s)
@@ -163,6 +166,7 @@ struct kv_store {
 	size_t cap, n;
 	uint64_t removed;      /* learner ids removed from the trim group (REPLICA REMOVE) */
 	uint32_t n_learners;   /* replicas of the log (learner ids 0..n-1); 0 = not known */
+	bool oom;              /* a write found no memory: this copy is no longer the log's */
 };
 
 static uint64_t fnv(const char *p, size_t n)
@@ -237,8 +241,10 @@ static void set(struct kv_store *s, const char *k, size_t kl, const char *v, siz
 	uint64_t h = fnv(k, kl);
 	struct kv_item **pp = find(s, k, kl, h);
 	char *nv = malloc(vl ? vl : 1);
-	if (nv == NULL)
-		abort();
+	if (nv == NULL) {
+		s->oom = true;   /* kv_store_oom(): the server stops */
+		return;
+	}
 	memcpy(nv, v, vl);
 	if (*pp) {
 		free((*pp)->val);
@@ -247,8 +253,11 @@ static void set(struct kv_store *s, const char *k, size_t kl, const char *v, siz
 		return;
 	}
 	struct kv_item *it = malloc(sizeof(*it) + kl);
-	if (it == NULL)
-		abort();
+	if (it == NULL) {
+		free(nv);
+		s->oom = true;
+		return;
+	}
 	it->hash = h;
 	it->klen = kl;
 	memcpy(it->key, k, kl);
@@ -281,6 +290,11 @@ void kv_store_set_learners(struct kv_store *s, uint32_t n_learners)
 uint64_t kv_store_removed(const struct kv_store *s)
 {
 	return s->removed;
+}
+
+bool kv_store_oom(const struct kv_store *s)
+{
+	return s->oom;
 }
 
 uint64_t kv_store_digest(const struct kv_store *s)
@@ -609,6 +623,7 @@ struct kv_stats {
 	uint64_t snapshots_served; /* SNAPSHOT answered */
 	uint64_t snapshots_installed;
 	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
+	uint64_t conns_oom;        /* connections closed: a request or answer found no memory */
 	uint64_t ns_wait;          /* epoll_wait */
 	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
 	uint64_t ns_propose;       /* encoding entries, sending REQUESTs */
@@ -761,6 +776,7 @@ static void info_text(struct server *s, struct kv_buf *b)
 	buf_str(b, "# snapshots\r\n");
 	info_field(b, "stale", s->stale);
 	info_field(b, "snapshots_served", t->snapshots_served);
+	info_field(b, "conns_oom", t->conns_oom);
 	info_field(b, "snapshots_installed", t->snapshots_installed);
 	info_field(b, "snapshot_failures", t->snapshot_failures);
 	buf_str(b, "# time_us\r\n");
@@ -813,9 +829,13 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 		} else {
 			struct kv_buf b = { 0 };
 			snapshot_build(s, &b);
-			buf_bulk(&c->out, b.p, b.len);
+			if (b.oom) {
+				buf_str(&c->out, "-ERR out of memory building the snapshot\r\n");
+			} else {
+				buf_bulk(&c->out, b.p, b.len);
+				s->st.snapshots_served++;
+			}
 			kv_buf_free(&b);
-			s->st.snapshots_served++;
 		}
 	} else if (!strcasecmp(cmd, "info")) {
 		struct kv_buf b = { 0 };
@@ -1056,6 +1076,13 @@ static void conn_close(struct server *s, struct conn *c)
 
 static void conn_flush(struct server *s, struct conn *c)
 {
+	if (INNET_UNLIKELY(c->in.oom || c->out.oom)) {
+		/* a request or its answer would not fit in memory: the client
+		 * gets a closed connection, the server goes on */
+		s->st.conns_oom++;
+		conn_close(s, c);
+		return;
+	}
 	while (c->out.len > 0) {
 		ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n <= 0)
@@ -1274,8 +1301,10 @@ static void snapshot_build(struct server *s, struct kv_buf *b)
 	put32(hdr + 12, (uint32_t)dlen);
 	kv_buf_append(b, hdr, sizeof(hdr));
 	uint8_t *d = malloc(dlen);
-	if (d == NULL)
-		abort();
+	if (d == NULL) {
+		b->oom = true;   /* the caller answers an error instead */
+		return;
+	}
 	innet_paxos_dedup_save(s->px, d, dlen);
 	kv_buf_append(b, d, dlen);
 	free(d);
@@ -1402,6 +1431,11 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 			goto bad;
 		set(st, k, kl, (const char *)v + pos + 4, vl);
 		pos += 4 + vl;
+	}
+	if (st->oom) {
+		kv_store_destroy(st);
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
 	if (pos != len || st->n != n || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
 		goto bad;
@@ -1567,8 +1601,16 @@ int kv_serve(const struct kv_conf *conf)
 		s->st.ns_clients += t2 - t1;
 		s->st.ns_propose += (t3 - t2) + (t5 - t4);
 		s->st.ns_learn += t4 - t3;
+		if (INNET_UNLIKELY(kv_store_oom(s->store))) {
+			fprintf(stderr, "innet kv: out of memory applying the log at instance %llu: this "
+					"replica stops (its copy would differ from the others')\n",
+				(unsigned long long)innet_paxos_delivered(s->px));
+			rc = -ENOMEM;
+			goto out_stop;
+		}
 	}
 	rc = 0;
+out_stop:
 	stats_print(s);
 	while (s->n_conns > 0)
 		conn_close(s, s->conns[0]);

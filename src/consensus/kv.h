@@ -47,6 +47,7 @@ struct kv_store;
 struct kv_buf {
 	char *p;
 	size_t len, cap;
+	bool oom;       /* an append failed for want of memory: the contents are short */
 };
 
 struct kv_store *kv_store_create(void);
@@ -56,6 +57,9 @@ void kv_store_destroy(struct kv_store *s);
 void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_t *lens,
 		    struct kv_buf *out);
 uint64_t kv_store_digest(const struct kv_store *s);
+/* A write found no memory: this copy missed part of the log and must not
+ * serve any more (kv_serve then stops with -ENOMEM). */
+bool kv_store_oom(const struct kv_store *s);
 /* The number of replicas of the log (learner ids 0..n-1), for REPLICA
  * REMOVE|ADD's checks; and the mask of learner ids removed from the trim
  * group (docs/consensus.md, "Removing a replica"). */
@@ -72,7 +76,9 @@ ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_
  * format (docs/protocol.md 2.2); replicas skip any other entry whole. */
 bool kv_entry_valid(const uint8_t *v, uint32_t len);
 
-void kv_buf_append(struct kv_buf *b, const void *p, size_t n);
+/* Append n bytes: 0, or -ENOMEM (nothing appended, b->oom set: the owner
+ * drops what it was building — the connection, the snapshot). */
+int kv_buf_append(struct kv_buf *b, const void *p, size_t n);
 void kv_buf_free(struct kv_buf *b);
 
 #endif
