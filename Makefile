@@ -1,4 +1,8 @@
-# innet — build. `make` builds build/innet, the library and all tests.
+# innet — build. `make` builds build/innet, the library (static and shared),
+# the man pages and all tests.
+#   make install [PREFIX=/usr/local] [DESTDIR=]   innet, headers, libinnet.a/.so,
+#                                      innet.pc, man pages, bash completion
+#   make uninstall [PREFIX=...] [DESTDIR=]
 #   make CC=clang                      another compiler
 #   make SANITIZE=address,undefined    sanitizer build (into build-san-address,undefined/)
 #   make SANITIZE=thread               ThreadSanitizer build
@@ -28,7 +32,7 @@ endif
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wno-unused-parameter -Wformat=2 -Wvla
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -pthread -fno-math-errno
+CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -pthread -fno-math-errno -fPIC
 LDLIBS   += -ljansson -lpcap -lxxhash -lsodium -lbpf -lelf -lz -lm -pthread
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
@@ -47,7 +51,7 @@ dp_name       = $(shell tools/contract/dp-name $(1))
 BPF_OBJ      := $(foreach f,$(DP_XDP),$(O)/bpf/$(call dp_name,$(f)).bpf.o)
 CC_INC       := $(shell $(CC) -print-file-name=include)
 DP_CFLAGS     = -std=gnu11 $(WARN) -Iinclude -Isrc -ffreestanding -nostdinc -isystem $(CC_INC) \
-                $(filter -O% -g%,$(CFLAGS)) -fno-math-errno
+                $(filter -O% -g%,$(CFLAGS)) -fno-math-errno -fPIC
 ifneq ($(SANITIZE),)
 DP_CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 endif
@@ -62,14 +66,46 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 BENCH_SRC := $(sort $(filter-out %.bpf.c,$(wildcard bench/src/*.c)))
 BENCH_BIN := $(BENCH_SRC:bench/src/%.c=$(O)/bench/%)
 
-all: $(O)/innet $(TEST_BIN) $(BENCH_BIN) $(O)/tests/contract-load
+# The version (include/innet/version.h) names the shared library: soname
+# libinnet.so.MAJOR, file libinnet.so.MAJOR.MINOR.PATCH.
+VER_PART  = $(shell sed -n 's/^\#define INNET_VERSION_$(1) \([0-9]*\).*/\1/p' include/innet/version.h)
+VERSION  := $(call VER_PART,MAJOR).$(call VER_PART,MINOR).$(call VER_PART,PATCH)
+SO_NAME  := libinnet.so.$(call VER_PART,MAJOR)
+SO_FILE  := libinnet.so.$(VERSION)
+MAN_MD   := $(sort $(wildcard docs/man/*.md))
+MAN_OUT  := $(MAN_MD:docs/man/%.md=$(O)/man/%.1)
+
+all: $(O)/innet $(O)/$(SO_FILE) $(MAN_OUT) $(TEST_BIN) $(BENCH_BIN) $(O)/tests/contract-load
 
 $(O)/libinnet.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(AR) rcs $@ $^
 
+# The shared library exports the innet_* API alone (src/libinnet.map);
+# tests/integration/install.sh checks that with nm -D.
+$(O)/$(SO_FILE): $(LIB_OBJ) src/libinnet.map
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SO_NAME) -Wl,--version-script=src/libinnet.map \
+	  -Wl,--no-undefined -o $@ $(LIB_OBJ) $(LDLIBS)
+	ln -sf $(SO_FILE) $(O)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(O)/libinnet.so
+
+# Man pages: roff from docs/man/*.md (go-md2man), at build time.
+$(O)/man/%.1: docs/man/%.md include/innet/version.h
+	@mkdir -p $(@D)
+	(printf '%% %s 1 "" "innet $(VERSION)" "innet manual"\n' $*; tail -n +2 $<) | go-md2man > $@
+
+# The programs register themselves from constructors (INNET_PROGRAM_REGISTER),
+# so nothing refers to their objects: a static link names them (the shared
+# library holds them all anyway). A test that fakes runtime calls or the
+# registry (test_resources, test_topology)
+# links without them.
+PROG_SRC := $(shell grep -l '^INNET_PROGRAM_REGISTER' $(LIB_SRC) /dev/null 2>/dev/null)
+PROG_OBJ := $(PROG_SRC:%.c=$(O)/%.o)
+LINK_LIB = $(PROG_OBJ) $(O)/libinnet.a
+
 $(O)/innet: $(TOOL_OBJ) $(O)/libinnet.a
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(O)/libinnet.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LINK_LIB) $(LDLIBS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -102,7 +138,8 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o $(O)/bpf $(DP_SRC) > $@
 $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(O)/libinnet.a $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
+$(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
 
 # Benchmark tools are standalone (the raw relay must not share innet's code).
 $(O)/bench/%: bench/src/%.c
@@ -160,8 +197,41 @@ endif
 check: all
 	tests/run
 
+# ---- install ----------------------------------------------------------------
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
+PCDIR   ?= $(LIBDIR)/pkgconfig
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+HEADERS := $(sort $(wildcard include/innet/*.h))
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/innet \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(PCDIR) $(DESTDIR)$(COMPDIR)
+	install -m 755 $(O)/innet $(DESTDIR)$(BINDIR)/innet
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCDIR)/innet/
+	install -m 644 $(O)/libinnet.a $(DESTDIR)$(LIBDIR)/libinnet.a
+	install -m 755 $(O)/$(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_FILE)
+	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
+	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libinnet.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	  -e 's|@VERSION@|$(VERSION)|' src/innet.pc.in > $(DESTDIR)$(PCDIR)/innet.pc
+	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 tools/completion/innet.bash $(DESTDIR)$(COMPDIR)/innet
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/innet $(DESTDIR)$(LIBDIR)/libinnet.a \
+	  $(DESTDIR)$(LIBDIR)/$(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libinnet.so \
+	  $(DESTDIR)$(PCDIR)/innet.pc $(DESTDIR)$(COMPDIR)/innet \
+	  $(addprefix $(DESTDIR)$(INCDIR)/innet/,$(notdir $(HEADERS))) \
+	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_OUT)))
+	-rmdir $(DESTDIR)$(INCDIR)/innet 2>/dev/null
+
 clean:
 	rm -rf build build-san-* build-fuzz
 
-.PHONY: all check clean fuzz dp-check
+.PHONY: all check clean fuzz dp-check install uninstall
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d)

@@ -153,9 +153,29 @@ struct innet_program {
 
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */
 
-/* The registry of programs compiled into innet (src/programs/registry.c). */
+/*
+ * The registry of programs (src/programs/registry.c). A program registers
+ * itself, as DPDK's drivers do: its control source ends with
+ *
+ *     INNET_PROGRAM_REGISTER(innet_prog_NAME)
+ *
+ * a constructor that runs when the library (or the program that links the
+ * object) is loaded, so the runtime knows no list of programs. A program
+ * of an application's own may register the same way, or be given to
+ * innet_switch_create directly (struct innet_prog_conf.program).
+ */
+/* 0; -EEXIST (a program of that name is registered), -ENOSPC (more than
+ * INNET_MAX_PROGRAMS), -EINVAL (no name or handler). */
+int innet_program_register(const struct innet_program *prog);
+#define INNET_MAX_PROGRAMS 64u
+#define INNET_PROGRAM_REGISTER(prog)                                              \
+	__attribute__((constructor)) static void innet__register_##prog(void)    \
+	{                                                                         \
+		innet_program_register(&prog);                                    \
+	}
+/* The registered program called name, or NULL. */
 const struct innet_program *innet_program_find(const char *name);
-/* NULL-terminated list of all registered programs. */
+/* NULL-terminated list of the registered programs, sorted by name. */
 const struct innet_program *const *innet_program_list(void);
 
 #ifdef __cplusplus

@@ -246,3 +246,5 @@ const struct innet_program innet_prog_agg = {
 	.handle = innet_dp_agg_handle,
 	.on_timer = innet_dp_agg_timer,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_agg)

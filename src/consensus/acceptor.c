@@ -173,3 +173,5 @@ const struct innet_program innet_prog_paxos_acceptor = {
 	.init = acc_init,
 	.handle = innet_dp_paxos_acceptor_handle,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_paxos_acceptor)

@@ -105,3 +105,5 @@ const struct innet_program innet_prog_paxos_coordinator = {
 	.init = coord_init,
 	.handle = innet_dp_paxos_coordinator_handle,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_paxos_coordinator)

@@ -263,3 +263,5 @@ const struct innet_program innet_prog_dnn_layer = {
 	.handle = innet_dp_dnn_layer_handle,
 	.on_timer = innet_dp_dnn_layer_timer,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_dnn_layer)

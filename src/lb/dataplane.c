@@ -826,3 +826,5 @@ const struct innet_program innet_prog_lb = {
 	.on_cpu = lb_on_cpu,
 	.on_ctl = lb_on_ctl,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_lb)

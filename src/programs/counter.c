@@ -35,3 +35,5 @@ const struct innet_program innet_prog_counter = {
 	.setup = counter_setup,
 	.handle = innet_dp_counter_handle,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_counter)

@@ -96,3 +96,5 @@ const struct innet_program innet_prog_forward = {
 	.init = fwd_init,
 	.handle = innet_dp_forward_handle,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_forward)

@@ -72,3 +72,5 @@ const struct innet_program innet_prog_l2fwd = {
 	.setup = l2fwd_setup,
 	.handle = innet_dp_l2fwd_handle,
 };
+
+INNET_PROGRAM_REGISTER(innet_prog_l2fwd)
