@@ -36,10 +36,26 @@ struct kv_conf {
 /* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */
 int kv_serve(const struct kv_conf *c);
 
-/* The Paxos endpoint of host `host` of a topology (src/tools/cmd_kv.c):
- * coordinator, acceptors, backups, learner id. 0 or -1 (message printed). */
+/* ---- the KV store in a topology file (kv_topology.c) ----------------------- */
+
 struct innet_topology;
-int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct innet_paxos_conf *pc);
+/* The Paxos endpoints of host `host`: coordinator, acceptors and backup
+ * coordinators as seen from it, its learner id. 0, or -EINVAL with the
+ * reason in err. */
+int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct innet_paxos_conf *pc,
+			   char *err, size_t errlen);
+/* Host h is a replica (linked to the acceptors and one of their learners)... */
+bool kv_topology_is_replica(const struct innet_topology *t, uint32_t h);
+/* ... or a backup coordinator (linked to them, not a learner). */
+bool kv_topology_is_leader_host(const struct innet_topology *t, uint32_t h);
+/* The acceptors as host h reaches them (up to INNET_PAXOS_MAX_ACCEPTORS
+ * into out); how many. */
+uint32_t kv_topology_acceptors(const struct innet_topology *t, uint32_t h, struct innet_addr *out);
+/* The learner ids the acceptors keep a watermark for (their trim group). */
+uint32_t kv_topology_trim_learners(const struct innet_topology *t);
+/* Backup coordinator h's proposer id: 0xfe, 0xfd, ... in topology order,
+ * so that two backups never use the same ballot. */
+uint8_t kv_topology_leader_id(const struct innet_topology *t, uint32_t h);
 
 /* ---- exposed for tests ---------------------------------------------------- */
 

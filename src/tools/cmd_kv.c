@@ -104,137 +104,6 @@ static void kv_usage(FILE *f)
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
 
-/* Port of switch s whose peer is host h, or -1. */
-static int port_to(const struct innet_topo_node *n, uint32_t h)
-{
-	for (uint32_t p = 0; p < n->conf->n_ports; p++)
-		if (n->peers[p].node == h)
-			return (int)p;
-	return -1;
-}
-
-static bool is_prog(const struct innet_prog_conf *pr, const char *name)
-{
-	return !strcmp(pr->program->name, name);
-}
-
-/* True if port is in the acceptor's "learners" list. */
-static bool in_learners(const struct innet_prog_conf *pr, int port)
-{
-	json_error_t je;
-	json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
-	json_t *ls = json_object_get(args, "learners");
-	bool in = false;
-	for (size_t i = 0; json_is_array(ls) && i < json_array_size(ls); i++)
-		in |= json_integer_value(json_array_get(ls, i)) == port;
-	json_decref(args);
-	return in;
-}
-
-/* A backup coordinator (leader) host: linked to acceptor switches but not
- * one of their learners. */
-static bool is_leader_host(const struct innet_topology *t, uint32_t h)
-{
-	bool linked = false;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_topo_node *n = &t->nodes[s];
-		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
-			const struct innet_prog_conf *pr = &n->conf->progs[g];
-			int port = port_to(n, h);
-			if (!is_prog(pr, "paxos_acceptor") || port < 0)
-				continue;
-			if (in_learners(pr, port))
-				return false;
-			linked = true;
-		}
-	}
-	return linked;
-}
-
-/* The acceptors as seen from host h (the port of each acceptor switch that
- * faces h, at the program's UDP port). Returns how many. */
-static uint32_t acceptors_of(const struct innet_topology *t, uint32_t h, struct innet_addr *out)
-{
-	uint32_t n_acc = 0;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_topo_node *n = &t->nodes[s];
-		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
-			const struct innet_prog_conf *pr = &n->conf->progs[g];
-			int port = port_to(n, h);
-			if (!is_prog(pr, "paxos_acceptor") || port < 0 ||
-			    n_acc >= INNET_PAXOS_MAX_ACCEPTORS)
-				continue;
-			out[n_acc++] = (struct innet_addr){ n->conf->ports[port].ip, pr->udp[0] };
-		}
-	}
-	return n_acc;
-}
-
-/* The replica's Paxos endpoint from the topology. 0 or -1 (message printed). */
-int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct innet_paxos_conf *pc)
-{
-	memset(pc, 0, sizeof(*pc));
-	pc->bind_ip = t->nodes[host].addr;
-	int learner_id = -1;
-	bool have_coord = false;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_topo_node *n = &t->nodes[s];
-		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
-			const struct innet_prog_conf *pr = &n->conf->progs[g];
-			bool coord = !strcmp(pr->program->name, "paxos_coordinator");
-			bool acc = !strcmp(pr->program->name, "paxos_acceptor");
-			if (!coord && !acc)
-				continue;
-			int port = -1;
-			for (uint32_t p = 0; p < n->conf->n_ports; p++)
-				if (n->peers[p].node == (uint32_t)host)
-					port = (int)p;
-			if (port < 0)
-				continue;
-			struct innet_addr a = { n->conf->ports[port].ip, pr->udp[0] };
-			if (coord) {
-				pc->coordinator = a;
-				have_coord = true;
-				continue;
-			}
-			if (pc->n_acceptors >= INNET_PAXOS_MAX_ACCEPTORS)
-				continue;
-			pc->acceptors[pc->n_acceptors++] = a;
-			json_error_t je;
-			json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
-			json_t *lu = json_object_get(args, "learner_udp");
-			pc->bind_udp = json_is_integer(lu) ? (uint16_t)json_integer_value(lu) : 34953;
-			json_t *ls = json_object_get(args, "learners");
-			int id = -1;
-			for (size_t i = 0; json_is_array(ls) && i < json_array_size(ls); i++)
-				if (json_integer_value(json_array_get(ls, i)) == port)
-					id = (int)i;
-			json_decref(args);
-			if (id < 0 || (learner_id >= 0 && id != learner_id)) {
-				fprintf(stderr, "innet kv: %s: host %s must be in the same place of every "
-						"acceptor's \"learners\" list (switch %s)\n",
-					t->origin, t->nodes[host].name, n->name);
-				return -1;
-			}
-			learner_id = id;
-		}
-	}
-	if (!have_coord || pc->n_acceptors == 0) {
-		fprintf(stderr, "innet kv: %s: host %s needs a link to a paxos_coordinator switch and "
-				"to paxos_acceptor switches\n", t->origin, t->nodes[host].name);
-		return -1;
-	}
-	pc->learner_id = (uint16_t)learner_id;
-	pc->proposer_id = (uint8_t)(learner_id + 1);
-	/* Backup coordinators: leader hosts, at their address and the
-	 * acceptors' Paxos UDP port (where `innet kv leader` binds). */
-	for (uint32_t b = t->n_switches; b < t->n_nodes; b++)
-		if (b != (uint32_t)host && is_leader_host(t, b) && pc->n_backups < INNET_PAXOS_MAX_BACKUPS)
-			pc->backups[pc->n_backups++] = (struct innet_addr){ t->nodes[b].addr,
-									    pc->acceptors[0].udp };
-	return 0;
-}
-
 /* The backup coordinator's status socket, <state_dir>/kv-HOST.sock: one
  * line in ("status"), one JSON line out — {"ok": true, "serving": true,
  * "ballot": N, "next": N, "takeovers": N, "requests": N} — which `innet kv
@@ -405,16 +274,6 @@ static int leader_round_store(void *arg, uint32_t ballot)
 	return rc;
 }
 
-/* Leader hosts get proposer ids 0xfe, 0xfd, ... in topology order, so two
- * backups never use the same ballot. */
-static uint8_t leader_proposer_id(const struct innet_topology *t, uint32_t h)
-{
-	uint32_t k = 0;
-	for (uint32_t b = t->n_switches; b < h; b++)
-		k += is_leader_host(t, b);
-	return (uint8_t)(0xfe - (k < 0x80 ? k : 0x7f));
-}
-
 static int leader(const char *file, const char *name)
 {
 	char err[8192];
@@ -424,7 +283,7 @@ static int leader(const char *file, const char *name)
 		return 2;
 	}
 	int h = innet_topology_find(t, name);
-	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !is_leader_host(t, (uint32_t)h)) {
+	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !kv_topology_is_leader_host(t, (uint32_t)h)) {
 		fprintf(stderr, "innet kv: %s has no backup coordinator host '%s' (a host linked to "
 				"the acceptors, not in their learners)\n", file, name);
 		innet_topology_free(t);
@@ -432,10 +291,10 @@ static int leader(const char *file, const char *name)
 	}
 	struct innet_paxos_leader_conf lc;
 	memset(&lc, 0, sizeof(lc));
-	lc.n_acceptors = acceptors_of(t, (uint32_t)h, lc.acceptors);
+	lc.n_acceptors = kv_topology_acceptors(t, (uint32_t)h, lc.acceptors);
 	lc.bind_ip = t->nodes[h].addr;
 	lc.bind_udp = lc.acceptors[0].udp;
-	lc.proposer_id = leader_proposer_id(t, (uint32_t)h);
+	lc.proposer_id = kv_topology_leader_id(t, (uint32_t)h);
 	char sock[PATH_MAX + 128];
 	leader_sock_path(t, (uint32_t)h, sock, sizeof(sock));
 	struct leader_round_file rf;
@@ -492,30 +351,6 @@ static int leader(const char *file, const char *name)
 	return 0;
 }
 
-static bool is_replica(const struct innet_topology *t, uint32_t h);
-
-/* The learner ids the acceptors keep a watermark for (their
- * "trim_learners", default the length of "learners"): the replicas. */
-static uint32_t trim_learners(const struct innet_topology *t)
-{
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_topo_node *n = &t->nodes[s];
-		for (uint32_t g = 0; g < n->conf->n_progs; g++) {
-			const struct innet_prog_conf *pr = &n->conf->progs[g];
-			if (!is_prog(pr, "paxos_acceptor"))
-				continue;
-			json_error_t je;
-			json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
-			json_t *tl = json_object_get(args, "trim_learners");
-			size_t k = json_is_integer(tl) ? (size_t)json_integer_value(tl)
-						       : json_array_size(json_object_get(args, "learners"));
-			json_decref(args);
-			return k > 64 ? 64 : (uint32_t)k;
-		}
-	}
-	return 0;
-}
-
 static int serve(const char *file, const char *name, uint16_t port, uint32_t window)
 {
 	char err[8192];
@@ -532,14 +367,15 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 	}
 	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
 			     .stop = &kv_stop };
-	if (kv_topology_paxos_conf(t, h, &c.paxos) != 0) {
+	if (kv_topology_paxos_conf(t, h, &c.paxos, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet kv: %s\n", err);
 		innet_topology_free(t);
 		return 2;
 	}
-	c.n_learners = trim_learners(t);
+	c.n_learners = kv_topology_trim_learners(t);
 	/* Peers for snapshots: the other replicas, at the same RESP port. */
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
-		if (r != (uint32_t)h && is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
+		if (r != (uint32_t)h && kv_topology_is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
 	if (kv_enter(t, (uint32_t)h) != 0) {
 		innet_topology_free(t);
@@ -551,21 +387,6 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return kv_serve(&c) == 0 ? 0 : 1;
-}
-
-/* The replicas of a topology: hosts linked to a paxos_acceptor switch. */
-static bool is_replica(const struct innet_topology *t, uint32_t h)
-{
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_topo_node *n = &t->nodes[s];
-		bool acc = false;
-		for (uint32_t g = 0; g < n->conf->n_progs; g++)
-			acc |= !strcmp(n->conf->progs[g].program->name, "paxos_acceptor");
-		for (uint32_t p = 0; acc && p < n->conf->n_ports; p++)
-			if (n->peers[p].node == h)
-				return true;
-	}
-	return false;
 }
 
 static int run_self(char *const argv[])
@@ -712,7 +533,7 @@ static const struct innet_prog_conf *paxos_prog(const struct innet_topology *t, 
 {
 	const struct innet_topo_node *n = &t->nodes[s];
 	for (uint32_t g = 0; g < n->conf->n_progs; g++)
-		if (is_prog(&n->conf->progs[g], program))
+		if (!strcmp(n->conf->progs[g].program->name, program))
 			return &n->conf->progs[g];
 	return NULL;
 }
@@ -817,7 +638,7 @@ static bool rejoin_coordinator(const struct innet_topology *t, struct rejoin_vie
 		}
 	}
 	for (uint32_t h = t->n_switches; h < t->n_nodes; h++) {
-		if (!is_leader_host(t, h))
+		if (!kv_topology_is_leader_host(t, h))
 			continue;
 		bool serving;
 		uint64_t lb, ln;
@@ -957,7 +778,7 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 	char portstr[8], winstr[16];
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	snprintf(winstr, sizeof(winstr), "%u", window ? window : KV_WINDOW_DEFAULT);
-	bool lead = is_leader_host(t, h);
+	bool lead = kv_topology_is_leader_host(t, h);
 	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
 	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
 	pid_path(t, h, pidp, sizeof(pidp));
@@ -1039,7 +860,7 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 	fclose(f);
 	if (rc == 0) {
 		unlink(path);
-		if (is_leader_host(t, h)) { /* its status socket, if it was killed */
+		if (kv_topology_is_leader_host(t, h)) { /* its status socket, if it was killed */
 			leader_sock_path(t, h, path, sizeof(path));
 			unlink(path);
 		}
@@ -1060,7 +881,7 @@ static int kv_one(const char *file, const char *name, bool start, uint16_t port,
 	}
 	int h = innet_topology_find(t, name), rc = 2;
 	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST ||
-	    (!is_replica(t, (uint32_t)h) && !is_leader_host(t, (uint32_t)h))) {
+	    (!kv_topology_is_replica(t, (uint32_t)h) && !kv_topology_is_leader_host(t, (uint32_t)h))) {
 		fprintf(stderr, "innet kv: %s has no replica or backup coordinator host '%s'\n", file,
 			name);
 		goto out;
@@ -1088,7 +909,7 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	}
 	int rc = 0;
 	for (uint32_t h = t->n_switches; h < t->n_nodes && rc == 0; h++)
-		if (is_replica(t, h) || is_leader_host(t, h))
+		if (kv_topology_is_replica(t, h) || kv_topology_is_leader_host(t, h))
 			rc = spawn_host(t, file, h, port, window, true);
 	innet_topology_free(t);
 	if (rc != 0)
@@ -1215,9 +1036,12 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 	}
 	int rc = 2, h = innet_topology_find(t, name);
 	struct innet_paxos_conf pc;
-	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !is_replica(t, (uint32_t)h) ||
-	    kv_topology_paxos_conf(t, h, &pc) != 0) {
+	if (h < 0 || t->nodes[h].kind != INNET_TOPO_HOST || !kv_topology_is_replica(t, (uint32_t)h)) {
 		fprintf(stderr, "innet kv: %s has no replica host '%s'\n", file, name);
+		goto out;
+	}
+	if (kv_topology_paxos_conf(t, h, &pc, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet kv: %s\n", err);
 		goto out;
 	}
 	rc = 1;
@@ -1228,7 +1052,7 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 		/* caught up = past where the others are now */
 		long long target = 0;
 		for (uint32_t o = t->n_switches; o < t->n_nodes; o++) {
-			long long n = o != (uint32_t)h && is_replica(t, o)
+			long long n = o != (uint32_t)h && kv_topology_is_replica(t, o)
 					      ? replica_info(t->nodes[o].addr, port, "log_next") : -1;
 			target = n > target ? n : target;
 		}
@@ -1260,7 +1084,7 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 		if (attempt > 0)
 			sleep(1);
 		for (uint32_t o = t->n_switches; o < t->n_nodes && r < 0; o++)
-			if (is_replica(t, o) && (add || o != (uint32_t)h))
+			if (kv_topology_is_replica(t, o) && (add || o != (uint32_t)h))
 				r = replica_propose(t, o, port, add ? "ADD" : "REMOVE", id, why, sizeof(why));
 	}
 	if (r != 0) {

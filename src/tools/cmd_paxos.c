@@ -278,7 +278,10 @@ int cmd_paxos(int argc, char **argv)
 				return 2;
 			}
 			int h = name ? innet_topology_find(t, name) : -1;
-			int rc = h < 0 ? -1 : kv_topology_paxos_conf(t, h, &pc);
+			char why[512] = "";
+			int rc = h < 0 ? -1 : kv_topology_paxos_conf(t, h, &pc, why, sizeof(why));
+			if (why[0] != '\0')
+				fprintf(stderr, "innet paxos: %s\n", why);
 			/* netns mode: the host's sockets live in its namespace */
 			int ns_rc = rc == 0 && t->netns ? innet_topology_enter(t, (uint32_t)h) : 0;
 			innet_topology_free(t);

@@ -31,7 +31,7 @@ expect 2 "usage: innet COMMAND"
 
 expect 2 "need at least one --port and one --program" switch
 expect 2 "bad --port '1.2.3'" switch --port 1.2.3
-expect 2 "unknown program in 'nosuch@9000'; known: forward counter" switch --port 127.0.0.1 --program nosuch@9000
+expect 2 "unknown program in 'nosuch@9000'; known: agg counter dnn_layer forward" switch --port 127.0.0.1 --program nosuch@9000
 expect 2 "bad --program 'forward@0'" switch --port 127.0.0.1 --program forward@0
 expect 2 "bad --program 'forward'" switch --port 127.0.0.1 --program forward
 expect 2 "--workers wants 1..64" switch --workers 0 --port 127.0.0.1 --program forward@9000
