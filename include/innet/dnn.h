@@ -265,6 +265,45 @@ void innet_dnn_plan_project(const struct innet_dnn_plan *p, uint32_t ops_per_pas
  * latency is at most us; 0 if even 2^20 is not enough. */
 uint32_t innet_dnn_plan_ops_for_latency(const struct innet_dnn_plan *p, double pps, double us);
 
+/* ------------------------------------------------------------------------ */
+/* The client (src/dnn/client.c): inputs through a model deployed on a       */
+/* running fabric by `innet dnn compile` (`innet dnn infer|eval` use it).     */
+
+#define INNET_DNN_CLIENT_MAX_CLASSES 256u
+
+struct innet_dnn_client;
+
+/* The deployment in the derived topology file (the model, its stages'
+ * nodes and pipelines), seen from host `host`. NULL with errno set and the
+ * reason in err (not a derived topology, a model that does not load, a host
+ * not in the topology or linked to no switch). */
+struct innet_dnn_client *innet_dnn_client_open(const char *topology, const char *host, char *err,
+					       size_t errlen);
+void innet_dnn_client_close(struct innet_dnn_client *c);
+/* The deployed model (valid until close). */
+const struct innet_dnn_model *innet_dnn_client_model(const struct innet_dnn_client *c);
+
+struct innet_dnn_run_opts {
+	uint32_t window;      /* inferences in flight (0: 1) */
+	uint32_t timeout_ms;  /* before a try is retried with a new id (0: 300) */
+	uint32_t retries;     /* tries after the first before giving up */
+};
+
+struct innet_dnn_result {
+	int32_t logits[INNET_DNN_CLIENT_MAX_CLASSES];   /* n_classes of them */
+	uint64_t latency_ns;  /* from the first try to the last pipeline's answer */
+	uint32_t tries;
+};
+
+/* Run inputs[0..n) (innet_dnn_shape_n(model->in) int8 values each) through
+ * the fabric from the host's address; results[i] for inputs[i]; *retried:
+ * tries sent again. 0; -ETIMEDOUT (an input got no answer after its
+ * retries), or -errno (cannot bind the host's address, send failed), with
+ * the reason in err. */
+int innet_dnn_client_run(struct innet_dnn_client *c, const int8_t *const *inputs, uint32_t n,
+			 const struct innet_dnn_run_opts *o, struct innet_dnn_result *results,
+			 uint64_t *retried, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,14 +15,9 @@
  *                                          a test set through the fabric, compared
  *                                          with the C reference logit for logit
  *
- * The client (infer, eval) learns the deployment from the derived topology:
- * the dnn_layer instances' settings name the model, the leaves and the
- * pipelines. It sends stage 0's input packets from HOST's address (UDP
- * udp_base) to each stage-0 pipeline through HOST's leaf and collects the
- * RESULT packets; an inference not answered within --timeout is retried with
- * a new id (its slots in the fabric are reclaimed by their timers); answers
- * to its last four tries still count, pipeline by pipeline, and its latency
- * is measured from the first try.
+ * infer and eval parse their arguments, run the inputs with the library's
+ * client (src/dnn/client.c, innet/dnn.h: the deployment learnt from the
+ * derived topology, retries, latency) and compare and print here.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -599,236 +594,6 @@ out_model:
 	return rc;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The client: infer and eval                                                 */
-
-struct deployment {
-	struct innet_topology *t;
-	struct innet_dnn_model m;
-	struct innet_dnn_plan p;
-	uint16_t nodes[INNET_DNN_MAX_STAGES];
-	uint16_t udp;
-	uint16_t host_node;
-	uint32_t host_ip, leaf_ip;   /* the client's address and its leaf port's */
-};
-
-/* Read the deployment from a derived topology (the first dnn_layer with a model). */
-static int deployment_open(struct deployment *d, const char *topo, const char *host)
-{
-	char err[4096];
-	memset(d, 0, sizeof(*d));
-	d->t = innet_topology_load(topo, err, sizeof(err));
-	if (d->t == NULL) {
-		fprintf(stderr, "innet dnn: %s\n", err);
-		return -1;
-	}
-	json_error_t jerr;
-	json_t *root = json_load_file(topo, 0, &jerr), *args = NULL;
-	size_t i, j;
-	json_t *sw, *pr;
-	json_array_foreach(json_object_get(root, "switches"), i, sw) {
-		json_array_foreach(json_object_get(sw, "programs"), j, pr) {
-			json_t *a = json_object_get(pr, "args");
-			if (args == NULL && json_is_string(json_object_get(pr, "program")) &&
-			    !strcmp(json_string_value(json_object_get(pr, "program")), "dnn_layer") &&
-			    json_object_get(a, "model") != NULL)
-				args = a;
-		}
-	}
-	int rc = -1;
-	if (args == NULL) {
-		fprintf(stderr, "innet dnn: %s runs no dnn_layer stage; make it with 'innet dnn compile "
-				"MODEL TOPOLOGY --out FILE'\n", topo);
-		goto out;
-	}
-	const char *model = json_string_value(json_object_get(args, "model"));
-	if (innet_dnn_model_load(model, &d->m, err, sizeof(err)) != 0) {
-		fprintf(stderr, "innet dnn: %s\n", err);
-		goto out;
-	}
-	if (innet_dnn_plan_build(&d->m, (uint32_t)json_integer_value(json_object_get(args, "pipes")),
-				 (uint32_t)json_integer_value(json_object_get(args, "max_vals")), &d->p,
-				 err, sizeof(err)) != 0) {
-		fprintf(stderr, "innet dnn: %s\n", err);
-		goto out;
-	}
-	json_t *nodes = json_object_get(args, "nodes"), *n;
-	json_array_foreach(nodes, i, n)
-		if (i < INNET_DNN_MAX_STAGES)
-			d->nodes[i] = (uint16_t)json_integer_value(n);
-	d->udp = (uint16_t)json_integer_value(json_object_get(args, "udp_base"));
-	int h = innet_topology_find(d->t, host);
-	if (h < 0 || d->t->nodes[h].kind != INNET_TOPO_HOST) {
-		fprintf(stderr, "innet dnn: --from '%s' is not a host of %s\n", host, topo);
-		goto out;
-	}
-	d->host_node = d->t->nodes[h].node_id;
-	d->host_ip = d->t->nodes[h].addr;
-	const struct innet_topo_node *hn = &d->t->nodes[h];
-	for (uint32_t k = 0; k < hn->n_links && d->leaf_ip == 0; k++) {
-		const struct innet_topo_link *l = &d->t->links[hn->links[k]];
-		uint32_t other = l->a == (uint32_t)h ? l->b : l->a;
-		uint32_t port = l->a == (uint32_t)h ? l->b_port : l->a_port;
-		if (d->t->nodes[other].kind == INNET_TOPO_SWITCH)
-			d->leaf_ip = d->t->nodes[other].conf->ports[port].ip;
-	}
-	rc = d->leaf_ip ? 0 : -1;
-	if (rc != 0)
-		fprintf(stderr, "innet dnn: host %s is not linked to a switch\n", host);
-out:
-	json_decref(root);
-	return rc;
-}
-
-static void deployment_close(struct deployment *d)
-{
-	innet_dnn_plan_free(&d->p);
-	innet_dnn_model_free(&d->m);
-	innet_topology_free(d->t);
-}
-
-struct request {
-	uint32_t sample;
-	uint32_t id;             /* current inference id; 0 = not in flight */
-	uint32_t old_ids[4];     /* the ids of the last tries: their answers still count */
-	uint64_t first_ns;       /* first try sent (latency is measured from here) */
-	uint64_t sent_ns;        /* this try sent */
-	uint32_t tries;
-	uint32_t pipes_seen;     /* bitmap of last-stage pipelines answered */
-	int32_t logits[256];
-	bool done;
-	uint64_t latency_ns;
-};
-
-/* The next inference id (never 0). */
-static uint32_t take_id(uint32_t *next)
-{
-	if (*next == 0)
-		*next = 1;
-	return (*next)++;
-}
-
-static int send_input(int fd, const struct deployment *d, uint32_t id, const int8_t *input)
-{
-	const struct innet_dnn_stage *s0 = &d->p.stages[0];
-	uint8_t buf[INNET_DNN_HDRS_LEN + 1024];
-	struct innet_hdr *h = (struct innet_hdr *)buf;
-	struct innet_dnn_hdr *dh = (struct innet_dnn_hdr *)(h + 1);
-	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_DNN,
-				 .dst_node = htons(d->nodes[0]), .src_node = htons(d->host_node) };
-	for (uint32_t c = 0; c < s0->n_chunks; c++) {
-		*dh = (struct innet_dnn_hdr){ .op = INNET_DNN_OP_ACT, .stage = 0,
-					      .client_node = htons(d->host_node), .infer_id = htonl(id),
-					      .model = htonl(d->m.crc), .seq = htons((uint16_t)c),
-					      .n = htons((uint16_t)s0->chunks[c].n),
-					      .offset = htonl(s0->chunks[c].offset) };
-		memcpy(buf + INNET_DNN_HDRS_LEN, input + s0->chunks[c].offset, s0->chunks[c].n);
-		for (uint32_t q = 0; q < s0->n_pipes; q++) {
-			struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(d->udp + q)),
-						  .sin_addr.s_addr = htonl(d->leaf_ip) };
-			if (sendto(fd, buf, INNET_DNN_HDRS_LEN + s0->chunks[c].n, 0, (struct sockaddr *)&to,
-				   sizeof(to)) < 0)
-				return -errno;
-		}
-	}
-	return 0;
-}
-
-/* Run samples [0, n) of ts through the fabric, at most window in flight. */
-static int run_fabric(const struct deployment *d, const struct innet_dnn_testset *ts, const uint32_t *samples,
-		      uint32_t n, uint32_t window, uint32_t timeout_ms, uint32_t retries,
-		      struct request *rq, uint64_t *retried)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(d->udp),
-				  .sin_addr.s_addr = htonl(d->host_ip) };
-	if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0) {
-		fprintf(stderr, "innet dnn: cannot bind %s:%u: %s\n", inet_ntoa(me.sin_addr), d->udp,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	const struct innet_dnn_stage *last = &d->p.stages[d->p.n_stages - 1];
-	uint32_t all_pipes = (1u << last->n_pipes) - 1, in_n = innet_dnn_shape_n(d->m.in);
-	uint32_t next = 0, done = 0, in_flight = 0;
-	uint32_t id_base = ((uint32_t)now_ns() ^ ((uint32_t)getpid() << 16)) & 0x7fffffffu;
-	uint32_t next_id = id_base ? id_base : 1;
-	int rc = 0;
-	for (uint32_t i = 0; i < n; i++)
-		rq[i] = (struct request){ .sample = samples[i] };
-	while (done < n && rc == 0) {
-		uint64_t now = now_ns();
-		/* (Re)send: new requests up to the window; expired ones with a new id. */
-		for (uint32_t i = 0; i < next && rc == 0; i++) {
-			struct request *r = &rq[i];
-			if (r->done || r->id == 0 || now - r->sent_ns < (uint64_t)timeout_ms * 1000000ull)
-				continue;
-			if (r->tries > retries) {
-				fprintf(stderr, "innet dnn: sample %u: no answer after %u tries\n", r->sample,
-					r->tries);
-				rc = -1;
-				break;
-			}
-			(*retried)++;
-			/* A late answer to an earlier try is as good as one to this try
-			 * (same input, same logits): keep the last ids and the pipelines
-			 * already answered, so a slow fabric is not outrun by retries. */
-			memmove(r->old_ids + 1, r->old_ids, sizeof(r->old_ids) - sizeof(r->old_ids[0]));
-			r->old_ids[0] = r->id;
-			r->id = take_id(&next_id);
-			r->tries++;
-			r->sent_ns = now;
-			rc = send_input(fd, d, r->id, ts->inputs + (size_t)r->sample * in_n);
-		}
-		while (next < n && in_flight < window && rc == 0) {
-			struct request *r = &rq[next++];
-			r->id = take_id(&next_id);
-			r->tries = 1;
-			r->sent_ns = r->first_ns = now_ns();
-			in_flight++;
-			rc = send_input(fd, d, r->id, ts->inputs + (size_t)r->sample * in_n);
-		}
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		if (rc != 0 || poll(&pfd, 1, 5) <= 0)
-			continue;
-		uint8_t buf[INNET_PKT_MAX];
-		ssize_t got;
-		while ((got = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-			if ((size_t)got < INNET_DNN_HDRS_LEN || buf[0] != INNET_MAGIC)
-				continue;
-			const struct innet_dnn_hdr *dh = (const struct innet_dnn_hdr *)(buf + sizeof(struct innet_hdr));
-			uint32_t id = ntohl(dh->infer_id), pipe = ntohs(dh->seq), cnt = ntohs(dh->n),
-				 off = ntohl(dh->offset);
-			if (dh->op != INNET_DNN_OP_RESULT || pipe >= last->n_pipes ||
-			    (size_t)got != INNET_DNN_HDRS_LEN + 4ull * cnt || off + cnt > d->m.n_classes)
-				continue;
-			/* ids are handed out in order: find the request by a scan of the window */
-			for (uint32_t i = 0; i < next; i++) {
-				struct request *r = &rq[i];
-				if (r->done || (r->id != id && r->old_ids[0] != id && r->old_ids[1] != id &&
-						 r->old_ids[2] != id && r->old_ids[3] != id))
-					continue;
-				for (uint32_t k = 0; k < cnt; k++) {
-					uint32_t be;
-					memcpy(&be, buf + INNET_DNN_HDRS_LEN + 4 * k, 4);
-					r->logits[off + k] = (int32_t)ntohl(be);
-				}
-				r->pipes_seen |= 1u << pipe;
-				if (r->pipes_seen == all_pipes) {
-					r->done = true;
-					r->latency_ns = now_ns() - r->first_ns;
-					done++;
-					in_flight--;
-				}
-				break;
-			}
-		}
-	}
-	close(fd);
-	return rc;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -867,27 +632,23 @@ static int dnn_client(int argc, char **argv, bool eval)
 	if (topo == NULL || from == NULL || tsf == NULL)
 		return dnn_bad(sub, "missing%s%s%s", topo == NULL ? " --topology FILE" : "",
 			       from == NULL ? " --from HOST" : "", tsf == NULL ? " --testset FILE" : "");
-	struct deployment d;
-	if (deployment_open(&d, topo, from) != 0) {
-		deployment_close(&d);
+	char err[1024];
+	struct innet_dnn_client *d = innet_dnn_client_open(topo, from, err, sizeof(err));
+	if (d == NULL) {
+		fprintf(stderr, "innet dnn: %s\n", err);
 		return 1;
 	}
+	const struct innet_dnn_model *m = innet_dnn_client_model(d);
 	int rc = 1;
 	struct innet_dnn_testset ts;
-	char err[1024];
 	if (innet_dnn_testset_load(tsf, &ts, err, sizeof(err)) != 0) {
 		fprintf(stderr, "innet dnn: %s\n", err);
 		goto out_dep;
 	}
-	if (memcmp(&ts.in, &d.m.in, sizeof(ts.in)) != 0) {
+	if (memcmp(&ts.in, &m->in, sizeof(ts.in)) != 0) {
 		fprintf(stderr, "innet dnn %s: the inputs of %s are %ux%ux%u (CxHxW); the model "
 			"deployed in %s expects %ux%ux%u\n", sub, tsf, ts.in.c, ts.in.h, ts.in.w, topo,
-			d.m.in.c, d.m.in.h, d.m.in.w);
-		goto out_ts;
-	}
-	if (d.m.n_classes > 256) {
-		fprintf(stderr, "innet dnn %s: the model has %u classes; this client handles up to 256\n",
-			sub, d.m.n_classes);
+			m->in.c, m->in.h, m->in.w);
 		goto out_ts;
 	}
 	/* eval: the whole test set, or --count inferences cycling through it */
@@ -897,37 +658,47 @@ static int dnn_client(int argc, char **argv, bool eval)
 			(unsigned long long)index, ts.count);
 		goto out_ts;
 	}
+	uint32_t in_n = innet_dnn_shape_n(m->in);
 	uint32_t *samples = calloc(n, sizeof(*samples));
-	struct request *rq = calloc(n, sizeof(*rq));
+	const int8_t **inputs = calloc(n, sizeof(*inputs));
+	struct innet_dnn_result *res = calloc(n, sizeof(*res));
 	uint64_t *lat = calloc(n, sizeof(*lat));
-	if (samples == NULL || rq == NULL || lat == NULL)
+	if (samples == NULL || inputs == NULL || res == NULL || lat == NULL) {
+		fprintf(stderr, "innet dnn: out of memory for %u inferences\n", n);
 		goto out_mem;
-	for (uint32_t i = 0; i < n; i++)
-		samples[i] = eval ? i % ts.count : (uint32_t)index;
-	uint64_t retried = 0, t0 = now_ns();
-	if (run_fabric(&d, &ts, samples, n, eval ? (uint32_t)window : 1, (uint32_t)timeout_ms,
-		       (uint32_t)retries, rq, &retried) != 0)
-		goto out_mem;
-	double secs = (double)(now_ns() - t0) / 1e9;
-	uint32_t in_n = innet_dnn_shape_n(d.m.in), correct = 0, agree = 0, ref_correct = 0;
-	int32_t ref[256];
+	}
 	for (uint32_t i = 0; i < n; i++) {
-		const struct request *r = &rq[i];
-		int rcls = innet_dnn_ref_infer(&d.m, ts.inputs + (size_t)r->sample * in_n, ref);
-		uint32_t cls = innet_dnn_argmax(r->logits, d.m.n_classes);
-		bool same = memcmp(ref, r->logits, 4 * d.m.n_classes) == 0;
+		samples[i] = eval ? i % ts.count : (uint32_t)index;
+		inputs[i] = ts.inputs + (size_t)samples[i] * in_n;
+	}
+	uint64_t retried = 0, t0 = now_ns();
+	struct innet_dnn_run_opts ro = { .window = eval ? (uint32_t)window : 1,
+					 .timeout_ms = (uint32_t)timeout_ms, .retries = (uint32_t)retries };
+	if (innet_dnn_client_run(d, inputs, n, &ro, res, &retried, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet dnn: %s\n", err);
+		goto out_mem;
+	}
+	double secs = (double)(now_ns() - t0) / 1e9;
+	uint32_t correct = 0, agree = 0, ref_correct = 0;
+	int32_t ref[INNET_DNN_CLIENT_MAX_CLASSES];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct innet_dnn_result *r = &res[i];
+		uint32_t smp = samples[i];
+		int rcls = innet_dnn_ref_infer(m, inputs[i], ref);
+		uint32_t cls = innet_dnn_argmax(r->logits, m->n_classes);
+		bool same = memcmp(ref, r->logits, 4 * m->n_classes) == 0;
 		agree += same;
-		correct += cls == ts.labels[r->sample];
-		ref_correct += rcls == ts.labels[r->sample];
+		correct += cls == ts.labels[smp];
+		ref_correct += rcls == ts.labels[smp];
 		lat[i] = r->latency_ns;
 		if (!eval || !same) {
-			printf("%ssample %u: class %u (label %u) logits", same ? "" : "MISMATCH ", r->sample,
-			       cls, ts.labels[r->sample]);
-			for (uint32_t k = 0; k < d.m.n_classes; k++)
+			printf("%ssample %u: class %u (label %u) logits", same ? "" : "MISMATCH ", smp,
+			       cls, ts.labels[smp]);
+			for (uint32_t k = 0; k < m->n_classes; k++)
 				printf(" %d", r->logits[k]);
 			if (!same) {
 				printf(" | reference");
-				for (uint32_t k = 0; k < d.m.n_classes; k++)
+				for (uint32_t k = 0; k < m->n_classes; k++)
 					printf(" %d", ref[k]);
 			}
 			printf(" (%.1f us%s)\n", r->latency_ns / 1e3, same ? ", equal to the C reference" : "");
@@ -944,12 +715,13 @@ static int dnn_client(int argc, char **argv, bool eval)
 	rc = agree == n ? 0 : 1;
 out_mem:
 	free(samples);
-	free(rq);
+	free(inputs);
+	free(res);
 	free(lat);
 out_ts:
 	innet_dnn_testset_free(&ts);
 out_dep:
-	deployment_close(&d);
+	innet_dnn_client_close(d);
 	return rc;
 }
 
