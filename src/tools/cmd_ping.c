@@ -29,7 +29,7 @@
 #include "innet/topology.h"
 #include "innet/wire.h"
 #include "tools/cmds.h"
-#include "tools/util.h"
+#include "innet/fabric.h"
 
 struct probe {
 	struct innet_hdr h;
@@ -126,7 +126,7 @@ static bool first_hop_running(const struct innet_topology *t, uint32_t h, char *
 	const char *ctl = t->nodes[sw].conf->ctl_path;
 	snprintf(why, len, "switch %s (next to %s) does not answer on %s", t->nodes[sw].name,
 		 t->nodes[h].name, ctl);
-	return ctl[0] == '\0' || tools_ctl_answers(ctl);
+	return ctl[0] == '\0' || innet_ctl_answers(ctl);
 }
 
 /* Does the topology place switches on several machines ("machine" tags)? */

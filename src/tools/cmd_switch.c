@@ -19,7 +19,7 @@
 #include "innet/switch.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
-#include "tools/util.h"
+#include "innet/fabric.h"
 
 static void switch_usage(FILE *f)
 {
@@ -402,7 +402,7 @@ int cmd_switch(int argc, char **argv)
 
 	/* A topology's control sockets live in its state_dir: create it (like
 	 * innet fabric up does) so a switch started on its own can bind there. */
-	int mk = check || conf.ctl_path[0] == '\0' ? 0 : tools_mkdir_parent(conf.ctl_path);
+	int mk = check || conf.ctl_path[0] == '\0' ? 0 : innet_mkdir_parent(conf.ctl_path);
 	if (mk != 0) {
 		fprintf(stderr, "innet switch %s: cannot create the directory of %s: %s\n", conf.name,
 			conf.ctl_path, strerror(-mk));
