@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "innet/lb.h"
-#include "lbhost/hist.h"
+#include "innet/hist.h"
 
 #define LBH_MAX_THREADS  16u
 #define LBH_MAX_QNAMES   16u
@@ -90,7 +90,7 @@ struct lbh_load_result {
 	uint32_t answer_addr[LBH_MAX_ANSWERS];  /* host order */
 	uint64_t answer_count[LBH_MAX_ANSWERS];
 	uint64_t answer_other;        /* replies with another / no A record */
-	struct lbh_hist hist;         /* latency from the scheduled send time, ns */
+	struct innet_hist hist;         /* latency from the scheduled send time, ns */
 };
 
 void lbh_load_defaults(struct lbh_load_cfg *c);

@@ -36,7 +36,7 @@
  *
  * Replies are counted per A-record address (the test backends answer with
  * an address naming the unit), which shows where the balancer sent them.
- * Latencies go into a per-thread log-linear histogram (hist.h, 0.1 %
+ * Latencies go into a per-thread log-linear histogram (innet/hist.h, 0.1 %
  * precision, up to 100 s), merged at the end. With a warm-up, queries
  * scheduled in its first warmup_s seconds are sent but not counted.
  */
@@ -215,7 +215,7 @@ static void receive(struct lthread *t, int fd, uint32_t fi)
 		t->r.received++;
 		t->r.rcode[rep.rcode & 0xf]++;
 		atomic_fetch_add_explicit(&t->p_recv, 1, memory_order_relaxed);
-		lbh_hist_record(&t->r.hist, now > s->sched_ns ? now - s->sched_ns : 0);
+		innet_hist_record(&t->r.hist, now > s->sched_ns ? now - s->sched_ns : 0);
 		count_answer(t, rep.a_addr);
 	}
 }
@@ -395,7 +395,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 		 FILE *log, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof(*r));
-	int rc = lbh_hist_init(&r->hist, HIST_MAX_NS, LBH_HIST_DEFAULT_BITS);
+	int rc = innet_hist_init(&r->hist, HIST_MAX_NS, INNET_HIST_DEFAULT_BITS);
 	if (rc) {
 		snprintf(err, errlen, "histogram: %s", strerror(-rc));
 		return rc;
@@ -443,7 +443,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 		t->ret_cap = (uint32_t)(rc_cap < max_retired ? rc_cap : max_retired);
 		t->ret = calloc(t->ret_cap ? t->ret_cap : 1, sizeof(*t->ret));
 		t->epfd = epoll_create1(EPOLL_CLOEXEC);
-		rc = (t->flows && t->slots && t->ret) ? lbh_hist_init(&t->r.hist, HIST_MAX_NS, LBH_HIST_DEFAULT_BITS)
+		rc = (t->flows && t->slots && t->ret) ? innet_hist_init(&t->r.hist, HIST_MAX_NS, INNET_HIST_DEFAULT_BITS)
 						      : -ENOMEM;
 		if (!rc && t->epfd < 0)
 			rc = -errno;
@@ -530,7 +530,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 			}
 			r->answer_count[k] += t->r.answer_count[j];
 		}
-		lbh_hist_merge(&r->hist, &t->r.hist);
+		innet_hist_merge(&r->hist, &t->r.hist);
 	}
 	if (*stop && rc == 0) {
 		uint64_t now = lbh_now_ns();
@@ -550,7 +550,7 @@ err_free_threads:
 		free(t->flows);
 		free(t->slots);
 		free(t->ret);
-		lbh_hist_fini(&t->r.hist);
+		innet_hist_fini(&t->r.hist);
 	}
 	free(ts);
 	return rc;
@@ -558,16 +558,16 @@ err_free_threads:
 
 void lbh_load_result_fini(struct lbh_load_result *r)
 {
-	lbh_hist_fini(&r->hist);
+	innet_hist_fini(&r->hist);
 }
 
 void lbh_load_print(const struct lbh_load_cfg *c, const struct lbh_load_result *r, bool json, FILE *f)
 {
-	const struct lbh_hist *h = &r->hist;
+	const struct innet_hist *h = &r->hist;
 	double el = r->elapsed_s > 0 ? r->elapsed_s : 1;
 	double us[6] = {
-		lbh_hist_percentile(h, 50) / 1e3, lbh_hist_percentile(h, 90) / 1e3, lbh_hist_percentile(h, 99) / 1e3,
-		lbh_hist_percentile(h, 99.9) / 1e3, h->max / 1e3, lbh_hist_mean(h) / 1e3,
+		innet_hist_percentile(h, 50) / 1e3, innet_hist_percentile(h, 90) / 1e3, innet_hist_percentile(h, 99) / 1e3,
+		innet_hist_percentile(h, 99.9) / 1e3, h->max / 1e3, innet_hist_mean(h) / 1e3,
 	};
 	double loss = r->sent ? 100.0 * (double)r->lost / (double)r->sent : 0;
 	char a[INET_ADDRSTRLEN];

@@ -36,6 +36,7 @@
 
 #include "dnn/wire.h"
 #include "innet/dnn.h"
+#include "innet/hist.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
 
@@ -167,13 +168,17 @@ static int dnn_ref(int argc, char **argv)
 /* ------------------------------------------------------------------------ */
 /* time: the integer and float references, timed per inference               */
 
-static int cmp_u64(const void *a, const void *b);
-
-static double pct_us(uint64_t *v, uint32_t n, uint32_t pct)
+/* The p-th percentile of v[0..n) in us (innet/hist.h: within 0.1 %). */
+static double pct_us(const uint64_t *v, uint32_t n, double p)
 {
-	qsort(v, n, sizeof(*v), cmp_u64);
-	uint32_t i = (uint32_t)(((uint64_t)n * pct) / 100);
-	return (double)v[i < n ? i : n - 1] / 1e3;
+	struct innet_hist h;
+	if (n == 0 || innet_hist_init(&h, 600000000000ull, INNET_HIST_DEFAULT_BITS) != 0)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		innet_hist_record(&h, v[i]);
+	double r = (double)innet_hist_percentile(&h, p) / 1e3;
+	innet_hist_fini(&h);
+	return r;
 }
 
 static int dnn_time(int argc, char **argv)
@@ -594,11 +599,6 @@ out_model:
 	return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 static int dnn_client(int argc, char **argv, bool eval)
 {
@@ -705,12 +705,11 @@ static int dnn_client(int argc, char **argv, bool eval)
 		}
 	}
 	if (eval) {
-		qsort(lat, n, sizeof(*lat), cmp_u64);
 		printf("%u inferences in %.2f s (%.0f/s, window %llu): accuracy %.2f%% (reference %.2f%%), "
 		       "%u/%u bit-exact with the C reference, %llu retried; latency p50 %.1f us p99 %.1f us\n",
 		       n, secs, n / secs, (unsigned long long)window, 100.0 * correct / n,
-		       100.0 * ref_correct / n, agree, n, (unsigned long long)retried, lat[n / 2] / 1e3,
-		       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] / 1e3);
+		       100.0 * ref_correct / n, agree, n, (unsigned long long)retried, pct_us(lat, n, 50),
+		       pct_us(lat, n, 99));
 	}
 	rc = agree == n ? 0 : 1;
 out_mem:

@@ -28,6 +28,7 @@
 #include "consensus/hostacc.h"
 #include "consensus/kv.h"
 #include "innet/consensus.h"
+#include "innet/hist.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
 
@@ -82,8 +83,7 @@ struct bench {
 	uint64_t sent_ns[BENCH_MAX_W];
 	uint32_t seq[BENCH_MAX_W];
 	bool busy[BENCH_MAX_W];
-	uint32_t *lat_us;
-	size_t n_lat, cap_lat;
+	struct innet_hist lat;    /* ns, while measuring (innet/hist.h) */
 	uint64_t timeouts;
 	bool measuring;
 };
@@ -101,26 +101,16 @@ static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
 	}
 	if (!b->measuring)
 		return;
-	if (b->n_lat == b->cap_lat) {
-		size_t cap = b->cap_lat ? b->cap_lat * 2 : 1 << 16;
-		uint32_t *n = realloc(b->lat_us, cap * sizeof(*n));
-		if (n == NULL)
-			return;
-		b->lat_us = n;
-		b->cap_lat = cap;
-	}
-	b->lat_us[b->n_lat++] = (uint32_t)((mono_ns() - b->sent_ns[c]) / 1000);
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
+	innet_hist_record(&b->lat, mono_ns() - b->sent_ns[c]);
 }
 
 static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size)
 {
 	static struct bench b;
+	if (innet_hist_init(&b.lat, 60000000000ull, INNET_HIST_DEFAULT_BITS) != 0) {
+		fprintf(stderr, "innet paxos bench: out of memory\n");
+		return 1;
+	}
 	pc->done = bench_done;
 	pc->arg = &b;
 	pc->deliver = NULL;
@@ -161,18 +151,16 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	}
 	(void)start_n;
 	double secs = (double)(end - warm) / 1e9;
-	uint32_t p50 = 0, p99 = 0;
-	if (b.n_lat > 0) {
-		qsort(b.lat_us, b.n_lat, sizeof(*b.lat_us), cmp_u32);
-		p50 = b.lat_us[b.n_lat / 2];
-		p99 = b.lat_us[(size_t)((double)b.n_lat * 0.99)];
-	}
-	printf("cmds=%zu seconds=%.2f cmds_per_s=%.0f p50_us=%u p99_us=%u timeouts=%lu\n", b.n_lat,
-	       secs, (double)b.n_lat / secs, p50, p99, (unsigned long)b.timeouts);
+	uint64_t n = b.lat.total;
+	printf("cmds=%llu seconds=%.2f cmds_per_s=%.0f p50_us=%llu p99_us=%llu timeouts=%lu\n",
+	       (unsigned long long)n, secs, (double)n / secs,
+	       (unsigned long long)(innet_hist_percentile(&b.lat, 50) / 1000),
+	       (unsigned long long)(innet_hist_percentile(&b.lat, 99) / 1000),
+	       (unsigned long)b.timeouts);
 	fflush(stdout);
 	innet_paxos_destroy(p);
-	free(b.lat_us);
-	return b.n_lat > 0 ? 0 : 1;
+	innet_hist_fini(&b.lat);
+	return n > 0 ? 0 : 1;
 }
 
 int cmd_paxos(int argc, char **argv)

@@ -30,6 +30,7 @@
 #include "innet/wire.h"
 #include "tools/cmds.h"
 #include "innet/fabric.h"
+#include "innet/hist.h"
 
 struct probe {
 	struct innet_hdr h;
@@ -165,12 +166,6 @@ static int echo_only(const struct innet_topo_node *b, uint32_t sw_ip, uint16_t u
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void ping_usage(FILE *f)
 {
 	fprintf(f, "usage: innet ping --topology FILE --from HOST --to HOST [-c COUNT] [--udp PORT]\n"
@@ -300,14 +295,15 @@ int cmd_ping(int argc, char **argv)
 	bool echo_running = fb >= 0 && pthread_create(&th, NULL, echo_main, &echo) == 0;
 	struct sockaddr_in swa_sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)udp),
 				       .sin_addr.s_addr = htonl(swa) };
-	uint64_t *rtt = calloc((size_t)count, sizeof(*rtt));
+	struct innet_hist rtt;
+	bool have_rtt = innet_hist_init(&rtt, 60000000000ull, INNET_HIST_DEFAULT_BITS) == 0;
 	uint8_t *seen = calloc((size_t)count, 1);
 	uint8_t buf[INNET_PKT_MAX];
 	long received = 0, dups = 0;
 	if (!quiet)
 		printf("PING %s (node %u) -> %s (node %u), %ld probes of %ld bytes\n", na->name,
 		       na->node_id, nb->name, nb->node_id, count, size);
-	for (long i = 0; i < count && rtt && seen; i++) {
+	for (long i = 0; i < count && have_rtt && seen; i++) {
 		struct probe p = { .h = { .magic = INNET_MAGIC, .version = INNET_VERSION,
 					  .service = INNET_SVC_RAW, .dst_node = htons(nb->node_id),
 					  .src_node = htons(na->node_id) },
@@ -342,7 +338,8 @@ int cmd_ping(int argc, char **argv)
 				continue;
 			}
 			seen[seq] = 1;
-			rtt[received++] = now_ns() - r.sent_ns;
+			innet_hist_record(&rtt, now_ns() - r.sent_ns);
+			received++;
 			if (!quiet)
 				printf("%zd bytes from %s: seq=%u time=%.1f us\n", n, nb->name, seq,
 				       (double)(now_ns() - r.sent_ns) / 1e3);
@@ -351,13 +348,11 @@ int cmd_ping(int argc, char **argv)
 	atomic_store(&echo.stop, true);
 	if (echo_running)
 		pthread_join(th, NULL);
-	if (rtt && received > 0)
-		qsort(rtt, (size_t)received, sizeof(*rtt), cmp_u64);
 	printf("%ld sent, %ld received, %.1f%% loss, %ld duplicates", count, received,
 	       100.0 * (double)(count - received) / (double)count, dups);
 	if (received > 0)
-		printf(", rtt min/p50/max %.1f/%.1f/%.1f us", rtt[0] / 1e3, rtt[received / 2] / 1e3,
-		       rtt[received - 1] / 1e3);
+		printf(", rtt min/p50/max %.1f/%.1f/%.1f us", rtt.min / 1e3,
+		       innet_hist_percentile(&rtt, 50) / 1e3, rtt.max / 1e3);
 	printf("\n");
 	if (received == 0) {
 		bool up_a = first_hop_running(t, (uint32_t)ia, why, sizeof(why));
@@ -368,7 +363,8 @@ int cmd_ping(int argc, char **argv)
 				"this machine? innet fabric status %s)\n", why, t->name, topo);
 	}
 	rc = received == count ? 0 : 1;
-	free(rtt);
+	if (have_rtt)
+		innet_hist_fini(&rtt);
 	free(seen);
 	close(fa);
 	if (fb >= 0)

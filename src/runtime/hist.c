@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbhost/hist.h"
+#include "innet/hist.h"
 
 static inline uint32_t bin_of(uint32_t s, uint64_t v)
 {
@@ -21,12 +21,12 @@ static inline uint32_t bin_of(uint32_t s, uint64_t v)
 	return (uint32_t)(count + (uint64_t)(shift - 1) * half + (sub - half));
 }
 
-uint32_t lbh_hist_bin(const struct lbh_hist *h, uint64_t v)
+uint32_t innet_hist_bin(const struct innet_hist *h, uint64_t v)
 {
 	return bin_of(h->sub_bits, v);
 }
 
-uint64_t lbh_hist_bin_low(const struct lbh_hist *h, uint32_t bin)
+uint64_t innet_hist_bin_low(const struct innet_hist *h, uint32_t bin)
 {
 	uint64_t count = 1ull << h->sub_bits, half = count >> 1;
 	if (bin < count)
@@ -36,7 +36,7 @@ uint64_t lbh_hist_bin_low(const struct lbh_hist *h, uint32_t bin)
 	return (half + k % half) << shift;
 }
 
-uint64_t lbh_hist_bin_high(const struct lbh_hist *h, uint32_t bin)
+uint64_t innet_hist_bin_high(const struct innet_hist *h, uint32_t bin)
 {
 	uint64_t count = 1ull << h->sub_bits, half = count >> 1;
 	if (bin < count)
@@ -48,7 +48,7 @@ uint64_t lbh_hist_bin_high(const struct lbh_hist *h, uint32_t bin)
 	return ((half + k % half + 1) << shift) - 1;
 }
 
-int lbh_hist_init(struct lbh_hist *h, uint64_t max_value, unsigned sub_bucket_bits)
+int innet_hist_init(struct innet_hist *h, uint64_t max_value, unsigned sub_bucket_bits)
 {
 	memset(h, 0, sizeof(*h));
 	if (max_value < 1 || sub_bucket_bits < 2 || sub_bucket_bits > 20)
@@ -63,14 +63,14 @@ int lbh_hist_init(struct lbh_hist *h, uint64_t max_value, unsigned sub_bucket_bi
 	return 0;
 }
 
-void lbh_hist_fini(struct lbh_hist *h)
+void innet_hist_fini(struct innet_hist *h)
 {
 	free(h->counts);
 	h->counts = NULL;
 	h->nbins = 0;
 }
 
-void lbh_hist_reset(struct lbh_hist *h)
+void innet_hist_reset(struct innet_hist *h)
 {
 	memset(h->counts, 0, (size_t)h->nbins * sizeof(*h->counts));
 	h->total = h->clamped = 0;
@@ -79,7 +79,7 @@ void lbh_hist_reset(struct lbh_hist *h)
 	h->sum = 0;
 }
 
-void lbh_hist_record_n(struct lbh_hist *h, uint64_t v, uint64_t n)
+void innet_hist_record_n(struct innet_hist *h, uint64_t v, uint64_t n)
 {
 	if (n == 0)
 		return;
@@ -96,7 +96,7 @@ void lbh_hist_record_n(struct lbh_hist *h, uint64_t v, uint64_t n)
 	h->counts[bin_of(h->sub_bits, v)] += n;
 }
 
-int lbh_hist_merge(struct lbh_hist *dst, const struct lbh_hist *src)
+int innet_hist_merge(struct innet_hist *dst, const struct innet_hist *src)
 {
 	if (dst->sub_bits != src->sub_bits || dst->nbins != src->nbins)
 		return -EINVAL;
@@ -114,7 +114,7 @@ int lbh_hist_merge(struct lbh_hist *dst, const struct lbh_hist *src)
 	return 0;
 }
 
-uint64_t lbh_hist_percentile(const struct lbh_hist *h, double p)
+uint64_t innet_hist_percentile(const struct innet_hist *h, double p)
 {
 	if (h->total == 0)
 		return 0;
@@ -131,7 +131,7 @@ uint64_t lbh_hist_percentile(const struct lbh_hist *h, double p)
 	for (uint32_t i = 0; i < h->nbins; i++) {
 		cum += h->counts[i];
 		if (cum >= rank) {
-			uint64_t hi = lbh_hist_bin_high(h, i);
+			uint64_t hi = innet_hist_bin_high(h, i);
 			if (hi > h->max)
 				hi = h->max;
 			if (hi < h->min)
@@ -142,7 +142,7 @@ uint64_t lbh_hist_percentile(const struct lbh_hist *h, double p)
 	return h->max;
 }
 
-double lbh_hist_mean(const struct lbh_hist *h)
+double innet_hist_mean(const struct innet_hist *h)
 {
 	return h->total ? (double)(h->sum / (long double)h->total) : 0.0;
 }
