@@ -48,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "innet/parse.h"
 #include "innet/agg.h"
 #include "agg/wire.h"
 #include "tools/cmds.h"
@@ -307,28 +308,6 @@ __attribute__((format(printf, 1, 2))) static int ar_bad(const char *fmt, ...)
 	return 2;
 }
 
-static int parse_addr(const char *s, uint32_t *ip, uint16_t *udp, bool need_udp)
-{
-	char buf[64];
-	snprintf(buf, sizeof(buf), "%s", s);
-	char *colon = strrchr(buf, ':');
-	if (colon != NULL) {
-		*colon = '\0';
-		char *end;
-		unsigned long u = strtoul(colon + 1, &end, 10);
-		if (*end != '\0' || u == 0 || u > 65535)
-			return -1;
-		*udp = (uint16_t)u;
-	} else if (need_udp) {
-		return -1;
-	}
-	struct in_addr a;
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return -1;
-	*ip = ntohl(a.s_addr);
-	return 0;
-}
-
 int cmd_allreduce(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -348,6 +327,7 @@ int cmd_allreduce(int argc, char **argv)
 			     .iters = 1, .delay_worker = -1, .delay_every = 1 };
 	long worker = -1, n_workers = 0;
 	bool all = false, have_switch = false, have_bind = false;
+	struct innet_addr addr;
 	int ch;
 	optind = 1;
 	opterr = 0; /* ar_bad says what is wrong */
@@ -355,13 +335,17 @@ int cmd_allreduce(int argc, char **argv)
 		char *end = NULL;
 		switch (ch) {
 		case 's':
-			if (parse_addr(optarg, &o.conf.switch_ip, &o.conf.switch_udp, false) != 0)
+			if (innet_parse_addr(optarg, INNET_AGG_UDP, &addr) != 0)
 				goto bad;
+			o.conf.switch_ip = addr.ip;
+			o.conf.switch_udp = addr.udp;
 			have_switch = true;
 			break;
 		case 'b':
-			if (parse_addr(optarg, &o.conf.local_ip, &o.conf.local_udp, true) != 0)
+			if (innet_parse_addr(optarg, 0, &addr) != 0)
 				goto bad;
+			o.conf.local_ip = addr.ip;
+			o.conf.local_udp = addr.udp;
 			have_bind = true;
 			break;
 		case 'j': o.conf.job = (uint16_t)strtoul(optarg, &end, 10); break;

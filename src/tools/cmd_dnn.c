@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "dnn/wire.h"
+#include "innet/parse.h"
 #include "innet/dnn.h"
 #include "innet/hist.h"
 #include "innet/topology.h"
@@ -54,17 +55,6 @@ static uint64_t cpu_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static void dnn_usage(FILE *f)
@@ -187,10 +177,10 @@ static int dnn_time(int argc, char **argv)
 	const char *model = NULL, *testset = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-			if (parse_u64(argv[++i], 1, 1u << 20, &count))
+			if (innet_parse_u64(argv[++i], 1, 1u << 20, &count))
 				return dnn_bad_num("time", "--count", argv[i], 1, 1u << 20);
 		} else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
-			if (parse_u64(argv[++i], 1, 100, &rounds))
+			if (innet_parse_u64(argv[++i], 1, 100, &rounds))
 				return dnn_bad_num("time", "--rounds", argv[i], 1, 100);
 		} else if (argv[i][0] == '-' || (model != NULL && testset != NULL)) {
 			return dnn_bad("time", "unexpected argument '%s'", argv[i]);
@@ -433,12 +423,12 @@ static int dnn_compile(int argc, char **argv)
 		case 'm': o.multiply = optarg; continue;
 		case 'l': o.leaves = optarg; continue;
 		case 'h': dnn_usage(stdout); return 0;
-		case 'p': if (parse_u64(optarg, 1, INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--pipes", optarg, 1, INNET_DNN_MAX_PIPES); o.pipes = (uint32_t)v; break;
-		case 'v': if (parse_u64(optarg, 1, 1024, &v)) return dnn_bad_num("compile", "--max-vals", optarg, 1, 1024); o.max_vals = (uint32_t)v; break;
-		case 'u': if (parse_u64(optarg, 1, 65535 - INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--udp", optarg, 1, 65535 - INNET_DNN_MAX_PIPES); o.udp = (uint32_t)v; break;
-		case 's': if (parse_u64(optarg, 1, 65536, &v)) return dnn_bad_num("compile", "--slots", optarg, 1, 65536); o.slots = (uint32_t)v; break;
-		case 'T': if (parse_u64(optarg, 1, 60000, &v)) return dnn_bad_num("compile", "--timeout-ms", optarg, 1, 60000); o.timeout_ms = (uint32_t)v; break;
-		case 'b': if (parse_u64(optarg, 1, 1u << 20, &v)) return dnn_bad_num("compile", "--ops-per-pass", optarg, 1, 1u << 20); o.ops_per_pass = (uint32_t)v; break;
+		case 'p': if (innet_parse_u64(optarg, 1, INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--pipes", optarg, 1, INNET_DNN_MAX_PIPES); o.pipes = (uint32_t)v; break;
+		case 'v': if (innet_parse_u64(optarg, 1, 1024, &v)) return dnn_bad_num("compile", "--max-vals", optarg, 1, 1024); o.max_vals = (uint32_t)v; break;
+		case 'u': if (innet_parse_u64(optarg, 1, 65535 - INNET_DNN_MAX_PIPES, &v)) return dnn_bad_num("compile", "--udp", optarg, 1, 65535 - INNET_DNN_MAX_PIPES); o.udp = (uint32_t)v; break;
+		case 's': if (innet_parse_u64(optarg, 1, 65536, &v)) return dnn_bad_num("compile", "--slots", optarg, 1, 65536); o.slots = (uint32_t)v; break;
+		case 'T': if (innet_parse_u64(optarg, 1, 60000, &v)) return dnn_bad_num("compile", "--timeout-ms", optarg, 1, 60000); o.timeout_ms = (uint32_t)v; break;
+		case 'b': if (innet_parse_u64(optarg, 1, 1u << 20, &v)) return dnn_bad_num("compile", "--ops-per-pass", optarg, 1, 1u << 20); o.ops_per_pass = (uint32_t)v; break;
 		default: return dnn_bad("compile", "unknown option or missing value: '%s'", argv[optind - 1]);
 		}
 	}
@@ -618,11 +608,11 @@ static int dnn_client(int argc, char **argv, bool eval)
 		case 't': topo = optarg; break;
 		case 'f': from = optarg; break;
 		case 's': tsf = optarg; break;
-		case 'i': if (parse_u64(optarg, 0, UINT32_MAX, &index)) return dnn_bad_num(sub, "--index", optarg, 0, UINT32_MAX); break;
-		case 'n': if (parse_u64(optarg, 1, 1u << 20, &count)) return dnn_bad_num(sub, "--count", optarg, 1, 1u << 20); break;
-		case 'w': if (parse_u64(optarg, 1, 4096, &window)) return dnn_bad_num(sub, "--window", optarg, 1, 4096); break;
-		case 'W': if (parse_u64(optarg, 1, 600000, &timeout_ms)) return dnn_bad_num(sub, "--timeout", optarg, 1, 600000); break;
-		case 'r': if (parse_u64(optarg, 0, 1000, &retries)) return dnn_bad_num(sub, "--retries", optarg, 0, 1000); break;
+		case 'i': if (innet_parse_u64(optarg, 0, UINT32_MAX, &index)) return dnn_bad_num(sub, "--index", optarg, 0, UINT32_MAX); break;
+		case 'n': if (innet_parse_u64(optarg, 1, 1u << 20, &count)) return dnn_bad_num(sub, "--count", optarg, 1, 1u << 20); break;
+		case 'w': if (innet_parse_u64(optarg, 1, 4096, &window)) return dnn_bad_num(sub, "--window", optarg, 1, 4096); break;
+		case 'W': if (innet_parse_u64(optarg, 1, 600000, &timeout_ms)) return dnn_bad_num(sub, "--timeout", optarg, 1, 600000); break;
+		case 'r': if (innet_parse_u64(optarg, 0, 1000, &retries)) return dnn_bad_num(sub, "--retries", optarg, 0, 1000); break;
 		case 'h': dnn_usage(stdout); return 0;
 		default: return dnn_bad(sub, "unknown option or missing value: '%s'", argv[optind - 1]);
 		}

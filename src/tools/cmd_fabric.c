@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "innet/parse.h"
 #include "innet/fabric.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
@@ -401,18 +402,6 @@ static int fabric_restart(const struct opts *o)
 	return exit_status(innet_fabric_restart(o->file, o->node, &lo));
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char *end;
-
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *end != '\0' || s[0] == '-' || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 int cmd_fabric(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -475,11 +464,11 @@ int cmd_fabric(int argc, char **argv)
 					   argv[optind - 1]);
 		switch (c) {
 		case 'w':
-			if (parse_u64(optarg, 1, INNET_TOPO_MAX_WORKERS, &o.workers) < 0)
+			if (innet_parse_u64(optarg, 1, INNET_TOPO_MAX_WORKERS, &o.workers) < 0)
 				return usage_error("--workers wants 1 to 256, not '%s'", optarg);
 			break;
 		case 't':
-			if (parse_u64(optarg, 1, 3600, &o.timeout_s) < 0)
+			if (innet_parse_u64(optarg, 1, 3600, &o.timeout_s) < 0)
 				return usage_error("--timeout wants 1 to 3600 seconds, not '%s'", optarg);
 			break;
 		case 'f': o.foreground = true; break;

@@ -27,6 +27,7 @@
 
 #include "consensus/hostacc.h"
 #include "consensus/kv.h"
+#include "innet/parse.h"
 #include "innet/consensus.h"
 #include "innet/hist.h"
 #include "innet/topology.h"
@@ -48,24 +49,6 @@ static void px_usage(FILE *f)
 		   "                         [--duration S] [--outstanding W] [--size B]\n\n"
 		   "Paxos roles as host processes (the host-based baseline) and a load generator.\n"
 		   "See docs/consensus.md. Exit status: 0 ok, 1 failure, 2 usage.\n");
-}
-
-static int parse_addr(const char *s, struct innet_addr *a)
-{
-	char buf[64];
-	snprintf(buf, sizeof(buf), "%s", s);
-	char *colon = strrchr(buf, ':');
-	if (colon == NULL)
-		return -1;
-	*colon = 0;
-	struct in_addr ia;
-	char *end;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (inet_pton(AF_INET, buf, &ia) != 1 || *end || port == 0 || port > 65535)
-		return -1;
-	a->ip = ntohl(ia.s_addr);
-	a->udp = (uint16_t)port;
-	return 0;
 }
 
 static uint64_t mono_ns(void)
@@ -186,14 +169,14 @@ int cmd_paxos(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'b': if (parse_addr(optarg, &bind_a)) goto bad; break;
-		case 'c': if (parse_addr(optarg, &coord)) goto bad; break;
+		case 'b': if (innet_parse_addr(optarg, 0, &bind_a)) goto bad; break;
+		case 'c': if (innet_parse_addr(optarg, 0, &coord)) goto bad; break;
 		case 'a':
-			if (n_acc >= INNET_PAXOS_MAX_ACCEPTORS || parse_addr(optarg, &acc[n_acc++]))
+			if (n_acc >= INNET_PAXOS_MAX_ACCEPTORS || innet_parse_addr(optarg, 0, &acc[n_acc++]))
 				goto bad;
 			break;
 		case 'l':
-			if (n_lrn >= 64 || parse_addr(optarg, &lrn[n_lrn++]))
+			if (n_lrn >= 64 || innet_parse_addr(optarg, 0, &lrn[n_lrn++]))
 				goto bad;
 			break;
 		case 'i': id = strtoul(optarg, NULL, 10); if (id > 255) goto bad; break;

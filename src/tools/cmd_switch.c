@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/parse.h"
 #include "innet/program.h"
 #include "innet/resources.h"
 #include "innet/switch.h"
@@ -55,26 +56,6 @@ static void switch_usage(FILE *f)
 		"See docs/man/innet-switch.md.\n");
 }
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	struct in_addr a;
-	if (inet_pton(AF_INET, s, &a) != 1)
-		return -EINVAL;
-	*ip = ntohl(a.s_addr);
-	return 0;
-}
-
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s || *end != '\0' || s[0] == '-' || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* IP[=PEER[:UDP]][@DEV], or iface:DEV */
 static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t index)
 {
@@ -102,18 +83,18 @@ static int parse_port(const char *spec, struct innet_port_conf *p, uint32_t inde
 	char *peer = strchr(buf, '=');
 	if (peer != NULL)
 		*peer++ = '\0';
-	if (parse_ip(buf, &p->ip) != 0)
+	if (innet_parse_ip(buf, &p->ip) != 0)
 		return -EINVAL;
 	if (peer != NULL) {
 		char *udp = strchr(peer, ':');
 		if (udp != NULL) {
 			uint64_t u;
 			*udp++ = '\0';
-			if (parse_u64(udp, 65535, &u) != 0 || u == 0)
+			if (innet_parse_u64(udp, 0, 65535, &u) != 0 || u == 0)
 				return -EINVAL;
 			p->peer_udp = (uint16_t)u;
 		}
-		if (parse_ip(peer, &p->peer_ip) != 0)
+		if (innet_parse_ip(peer, &p->peer_ip) != 0)
 			return -EINVAL;
 	}
 	snprintf(p->name, sizeof(p->name), "p%u", index);
@@ -183,15 +164,15 @@ static int parse_link(const char *spec, struct innet_link_conf *l)
 				return -EINVAL;
 			*(kv[0] == 'l' ? &l->loss : kv[0] == 'd' ? &l->dup : &l->reorder) = p;
 		} else if (!strcmp(kv, "delay_us") || !strcmp(kv, "jitter_us")) {
-			if (parse_u64(v, 10000000, &u) != 0)
+			if (innet_parse_u64(v, 0, 10000000, &u) != 0)
 				return -EINVAL;
 			*(kv[0] == 'd' ? &l->delay_us : &l->jitter_us) = (uint32_t)u;
 		} else if (!strcmp(kv, "seed")) {
-			if (parse_u64(v, UINT64_MAX, &u) != 0)
+			if (innet_parse_u64(v, 0, UINT64_MAX, &u) != 0)
 				return -EINVAL;
 			l->seed = u;
 		} else if (!strcmp(kv, "ingress") || !strcmp(kv, "egress")) {
-			if (parse_u64(v, 1, &u) != 0)
+			if (innet_parse_u64(v, 0, 1, &u) != 0)
 				return -EINVAL;
 			*(kv[0] == 'i' ? &l->on_ingress : &l->on_egress) = u != 0;
 		} else {
@@ -291,28 +272,28 @@ int cmd_switch(int argc, char **argv)
 			}
 			break;
 		case 'w':
-			if (parse_u64(optarg, 64, &workers) != 0 || workers == 0) {
+			if (innet_parse_u64(optarg, 0, 64, &workers) != 0 || workers == 0) {
 				fprintf(stderr, "innet switch: --workers wants 1..64\n");
 				goto out;
 			}
 			break;
 		case 'c': ctl = optarg; break;
 		case 'N':
-			if (parse_u64(optarg, 65535, &node) != 0) {
+			if (innet_parse_u64(optarg, 0, 65535, &node) != 0) {
 				fprintf(stderr, "innet switch: --node wants 0..65535\n");
 				goto out;
 			}
 			have_node = true;
 			break;
 		case 'S':
-			if (parse_u64(optarg, UINT64_MAX, &seed) != 0) {
+			if (innet_parse_u64(optarg, 0, UINT64_MAX, &seed) != 0) {
 				fprintf(stderr, "innet switch: --seed wants a number\n");
 				goto out;
 			}
 			have_seed = true;
 			break;
 		case 'd':
-			if (parse_u64(optarg, 86400 * 365, &duration) != 0) {
+			if (innet_parse_u64(optarg, 0, 86400 * 365, &duration) != 0) {
 				fprintf(stderr, "innet switch: --duration wants seconds\n");
 				goto out;
 			}
