@@ -112,6 +112,10 @@ struct innet_switch_conf {
 
 struct innet_switch;
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of the engine, the timers and
+ * the host libraries (the one helper for it). */
+uint64_t innet_now_ns(void);
+
 /* Build a switch from conf: runs every program's setup (settings are checked
  * here), allocates state, opens the sockets. Nothing runs until start.
  * Returns NULL with errno set and a message in err on failure. */

@@ -81,6 +81,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "consensus/kv.h"
 #include "consensus/wire.h"
 
@@ -660,13 +661,6 @@ struct server {
 	struct kv_stats st;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static size_t encoded_len(int argc, const size_t *lens)
 {
 	size_t n = 2;
@@ -762,7 +756,7 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "learner_id", s->c->paxos.learner_id);
 	info_field(b, "replicas", s->c->n_learners);
 	info_mask(b, "replicas_removed", kv_store_removed(s->store));
-	info_mask(b, "trim_reported_for", trim_proxied(s, now_ns()));
+	info_mask(b, "trim_reported_for", trim_proxied(s, innet_now_ns()));
 	buf_str(b, "# batching\r\n");
 	info_field(b, "loops", t->loops);
 	info_field(b, "entries_proposed", t->entries_proposed);
@@ -889,7 +883,7 @@ static void replica_remove_received(struct server *s, const char *id, size_t len
 	if (!parse_ll(id, len, &v) || v < 0 || v >= 64 || (uint64_t)v == s->c->paxos.learner_id ||
 	    (s->c->n_learners && v >= (long long)s->c->n_learners))
 		return; /* the log answers the error */
-	s->tentative_until[v] = now_ns() + 10000000000ull;
+	s->tentative_until[v] = innet_now_ns() + 10000000000ull;
 }
 
 /* Learner ids this replica reports its watermark for besides its own: the
@@ -1180,7 +1174,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 			entry_failed(s, req, "-ERR internal error: malformed log entry\r\n");
 		return;
 	}
-	uint64_t t0 = now_ns();
+	uint64_t t0 = innet_now_ns();
 	s->st.entries_applied++;
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
@@ -1198,7 +1192,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		if (c != NULL && n_ans < KV_MAX_CONNS)
 			answered[n_ans++] = c;
 	}
-	uint64_t t1 = now_ns();
+	uint64_t t1 = innet_now_ns();
 	for (uint32_t i = 0; i < n_ans; i++) {
 		struct conn *c = answered[i];
 		c->inflight = 0;
@@ -1206,7 +1200,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		conn_flush(s, c);
 	}
 	s->st.ns_apply += t1 - t0;
-	s->st.ns_reply += now_ns() - t1;
+	s->st.ns_reply += innet_now_ns() - t1;
 }
 
 static void on_done(void *arg, uint64_t req, int status, uint64_t instance)
@@ -1453,7 +1447,7 @@ bad:
 /* Stale: try every peer for a snapshot (at most once a second). */
 static void snapshot_catch_up(struct server *s)
 {
-	uint64_t t = now_ns();
+	uint64_t t = innet_now_ns();
 	if (t - s->snap_try_ns < 1000000000ull)
 		return;
 	s->snap_try_ns = t;
@@ -1547,15 +1541,15 @@ int kv_serve(const struct kv_conf *conf)
 	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, values up to %u bytes)\n",
 		inet_ntoa(a.sin_addr), conf->listen_port, s->window, (unsigned)PAXOS_VALUE_MAX);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
-	uint64_t last_trim = now_ns();
+	uint64_t last_trim = innet_now_ns();
 	while (!*conf->stop) {
 		struct epoll_event evs[64];
 		int to = innet_paxos_timeout_ms(s->px);
 		if (to < 0 || to > 100)
 			to = 100;
-		uint64_t t0 = now_ns();
+		uint64_t t0 = innet_now_ns();
 		int n = epoll_wait(s->ep, evs, 64, to);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = innet_now_ns();
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
 			if (tag == NULL) {
@@ -1570,9 +1564,9 @@ int kv_serve(const struct kv_conf *conf)
 					conn_flush(s, c);
 			}
 		}
-		uint64_t t2 = now_ns();
+		uint64_t t2 = innet_now_ns();
 		server_propose(s);
-		uint64_t t3 = now_ns();
+		uint64_t t3 = innet_now_ns();
 		if (innet_paxos_process(s->px) == -ESTALE) {
 			if (!s->stale)
 				fprintf(stderr, "innet kv: the acceptors trimmed the log past this "
@@ -1582,7 +1576,7 @@ int kv_serve(const struct kv_conf *conf)
 			s->stale = true;
 			snapshot_catch_up(s);
 		}
-		uint64_t t4 = now_ns();
+		uint64_t t4 = innet_now_ns();
 		if (t4 - last_trim >= trim_ms * 1000000ull) {
 			innet_paxos_trim(s->px);
 			/* and for the replicas removed from the trim group: their
@@ -1595,7 +1589,7 @@ int kv_serve(const struct kv_conf *conf)
 			last_trim = t4;
 		}
 		server_propose(s);
-		uint64_t t5 = now_ns();
+		uint64_t t5 = innet_now_ns();
 		s->st.loops++;
 		s->st.ns_wait += t1 - t0;
 		s->st.ns_clients += t2 - t1;

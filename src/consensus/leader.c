@@ -51,6 +51,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "innet/consensus.h"
 #include "consensus/wire.h"
 
@@ -103,13 +104,6 @@ struct innet_paxos_leader {
 	uint32_t n_out;
 	struct sockaddr_in *acc_sa; /* each acceptor's address, for msg_name */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void hdr_init(struct paxos_msg *m, uint8_t type, uint32_t ballot, uint64_t inst)
 {
@@ -186,7 +180,7 @@ static void send_range(struct innet_paxos_leader *l)
 	hdr_init(&m, PAXOS_1A, l->ballot, l->lo);
 	m.h.flags = PAXOS_F_RANGE;
 	send_all(l, &m, PAXOS_HDR_LEN, l->range_promises);
-	l->range_ns = now_ns();
+	l->range_ns = innet_now_ns();
 }
 
 static void takeover(struct innet_paxos_leader *l)
@@ -269,7 +263,7 @@ static void start_serving(struct innet_paxos_leader *l)
 	if (l->rec == NULL)
 		return; /* cannot recover: learners fill the holes themselves */
 	l->n_rec = n;
-	uint64_t t = now_ns();
+	uint64_t t = innet_now_ns();
 	while (l->scan < l->n_rec && l->scan < REC_WINDOW)
 		ask(l, l->scan++, t);
 }
@@ -463,7 +457,7 @@ int innet_paxos_leader_process(struct innet_paxos_leader *l)
 		if ((uint32_t)n < RX_BURST)
 			break;
 	}
-	timers(l, now_ns());
+	timers(l, innet_now_ns());
 	out_flush(l);
 	return 0;
 }

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "innet/consensus.h"
 #include "consensus/wire.h"
 
@@ -114,13 +115,6 @@ struct innet_paxos {
 	bool wait_done;
 	struct innet_paxos_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int send_to(struct innet_paxos *p, const struct innet_addr *a, const void *buf, uint32_t len)
 {
@@ -256,7 +250,7 @@ static int pend_send(struct innet_paxos *p, struct pending *pe)
 	m.p.req_id = htobe64(pe->req);
 	m.p.vlen = htons((uint16_t)pe->len);
 	memcpy(m.value, pe->value, pe->len);
-	pe->sent_ns = now_ns();
+	pe->sent_ns = innet_now_ns();
 	p->st.proposed++;
 	const struct innet_addr *to = p->cur_coord == 0 ? &p->c.coordinator
 							 : &p->c.backups[p->cur_coord - 1];
@@ -291,7 +285,7 @@ int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *valu
 	pe->len = len;
 	if (len)
 		memcpy(pe->value, value, len);
-	pe->first_ns = pe->backoff_ns = now_ns();
+	pe->first_ns = pe->backoff_ns = innet_now_ns();
 	if (p->n_pend == 0)
 		p->progress_ns = pe->first_ns; /* the failover clock runs while requests wait */
 	p->n_pend++;
@@ -308,7 +302,7 @@ uint32_t innet_paxos_client_new(struct innet_paxos *p)
 	uint32_t c = 0;
 	while (c == 0)
 		if (getrandom(&c, sizeof(c), 0) != sizeof(c))
-			c = (uint32_t)(now_ns() ^ ((uint64_t)getpid() << 16));
+			c = (uint32_t)(innet_now_ns() ^ ((uint64_t)getpid() << 16));
 	return c;
 }
 
@@ -320,7 +314,7 @@ static void chosen(struct innet_paxos *p, struct entry *e)
 	if (e->req != 0 && p->n_pend > 0) {
 		struct pending *pe = pend_find(p, e->req);
 		if (pe != NULL) {
-			p->progress_ns = now_ns();
+			p->progress_ns = innet_now_ns();
 			pend_done(p, pe, 0, e->inst1 - 1);
 		}
 	}
@@ -444,7 +438,7 @@ static void on_1b(struct innet_paxos *p, const struct paxos_msg *m, uint32_t vle
 	e->p1_promises |= 1ull << a;
 	if ((uint32_t)__builtin_popcountll(e->p1_promises) >= p->majority) {
 		e->phase = REC_PHASE2;
-		e->phase_ns = now_ns();
+		e->phase_ns = innet_now_ns();
 		send_phase2(p, e);
 	}
 }
@@ -637,7 +631,7 @@ int innet_paxos_process(struct innet_paxos *p)
 			break;
 	}
 	deliver_ready(p);
-	uint64_t t = now_ns();
+	uint64_t t = innet_now_ns();
 	recover(p, t);
 	proposer_timers(p, t);
 	if (p->stale_trim > p->next)
@@ -653,7 +647,7 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	if (p->n_pend > 0 && p->c.n_backups > 0) {
 		/* Wake up for the failover deadline itself, not at the next
 		 * resend after it (up to retry_ms later). */
-		uint64_t due = p->progress_ns + (uint64_t)p->c.failover_ms * 1000000ull, now = now_ns();
+		uint64_t due = p->progress_ns + (uint64_t)p->c.failover_ms * 1000000ull, now = innet_now_ns();
 		int f = due > now ? (int)((due - now + 999999) / 1000000) : 0;
 		t = f < t ? f : t;
 	}

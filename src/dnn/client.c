@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "dnn/wire.h"
 #include "innet/dnn.h"
 #include "innet/topology.h"
@@ -40,13 +41,6 @@ struct innet_dnn_client {
 	uint16_t host_node;
 	uint32_t host_ip, leaf_ip;   /* the client's address and its leaf port's */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 struct innet_dnn_client *innet_dnn_client_open(const char *topo, const char *host, char *err,
 					       size_t errlen)
@@ -209,12 +203,12 @@ int innet_dnn_client_run(struct innet_dnn_client *d, const int8_t *const *inputs
 	const struct innet_dnn_stage *last = &d->p.stages[d->p.n_stages - 1];
 	uint32_t all_pipes = (1u << last->n_pipes) - 1;
 	uint32_t next = 0, done = 0, in_flight = 0;
-	uint32_t id_base = ((uint32_t)now_ns() ^ ((uint32_t)getpid() << 16)) & 0x7fffffffu;
+	uint32_t id_base = ((uint32_t)innet_now_ns() ^ ((uint32_t)getpid() << 16)) & 0x7fffffffu;
 	uint32_t next_id = id_base ? id_base : 1;
 	int rc = 0;
 	memset(res, 0, (size_t)n * sizeof(*res));
 	while (done < n && rc == 0) {
-		uint64_t now = now_ns();
+		uint64_t now = innet_now_ns();
 		/* (Re)send: new requests up to the window; expired ones with a new id. */
 		for (uint32_t i = 0; i < next && rc == 0; i++) {
 			struct request *r = &rq[i];
@@ -240,7 +234,7 @@ int innet_dnn_client_run(struct innet_dnn_client *d, const int8_t *const *inputs
 			struct request *r = &rq[next];
 			r->id = take_id(&next_id);
 			res[next].tries = 1;
-			r->sent_ns = r->first_ns = now_ns();
+			r->sent_ns = r->first_ns = innet_now_ns();
 			in_flight++;
 			rc = send_input(fd, d, r->id, inputs[next]);
 			next++;
@@ -275,7 +269,7 @@ int innet_dnn_client_run(struct innet_dnn_client *d, const int8_t *const *inputs
 				r->pipes_seen |= 1u << pipe;
 				if (r->pipes_seen == all_pipes) {
 					r->done = true;
-					res[i].latency_ns = now_ns() - r->first_ns;
+					res[i].latency_ns = innet_now_ns() - r->first_ns;
 					done++;
 					in_flight--;
 				}

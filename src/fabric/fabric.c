@@ -102,10 +102,7 @@ struct opts {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return innet_now_ns() / 1000000;
 }
 
 static void sleep_ms(unsigned ms)

@@ -201,13 +201,13 @@ static uint32_t probe_once(int fd, const struct lbh_agent_cfg *c, uint16_t id, b
 	uint8_t q[LBH_DNS_MSG_MAX], r[LBH_DNS_MSG_MAX];
 	*timed_out = false;
 	int n = lbh_dns_build_query(q, sizeof(q), id, c->qname, LBH_DNS_TYPE_A, false);
-	uint64_t t0 = lbh_now_ns(), deadline = t0 + (uint64_t)c->probe_timeout_ms * 1000000ull;
+	uint64_t t0 = innet_now_ns(), deadline = t0 + (uint64_t)c->probe_timeout_ms * 1000000ull;
 	if (n < 0 || send(fd, q, (size_t)n, MSG_DONTWAIT) != n) {
 		*timed_out = true;
 		return c->probe_timeout_ms * 1000;
 	}
 	while (!*stop) {
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		if (now >= deadline)
 			break;
 		uint64_t dt = deadline - now;
@@ -219,7 +219,7 @@ static uint32_t probe_once(int fd, const struct lbh_agent_cfg *c, uint16_t id, b
 		while ((k = recv(fd, r, sizeof(r), MSG_DONTWAIT)) >= 0) {
 			struct lbh_dns_reply rep;
 			if (lbh_dns_parse_reply(r, (size_t)k, &rep) == 0 && rep.id == id)
-				return (uint32_t)((lbh_now_ns() - t0) / 1000);
+				return (uint32_t)((innet_now_ns() - t0) / 1000);
 		}
 	}
 	*timed_out = true;
@@ -270,7 +270,7 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 		goto err_probe;
 	}
 	uint64_t seq = lbh_agent_seq_start();
-	uint64_t t0 = lbh_now_ns();
+	uint64_t t0 = innet_now_ns();
 	uint64_t end = c->duration_s > 0 ? t0 + (uint64_t)(c->duration_s * 1e9) : UINT64_MAX;
 	uint64_t last_report = 0, next_probe = t0;
 	bool reported = false, available = true, rep_busy = false;
@@ -290,7 +290,7 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 		fflush(log);
 	}
 	while (!*stop) {
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		if (now >= end)
 			break;
 		if (now < next_probe) {
@@ -326,7 +326,7 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 		double cpu = -1;
 		if (c->pid) {
 			long long ticks = proc_cpu_ticks(c->pid);
-			uint64_t tn = lbh_now_ns();
+			uint64_t tn = innet_now_ns();
 			if (ticks >= 0 && cpu_last >= 0 && tn > cpu_t && hz > 0)
 				cpu = 100.0 * (double)(ticks - cpu_last) / (double)hz / ((double)(tn - cpu_t) / 1e9);
 			cpu_last = ticks;
@@ -344,7 +344,7 @@ int lbh_agent_run(const struct lbh_agent_cfg *c, volatile sig_atomic_t *stop, st
 				m.ewma_us, m.base_us, lbh_agent_model_p99(&m), m.level, cpu >= 0 ? ", cpu measured" : "");
 			fflush(log);
 		}
-		now = lbh_now_ns();
+		now = innet_now_ns();
 		uint16_t rflags = 0;
 		int dl = (int)m.level - (int)rep_level;
 		if (!reported || m.busy != rep_busy || avail_flip || dl >= LEVEL_STEP || dl <= -LEVEL_STEP)

@@ -134,14 +134,14 @@ static int run_queue(const struct lbh_backend_cfg *c, int fd, volatile sig_atomi
 	if (!q)
 		return -ENOMEM;
 	uint32_t head = 0, len = 0;
-	uint64_t t0 = lbh_now_ns(), end = c->duration_s > 0 ? t0 + (uint64_t)(c->duration_s * 1e9) : UINT64_MAX;
+	uint64_t t0 = innet_now_ns(), end = c->duration_s > 0 ? t0 + (uint64_t)(c->duration_s * 1e9) : UINT64_MAX;
 	uint64_t last_done = 0, next_check = 0;
 	bool busy = false;
 	uint64_t service_ns = (uint64_t)c->service_us * 1000;
 	uint8_t out[LBH_DNS_MSG_MAX];
 
 	while (!*stop) {
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		if (now >= end)
 			break;
 		if (c->busy_file && now >= next_check) {
@@ -190,7 +190,7 @@ static int run_queue(const struct lbh_backend_cfg *c, int fd, volatile sig_atomi
 				st->drop_queue_full++;
 				continue;
 			}
-			uint64_t arr = lbh_now_ns();
+			uint64_t arr = innet_now_ns();
 			uint64_t start = last_done > arr ? last_done : arr;
 			struct qent *e = &q[(head + len) % c->queue];
 			*e = tmp;
@@ -224,7 +224,7 @@ static void *run_fast(void *p)
 	struct mmsghdr rm[BURST], sm[BURST];
 	struct iovec riov[BURST], siov[BURST];
 	struct sockaddr_in peers[BURST];
-	while (!*a->stop && lbh_now_ns() < a->end) {
+	while (!*a->stop && innet_now_ns() < a->end) {
 		struct pollfd pfd = { .fd = a->fd, .events = POLLIN };
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
@@ -304,7 +304,7 @@ int lbh_backend_run(const struct lbh_backend_cfg *c, volatile sig_atomic_t *stop
 	}
 	struct fast_arg args[LBH_MAX_THREADS];
 	pthread_t tids[LBH_MAX_THREADS];
-	uint64_t end = c->duration_s > 0 ? lbh_now_ns() + (uint64_t)(c->duration_s * 1e9) : UINT64_MAX;
+	uint64_t end = c->duration_s > 0 ? innet_now_ns() + (uint64_t)(c->duration_s * 1e9) : UINT64_MAX;
 	uint32_t i;
 	int rc = 0;
 	for (i = 0; i < c->threads; i++) {

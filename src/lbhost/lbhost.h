@@ -19,6 +19,7 @@
 
 #include "innet/lb.h"
 #include "innet/hist.h"
+#include "innet/switch.h"
 
 #define LBH_MAX_THREADS  16u
 #define LBH_MAX_QNAMES   16u
@@ -176,6 +177,5 @@ uint64_t lbh_agent_seq_start(void);
 
 /* "IP:PORT" (port required) or "IP" with default_port. 0 or -EINVAL. */
 int lbh_parse_addr(const char *s, uint16_t default_port, struct sockaddr_in *out);
-uint64_t lbh_now_ns(void);
 
 #endif

@@ -193,7 +193,7 @@ static void receive(struct lthread *t, int fd, uint32_t fi)
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n < 0)
 			return;
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		struct lbh_dns_reply rep;
 		if (lbh_dns_parse_reply(buf, (size_t)n, &rep) != 0) {
 			t->r.unmatched++;
@@ -293,7 +293,7 @@ static void *thread_main(void *p)
 	uint64_t drain_end = 0, next_rotate = t->start_ns, to = (uint64_t)c->timeout_ms * 1000000ull;
 	bool sending = true;
 	for (;;) {
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		if (sending && (now >= t->end_ns || *t->stop)) {
 			sending = false;
 			drain_end = now + to;
@@ -318,7 +318,7 @@ static void *thread_main(void *p)
 			break;
 		}
 		/* Wait for replies until the next send is due (at most 10 ms). */
-		now = lbh_now_ns();
+		now = innet_now_ns();
 		uint64_t wake = now + 10000000ull;
 		if (sending && next < wake)
 			wake = next;
@@ -328,7 +328,7 @@ static void *thread_main(void *p)
 		int pr = epoll_pwait2(t->epfd, ev, 64, &ts, NULL);
 		for (int i = 0; i < pr; i++)
 			receive(t, (int)(uint32_t)ev[i].data.u64, (uint32_t)(ev[i].data.u64 >> 32));
-		sweep(t, lbh_now_ns());
+		sweep(t, innet_now_ns());
 	}
 	/* Whatever is still outstanding is lost. */
 	while (t->oldest < t->seq) {
@@ -416,7 +416,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 	uint64_t interval = (uint64_t)(1e9 * nt / c->rate);
 	if (interval == 0)
 		interval = 1;
-	uint64_t start = lbh_now_ns() + 20000000ull; /* 20 ms to set everything up */
+	uint64_t start = innet_now_ns() + 20000000ull; /* 20 ms to set everything up */
 	uint64_t warm = start + (uint64_t)(c->warmup_s * 1e9);
 	uint64_t end = warm + (uint64_t)(c->duration_s * 1e9);
 	/* Retired sockets stay open up to timeout_ms: allow as many files as we may. */
@@ -481,7 +481,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 		memset(last_cnt, 0, sizeof(last_cnt));
 		uint64_t tick = start + (uint64_t)c->report_ms * 1000000ull;
 		while (!*stop) {
-			uint64_t now = lbh_now_ns();
+			uint64_t now = innet_now_ns();
 			if (now >= end + 1000000ull * c->timeout_ms)
 				break;
 			if (now < tick) {
@@ -533,7 +533,7 @@ int lbh_load_run(const struct lbh_load_cfg *c, volatile sig_atomic_t *stop, stru
 		innet_hist_merge(&r->hist, &t->r.hist);
 	}
 	if (*stop && rc == 0) {
-		uint64_t now = lbh_now_ns();
+		uint64_t now = innet_now_ns();
 		if (now < end)
 			r->elapsed_s = now > warm ? (double)(now - warm) / 1e9 : 0;
 	}

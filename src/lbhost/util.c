@@ -10,13 +10,6 @@
 
 #include "lbhost/lbhost.h"
 
-uint64_t lbh_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int lbh_parse_addr(const char *s, uint16_t default_port, struct sockaddr_in *out)
 {
 	char buf[64];

@@ -388,7 +388,6 @@ void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
 			  uint32_t len);
 void innet_capture_close_all(struct innet_switch *sw);
 
-uint64_t innet_now_ns(void);
 
 #include <string.h>
 /* Seqlock data copies (tables, groups): bytes that readers may race with, as atomics (release on

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "innet/wire.h"
 #include "tools/cmds.h"
 
@@ -39,13 +40,6 @@ struct client {
 	struct sockaddr_in to;
 	int timeout_ms;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int client_open(struct client *cl, const struct sockaddr_in *to, uint32_t from_ip, int timeout_ms)
 {
@@ -73,9 +67,9 @@ static int client_call(struct client *cl, uint8_t op, uint32_t index, uint64_t a
 	};
 	if (sendto(cl->fd, &m, sizeof(m), 0, (struct sockaddr *)&cl->to, sizeof(cl->to)) != sizeof(m))
 		return -errno;
-	uint64_t deadline = mono_ns() + (uint64_t)cl->timeout_ms * 1000000ull;
+	uint64_t deadline = innet_now_ns() + (uint64_t)cl->timeout_ms * 1000000ull;
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t now = innet_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		struct pollfd pfd = { .fd = cl->fd, .events = POLLIN };
@@ -295,7 +289,7 @@ int cmd_counter(int argc, char **argv)
 		free(th);
 		return 1;
 	}
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = innet_now_ns();
 	for (uint64_t i = 0; i < threads; i++) {
 		la[i] = (struct load_arg){ .to = to, .from_ip = from_ip, .index = (uint32_t)index,
 					   .n = count / threads + (i < count % threads),
@@ -313,7 +307,7 @@ int cmd_counter(int argc, char **argv)
 		unknown += la[i].unknown;
 		errors += la[i].errors;
 	}
-	double secs = (double)(mono_ns() - t0) / 1e9;
+	double secs = (double)(innet_now_ns() - t0) / 1e9;
 	rc = client_call(&cl, INNET_COUNTER_READ, (uint32_t)index, 0, &after, &st);
 	close(cl.fd);
 	free(la);

@@ -32,6 +32,7 @@
 
 #include <jansson.h>
 
+#include "innet/switch.h"
 #include "tools/cmds.h"
 
 #define CTL_SUN_MAX    sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -74,9 +75,7 @@ static void usage(FILE *f)
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)innet_now_ns() / 1e9;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "dnn/wire.h"
 #include "innet/parse.h"
 #include "innet/dnn.h"
@@ -41,13 +42,6 @@
 #include "innet/topology.h"
 #include "tools/cmds.h"
 
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* CPU time of this thread (the references run on it alone). */
 static uint64_t cpu_ns(void)
@@ -210,9 +204,9 @@ static int dnn_time(int argc, char **argv)
 		uint64_t c0 = cpu_ns();
 		for (uint32_t k = 0; k < n; k++) {
 			const int8_t *x = ts.inputs + (size_t)(k % ts.count) * in_n;
-			uint64_t t0 = now_ns();
+			uint64_t t0 = innet_now_ns();
 			int ci = innet_dnn_ref_infer(&m, x, li);
-			uint64_t t1 = now_ns();
+			uint64_t t1 = innet_now_ns();
 			ti[r * n + k] = t1 - t0;
 			sum_i += t1 - t0;
 			if (ci < 0)
@@ -222,9 +216,9 @@ static int dnn_time(int argc, char **argv)
 		c0 = cpu_ns();
 		for (uint32_t k = 0; k < n; k++) {
 			const int8_t *x = ts.inputs + (size_t)(k % ts.count) * in_n;
-			uint64_t t0 = now_ns();
+			uint64_t t0 = innet_now_ns();
 			int cf = innet_dnn_ref_infer_float(&m, x, lf);
-			uint64_t t1 = now_ns();
+			uint64_t t1 = innet_now_ns();
 			tf[r * n + k] = t1 - t0;
 			sum_f += t1 - t0;
 			if (cf < 0)
@@ -661,14 +655,14 @@ static int dnn_client(int argc, char **argv, bool eval)
 		samples[i] = eval ? i % ts.count : (uint32_t)index;
 		inputs[i] = ts.inputs + (size_t)samples[i] * in_n;
 	}
-	uint64_t retried = 0, t0 = now_ns();
+	uint64_t retried = 0, t0 = innet_now_ns();
 	struct innet_dnn_run_opts ro = { .window = eval ? (uint32_t)window : 1,
 					 .timeout_ms = (uint32_t)timeout_ms, .retries = (uint32_t)retries };
 	if (innet_dnn_client_run(d, inputs, n, &ro, res, &retried, err, sizeof(err)) != 0) {
 		fprintf(stderr, "innet dnn: %s\n", err);
 		goto out_mem;
 	}
-	double secs = (double)(now_ns() - t0) / 1e9;
+	double secs = (double)(innet_now_ns() - t0) / 1e9;
 	uint32_t correct = 0, agree = 0, ref_correct = 0;
 	int32_t ref[INNET_DNN_CLIENT_MAX_CLASSES];
 	for (uint32_t i = 0; i < n; i++) {

@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "consensus/kv.h"
 #include "consensus/wire.h"
 #include "innet/topology.h"
@@ -124,13 +125,6 @@ struct leader_ctl {
 	size_t len[LEADER_CTL_CLIENTS];
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Listen on path (an old socket file there is replaced). 0 or -1 (printed). */
 static int leader_ctl_open(struct leader_ctl *lc, const char *path)
 {
@@ -167,7 +161,7 @@ static void leader_ctl_serve(struct leader_ctl *lc, const struct innet_paxos_lea
 {
 	if (lc->lfd < 0)
 		return;
-	uint64_t now = mono_ns();
+	uint64_t now = innet_now_ns();
 	for (int i = 0; i < LEADER_CTL_CLIENTS; i++) {
 		if (lc->fd[i] >= 0)
 			continue;

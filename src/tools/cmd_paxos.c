@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "consensus/hostacc.h"
 #include "consensus/kv.h"
 #include "innet/parse.h"
@@ -49,13 +50,6 @@ static void px_usage(FILE *f)
 		   "                         [--duration S] [--outstanding W] [--size B]\n\n"
 		   "Paxos roles as host processes (the host-based baseline) and a load generator.\n"
 		   "See docs/consensus.md. Exit status: 0 ok, 1 failure, 2 usage.\n");
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- bench -------------------------------------------------------------- */
@@ -84,7 +78,7 @@ static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
 	}
 	if (!b->measuring)
 		return;
-	innet_hist_record(&b->lat, mono_ns() - b->sent_ns[c]);
+	innet_hist_record(&b->lat, innet_now_ns() - b->sent_ns[c]);
 }
 
 static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size)
@@ -107,11 +101,11 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	}
 	static uint8_t value[INNET_PAXOS_VALUE_MAX];
 	memset(value, 'v', sizeof(value));
-	uint64_t t0 = mono_ns(), warm = t0 + 500000000ull;
+	uint64_t t0 = innet_now_ns(), warm = t0 + 500000000ull;
 	uint64_t end = warm + (uint64_t)(duration * 1e9), last_trim = 0;
 	uint64_t start_n = 0;
 	while (!px_stop) {
-		uint64_t t = mono_ns();
+		uint64_t t = innet_now_ns();
 		if (!b.measuring && t >= warm) {
 			b.measuring = true;
 			start_n = 0;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/switch.h"
 #include "innet/topology.h"
 #include "innet/wire.h"
 #include "tools/cmds.h"
@@ -44,13 +45,6 @@ struct echo_arg {
 	_Atomic bool stop;
 	uint64_t echoed;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int bind_udp(uint32_t ip, uint16_t udp)
 {
@@ -307,7 +301,7 @@ int cmd_ping(int argc, char **argv)
 		struct probe p = { .h = { .magic = INNET_MAGIC, .version = INNET_VERSION,
 					  .service = INNET_SVC_RAW, .dst_node = htons(nb->node_id),
 					  .src_node = htons(na->node_id) },
-				   .seq = htonl((uint32_t)i), .sent_ns = now_ns() };
+				   .seq = htonl((uint32_t)i), .sent_ns = innet_now_ns() };
 		memset(buf, 0, (size_t)size);
 		memcpy(buf, &p, sizeof(p));
 		if (sendto(fa, buf, (size_t)size, 0, (struct sockaddr *)&swa_sin, sizeof(swa_sin)) < 0) {
@@ -317,8 +311,8 @@ int cmd_ping(int argc, char **argv)
 		/* Collect replies until this probe's answer, its timeout, or the interval. */
 		uint64_t deadline = p.sent_ns + (uint64_t)timeout_ms * 1000000ull;
 		uint64_t next = p.sent_ns + (uint64_t)interval_ms * 1000000ull;
-		while (!seen[i] || now_ns() < next) {
-			uint64_t now = now_ns();
+		while (!seen[i] || innet_now_ns() < next) {
+			uint64_t now = innet_now_ns();
 			uint64_t until = seen[i] ? next : deadline;
 			if (now >= until)
 				break;
@@ -338,11 +332,11 @@ int cmd_ping(int argc, char **argv)
 				continue;
 			}
 			seen[seq] = 1;
-			innet_hist_record(&rtt, now_ns() - r.sent_ns);
+			innet_hist_record(&rtt, innet_now_ns() - r.sent_ns);
 			received++;
 			if (!quiet)
 				printf("%zd bytes from %s: seq=%u time=%.1f us\n", n, nb->name, seq,
-				       (double)(now_ns() - r.sent_ns) / 1e3);
+				       (double)(innet_now_ns() - r.sent_ns) / 1e3);
 		}
 	}
 	atomic_store(&echo.stop, true);
