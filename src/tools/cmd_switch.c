@@ -271,6 +271,7 @@ int cmd_switch(int argc, char **argv)
 				rc = 2;
 				goto out;
 			}
+			rc = 2; /* a later bad option is a usage error too */
 			conf.n_progs++;
 			break;
 		case 'a':
