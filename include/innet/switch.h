@@ -22,7 +22,7 @@
  *
  * Threads: n_workers worker threads (receive burst → program → transmit
  * burst), one timer thread (Trio timer callbacks), one control thread (the
- * control socket and packets handed to the CPU).
+ * control socket, the metrics HTTP server, packets handed to the CPU).
  *
  * Errors follow one convention: actions return 0 or -errno; constructors
  * return NULL and set errno, with a readable message in the caller's buffer.
@@ -102,6 +102,10 @@ struct innet_switch_conf {
 	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */
+	char metrics_addr[24];                 /* serve Prometheus metrics over HTTP on
+	                                        * "IPv4:PORT" (innet/metrics.h); "" = none.
+	                                        * Port 0: any free port, written back here
+	                                        * once the switch has started */
 	uint64_t seed;                         /* seed for link emulation and PRNGs */
 	bool no_gso;                           /* never coalesce sends with UDP GSO */
 	struct innet_port_conf ports[INNET_MAX_PORTS];

@@ -34,8 +34,10 @@
  *   skipped whole by every replica (counted: entries_bad), so replicas stay
  *   equal; all replicas of a log run the same version.
  *
- * Per-stage counters (INFO; stderr at exit) say where a replica's time goes:
- * waiting, reading clients, proposing, learning, applying, replying.
+ * Per-stage counters (INFO; stderr at exit; with --metrics, the Prometheus
+ * text format over HTTP, served from this same event loop) say where a
+ * replica's time goes: waiting, reading clients, proposing, learning,
+ * applying, replying.
  *
  * Request ids: each replica has a random client id and counts seq from 1 per
  * entry, so a resend chosen twice is applied once (the learner
@@ -84,6 +86,7 @@
 #include "innet/switch.h"
 #include "consensus/kv.h"
 #include "consensus/wire.h"
+#include "innet/metrics.h"
 
 #define KV_MAX_ARGS    1024
 #define KV_INBUF_MAX   (1u << 20)
@@ -659,6 +662,8 @@ struct server {
 	bool stale;               /* the acceptors trimmed past us: waiting for a snapshot */
 	uint64_t snap_try_ns;     /* last snapshot attempt */
 	struct kv_stats st;
+	struct innet_metrics_http *metrics; /* the metrics HTTP server, or NULL */
+	char replica[64];         /* the metrics' "replica" label */
 };
 
 static size_t encoded_len(int argc, const size_t *lens)
@@ -792,6 +797,104 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "nacks", ps.nacks);
 	info_field(b, "bad_packets", ps.bad_packets);
 	info_field(b, "failovers", ps.failovers);
+}
+
+/* The INFO counters as Prometheus metric families (docs/consensus.md,
+ * "Metrics"); the render callback of the metrics HTTP server, which runs on
+ * this server's own thread, so the counters are read where they are kept. */
+static void kv_metrics(void *arg, struct innet_prom *w)
+{
+	struct server *s = arg;
+	const struct kv_stats *t = &s->st;
+	struct innet_paxos_stats ps;
+	innet_paxos_get_stats(s->px, &ps);
+	const char *base[] = { "replica", s->replica };
+	innet_prom_base_labels(w, 1, base);
+
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+#define KV_C(n, f, h) { "innet_kv_" n, h, offsetof(struct kv_stats, f) }
+		KV_C("loops_total", loops, "Event-loop passes."),
+		KV_C("entries_proposed_total", entries_proposed, "Log entries this replica proposed."),
+		KV_C("groups_proposed_total", groups_proposed,
+		     "Connection groups (a connection's pipelined commands) in the entries proposed."),
+		KV_C("commands_proposed_total", cmds_proposed, "Commands in the entries proposed."),
+		KV_C("proposed_bytes_total", bytes_proposed, "Value bytes of the entries proposed."),
+		KV_C("window_full_total", window_full,
+		     "Proposals deferred because the window of entries in flight was full."),
+		KV_C("entries_applied_total", entries_applied, "Log entries applied (every replica's)."),
+		KV_C("commands_applied_total", cmds_applied, "Commands applied."),
+		KV_C("entries_bad_total", entries_bad,
+		     "Log entries skipped whole: not the KV batch format."),
+		KV_C("snapshots_served_total", snapshots_served, "SNAPSHOT requests answered."),
+		KV_C("snapshots_installed_total", snapshots_installed,
+		     "Snapshots installed from a peer replica."),
+		KV_C("snapshot_failures_total", snapshot_failures,
+		     "Snapshot attempts that got none, or an unusable one."),
+#undef KV_C
+	};
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+		uint64_t v;
+		memcpy(&v, (const char *)t + counters[i].off, sizeof(v));
+		innet_prom_family(w, counters[i].name, INNET_PROM_COUNTER, counters[i].help);
+		innet_prom_u64(w, v, (char *)NULL);
+	}
+	innet_prom_family(w, "innet_kv_stage_seconds_total", INNET_PROM_COUNTER,
+			  "Wall-clock time of the event loop by stage: wait (epoll), clients "
+			  "(reading RESP, local replies), propose, learn (2B/NACK handling and "
+			  "delivery); apply and reply are parts of learn.");
+	static const char *const stages[] = { "wait", "clients", "propose", "learn", "apply", "reply" };
+	const uint64_t ns[] = { t->ns_wait, t->ns_clients, t->ns_propose, t->ns_learn, t->ns_apply,
+				t->ns_reply };
+	for (size_t i = 0; i < 6; i++)
+		innet_prom_f64(w, (double)ns[i] / 1e9, "stage", stages[i], (char *)NULL);
+
+	innet_prom_family(w, "innet_kv_connected_clients", INNET_PROM_GAUGE,
+			  "RESP client connections.");
+	innet_prom_u64(w, s->n_conns, (char *)NULL);
+	innet_prom_family(w, "innet_kv_keys", INNET_PROM_GAUGE, "Keys in the store.");
+	innet_prom_u64(w, s->store->n, (char *)NULL);
+	innet_prom_family(w, "innet_kv_log_next", INNET_PROM_GAUGE,
+			  "The next log instance to apply (every one below it is applied).");
+	innet_prom_u64(w, innet_paxos_delivered(s->px), (char *)NULL);
+	innet_prom_family(w, "innet_kv_window_entries", INNET_PROM_GAUGE,
+			  "The most log entries of this replica in flight (--window).");
+	innet_prom_u64(w, s->window, (char *)NULL);
+	innet_prom_family(w, "innet_kv_stale", INNET_PROM_GAUGE,
+			  "1 while the acceptors have trimmed the log past this replica and it waits "
+			  "for a snapshot.");
+	innet_prom_u64(w, s->stale ? 1 : 0, (char *)NULL);
+
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} paxos[] = {
+#define PX_C(n, f, h) { "innet_kv_paxos_" n, h, offsetof(struct innet_paxos_stats, f) }
+		PX_C("delivered_total", delivered, "Values delivered by the learner (no no-ops, no "
+						   "duplicates)."),
+		PX_C("noops_total", noops, "No-op instances skipped."),
+		PX_C("duplicates_total", duplicates, "Values skipped: request id already delivered."),
+		PX_C("votes_total", votes, "2B messages counted."),
+		PX_C("recover_sent_total", recover_sent, "RECOVER messages sent."),
+		PX_C("phase1_started_total", phase1_started,
+		     "Instances taken through phase 1 by this learner."),
+		PX_C("proposed_total", proposed, "REQUESTs sent, resends included."),
+		PX_C("resent_total", resent, "REQUESTs resent."),
+		PX_C("nacks_total", nacks, "NACKs received."),
+		PX_C("bad_packets_total", bad_packets,
+		     "Received packets that were not valid Paxos replies."),
+		PX_C("failovers_total", failovers, "Times the proposer moved to the next coordinator."),
+#undef PX_C
+	};
+	for (size_t i = 0; i < sizeof(paxos) / sizeof(paxos[0]); i++) {
+		uint64_t v;
+		memcpy(&v, (const char *)&ps + paxos[i].off, sizeof(v));
+		innet_prom_family(w, paxos[i].name, INNET_PROM_COUNTER, paxos[i].help);
+		innet_prom_u64(w, v, (char *)NULL);
+	}
+	innet_prom_base_labels(w, 0, NULL);
 }
 
 /* Answer a command that needs no log. Returns false if it is not one. */
@@ -1538,6 +1641,25 @@ int kv_serve(const struct kv_conf *conf)
 	e.data.ptr = &px_tag;
 	epoll_ctl(s->ep, EPOLL_CTL_ADD, innet_paxos_fd(s->px), &e);
 	s->client = innet_paxos_client_new(s->px);
+	static int metrics_tag;
+	if (conf->name != NULL)
+		snprintf(s->replica, sizeof(s->replica), "%s", conf->name);
+	else
+		snprintf(s->replica, sizeof(s->replica), "learner%u", conf->paxos.learner_id);
+	if (conf->metrics) {
+		s->metrics = innet_metrics_http_create(conf->metrics_ip, conf->metrics_port, kv_metrics,
+						       s, err, sizeof(err));
+		if (s->metrics == NULL) {
+			rc = -errno;
+			fprintf(stderr, "innet kv: %s\n", err);
+			goto err_listen;
+		}
+		e.data.ptr = &metrics_tag;
+		epoll_ctl(s->ep, EPOLL_CTL_ADD, innet_metrics_http_fd(s->metrics), &e);
+		struct in_addr ma = { htonl(conf->metrics_ip) };
+		fprintf(stderr, "innet kv: metrics on http://%s:%u/metrics\n", inet_ntoa(ma),
+			innet_metrics_http_port(s->metrics));
+	}
 	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, values up to %u bytes)\n",
 		inet_ntoa(a.sin_addr), conf->listen_port, s->window, (unsigned)PAXOS_VALUE_MAX);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
@@ -1556,6 +1678,8 @@ int kv_serve(const struct kv_conf *conf)
 				accept_all(s);
 			} else if (tag == &px_tag) {
 				continue;
+			} else if (tag == &metrics_tag) {
+				innet_metrics_http_run(s->metrics);
 			} else {
 				struct conn *c = tag;
 				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
@@ -1608,11 +1732,15 @@ out_stop:
 	stats_print(s);
 	while (s->n_conns > 0)
 		conn_close(s, s->conns[0]);
+	innet_metrics_http_destroy(s->metrics);
 	close(s->ep);
 	close(s->lfd);
+	goto out_px;
+err_listen:
+	close(s->ep);
 err_px:
-	if (rc != 0)
-		close(s->lfd);
+	close(s->lfd);
+out_px:
 	innet_paxos_destroy(s->px);
 err_free:
 	kv_store_destroy(s->store);

@@ -31,6 +31,12 @@ struct kv_conf {
 	                                     * acceptors trimmed the log past this replica */
 	uint32_t n_peers;
 	volatile sig_atomic_t *stop;        /* serve until *stop != 0 */
+	bool metrics;                       /* serve the INFO counters in the Prometheus text
+	                                     * format over HTTP (innet/metrics.h) on */
+	uint32_t metrics_ip;                /* metrics_ip:metrics_port (host order; port 0: */
+	uint16_t metrics_port;              /* any free port, printed on stderr) */
+	const char *name;                   /* the replica's name (its host): the metrics'
+	                                     * "replica" label; NULL: "learner<ID>" */
 };
 
 /* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */

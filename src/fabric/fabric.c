@@ -242,6 +242,8 @@ static json_t *switch_json(const struct innet_topology *t, uint32_t i)
 		jset(o, "netns", json_string(ns));
 	}
 	jset(o, "ctl", json_string(c->ctl_path));
+	if (c->metrics_addr[0] != '\0')
+		jset(o, "metrics", json_string(c->metrics_addr));
 	for (uint32_t k = 0; k < c->n_ports; k++)
 		jpush(ports, port_json(t, n, k));
 	jset(o, "ports", ports);

@@ -1,11 +1,13 @@
 /*
  * control.c — the switch's control thread: the control socket (a line-based
  * request language answered in JSON, docs/protocol.md "Control socket
- * protocol") and the packets the data plane hands to the CPU.
+ * protocol"), the metrics HTTP server when there is one, and the packets the
+ * data plane hands to the CPU.
  *
  *                       ┌──────────────── control thread (innet-ctl) ───────────────┐
  *   innet ctl ──unix──► │ epoll ─┬─ listen fd ─► accept (≤ CTL_MAX_CLIENTS)         │
  *   clients             │        ├─ client fd ─► line ─► tokens ─► command ─► JSON  │
+ *   Prometheus ──TCP──► │        ├─ metrics fd ─► innet_metrics_http_run()          │
  *                       │        ├─ cpu_wake_fd ─► innet_cpu_drain() (on_cpu)       │
  *                       │        └─ stop_fd ─► exit                                 │
  *                       └───────────────────────────────────────────────────────────┘
@@ -45,6 +47,7 @@
 
 #include <jansson.h>
 
+#include "innet/metrics.h"
 #include "innet/resources.h"
 #include "runtime/switch_pvt.h"
 #include "xdp/xdp.h"
@@ -86,11 +89,16 @@ struct innet_control {
 	struct ctl_client *clients;  /* connected clients */
 	uint32_t n_clients;     /* length of clients (<= CTL_MAX_CLIENTS) */
 	bool listen_paused;     /* out of fds: listen_fd is out of epoll for a while */
+	struct innet_metrics_http *metrics; /* the metrics HTTP server, or NULL */
 	/* epoll tags (their addresses) of the fds that are not clients: */
 	char tag_listen;        /* listen_fd */
 	char tag_stop;          /* stop_fd */
 	char tag_cpu;           /* sw->cpu_wake_fd */
+	char tag_metrics;       /* innet_metrics_http_fd(metrics) */
 };
+
+_Static_assert(sizeof(((struct innet_switch_conf *)0)->metrics_addr) == INNET_METRICS_ADDR_MAX,
+	       "innet_switch_conf.metrics_addr holds any IPv4:PORT");
 
 /* ------------------------------------------------------------------------ */
 /* JSON helpers                                                               */
@@ -393,6 +401,7 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 	jset(r->resp, "node", json_integer(sw->conf.node_id));
 	jset(r->resp, "workers", json_integer(sw->n_workers));
 	jset(r->resp, "ctl", jstr(sw->conf.ctl_path));
+	jset(r->resp, "metrics", sw->conf.metrics_addr[0] ? jstr(sw->conf.metrics_addr) : json_null());
 	json_t *ports = json_array();
 	for (uint32_t i = 0; i < sw->n_ports; i++) {
 		const struct innet_port_conf *pc = &sw->ports[i].conf;
@@ -995,6 +1004,25 @@ static int cmd_stats(struct ctl_req *r, int argc, char **argv)
 	return 0;
 }
 
+/* metrics: the stats in the Prometheus text format, as the HTTP server
+ * serves them (innet/metrics.h). */
+static int cmd_metrics(struct ctl_req *r, int argc, char **argv)
+{
+	struct innet_prom w;
+	innet_prom_init(&w);
+	int rc = innet_metrics_switch(r->sw, &w);
+	if (rc == 0) {
+		json_t *text = json_stringn(w.buf ? w.buf : "", w.len);
+		if (text == NULL)
+			rc = -ENOMEM;
+		jset(r->resp, "text", text);
+	}
+	innet_prom_fini(&w);
+	if (rc != 0)
+		return fail(r, "metrics: %s", strerror(-rc));
+	return 0;
+}
+
 static int cmd_stats_reset(struct ctl_req *r, int argc, char **argv)
 {
 	innet_switch_stats_reset(r->sw);
@@ -1151,6 +1179,8 @@ static const struct ctl_cmd ctl_cmds[] = {
 	  cmd_group_get },
 	{ "stats", "reset", 0, 0, "stats reset", "zero every counter", cmd_stats_reset },
 	{ "stats", NULL, 0, 0, "stats", "port and program counters, drops by reason", cmd_stats },
+	{ "metrics", NULL, 0, 0, "metrics",
+	  "the stats in the Prometheus text format (\"text\"), as served over HTTP", cmd_metrics },
 	{ "capture", "start", 2, 3, "capture start PORT PATH [MAXPKTS]",
 	  "write the port's traffic to a pcap file (stop after MAXPKTS)", cmd_capture_start },
 	{ "capture", "stop", 1, 1, "capture stop PORT", "stop a capture and close its file",
@@ -1539,6 +1569,8 @@ static void *control_main(void *arg)
 				innet_cpu_drain(sw);
 			} else if (p == &ctl->tag_listen) {
 				accept_clients(ctl);
+			} else if (p == &ctl->tag_metrics) {
+				innet_metrics_http_run(ctl->metrics);
 			} else {
 				/* A client closed earlier in this batch cannot appear again:
 				 * epoll_wait reported each fd once, and closing removes only
@@ -1605,6 +1637,7 @@ static void control_free(struct innet_control *ctl)
 {
 	while (ctl->clients != NULL)
 		client_close(ctl, ctl->clients);
+	innet_metrics_http_destroy(ctl->metrics);
 	if (ctl->listen_fd >= 0) {
 		close(ctl->listen_fd);
 		unlink(ctl->path);
@@ -1622,12 +1655,47 @@ static int epoll_add(int epfd, int fd, void *tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0 ? -errno : 0;
 }
 
+/* The metrics server's render callback: the switch's counters. */
+static void metrics_render(void *arg, struct innet_prom *w)
+{
+	innet_metrics_switch(arg, w);
+}
+
+/* Listen on sw->conf.metrics_addr; a port 0 there becomes the one bound.
+ * 0 or -errno (message on stderr). */
+static int metrics_open(struct innet_control *ctl)
+{
+	struct innet_switch *sw = ctl->sw;
+	char err[256];
+	uint32_t ip;
+	uint16_t port;
+	if (innet_metrics_addr_parse(sw->conf.metrics_addr, &ip, &port, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet: %s\n", err);
+		return -EINVAL;
+	}
+	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, sizeof(err));
+	if (ctl->metrics == NULL) {
+		int e = errno;
+		fprintf(stderr, "innet: %s\n", err);
+		return -e;
+	}
+	if (port == 0) {
+		struct in_addr a = { .s_addr = htonl(ip) };
+		char host[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &a, host, sizeof(host));
+		snprintf(sw->conf.metrics_addr, sizeof(sw->conf.metrics_addr), "%s:%u", host,
+			 innet_metrics_http_port(ctl->metrics));
+	}
+	return 0;
+}
+
 /*
  * Start the control thread: open the control socket at sw->conf.ctl_path
  * (none if it is empty; a stale socket file there is replaced, a live one is
- * -EADDRINUSE, any other file -EEXIST), mode 0600, and serve it; drain the
- * CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno; on failure nothing
- * is left behind. Called by innet_switch_start().
+ * -EADDRINUSE, any other file -EEXIST), mode 0600, and serve it; serve the
+ * metrics over HTTP on sw->conf.metrics_addr (none if it is empty); drain
+ * the CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno; on failure
+ * nothing is left behind. Called by innet_switch_start().
  */
 int innet_control_start(struct innet_switch *sw)
 {
@@ -1654,6 +1722,13 @@ int innet_control_start(struct innet_switch *sw)
 		if ((rc = listen_open(ctl)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, ctl->listen_fd, &ctl->tag_listen)) != 0)
+			goto err_free;
+	}
+	if (sw->conf.metrics_addr[0] != '\0') {
+		if ((rc = metrics_open(ctl)) != 0)
+			goto err_free;
+		if ((rc = epoll_add(ctl->epfd, innet_metrics_http_fd(ctl->metrics),
+				    &ctl->tag_metrics)) != 0)
 			goto err_free;
 	}
 	rc = -pthread_create(&ctl->thread, NULL, control_main, ctl);

@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "innet/metrics.h"
 #include "innet/xdp_abi.h"
 #include "runtime/switch_pvt.h"
 #include "xdp/xdp.h"
@@ -132,6 +133,16 @@ static int check_conf(const struct innet_switch_conf *c, char *err, size_t errle
 	if (c->n_progs < 1 || c->n_progs > 16) {
 		snprintf(err, errlen, "a switch needs 1..16 programs (got %u)", c->n_progs);
 		return -EINVAL;
+	}
+	if (c->metrics_addr[0] != '\0') {
+		uint32_t mip;
+		uint16_t mport;
+		if (strnlen(c->metrics_addr, sizeof(c->metrics_addr)) == sizeof(c->metrics_addr)) {
+			snprintf(err, errlen, "bad metrics address: not NUL-terminated");
+			return -EINVAL;
+		}
+		if (innet_metrics_addr_parse(c->metrics_addr, &mip, &mport, err, errlen) != 0)
+			return -EINVAL;
 	}
 	uint32_t n_raw_ports = 0, n_raw_progs = 0;
 	for (uint32_t i = 0; i < c->n_ports; i++) {

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "innet/metrics.h"
 #include "innet/topology.h"
 
 _Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /
@@ -630,7 +631,7 @@ static void parse_node_common(struct parser *p, json_t *o, const char *path,
 static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", "gso",
-					    "target", NULL };
+					    "target", "metrics", NULL };
 	struct innet_topo_node *n = &p->t->nodes[idx];
 	char path[PATH_LEN], kp[PATH_LEN];
 	uint64_t w = p->def_workers;
@@ -659,6 +660,17 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 	bool gso = true;
 	get_bool(p, o, path, "gso", &gso);
 	c->no_gso = !gso;
+	const char *maddr;
+	if (get_str(p, o, path, "metrics", false, &maddr) > 0) {
+		char merr[200];
+		uint32_t mip;
+		uint16_t mport;
+		path_key(kp, path, "metrics");
+		if (innet_metrics_addr_parse(maddr, &mip, &mport, merr, sizeof(merr)) != 0)
+			errs_add(&p->e, kp, "%s", merr);
+		else
+			snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", maddr);
+	}
 	if (get_value(p, o, path, "programs", false, &progs) > 0) {
 		path_key(kp, path, "programs");
 		if (parse_programs(p, progs, kp, c->progs, &c->n_progs) == -ENOMEM)
@@ -1018,6 +1030,42 @@ static uint32_t netns_addr(uint32_t ip)
 	return is_loopback(ip) ? (10u << 24) | (ip & 0x00ffffffu) : ip;
 }
 
+/* Two switches on one machine (same "machine" tag) cannot serve metrics on
+ * one TCP port of one address (0.0.0.0 takes the port on every address).
+ * In netns mode each switch has a network namespace of its own: no check. */
+static void check_metrics_unique(struct parser *p)
+{
+	struct innet_topology *t = p->t;
+	if (t->netns)
+		return;
+	for (uint32_t i = 0; i < t->n_switches; i++) {
+		const struct innet_topo_node *a = &t->nodes[i];
+		uint32_t aip, bip;
+		uint16_t aport, bport;
+		char e[160];
+		if (a->conf->metrics_addr[0] == '\0' ||
+		    innet_metrics_addr_parse(a->conf->metrics_addr, &aip, &aport, e, sizeof(e)) != 0 ||
+		    aport == 0)
+			continue;
+		for (uint32_t j = 0; j < i; j++) {
+			const struct innet_topo_node *b = &t->nodes[j];
+			if (b->conf->metrics_addr[0] == '\0' || strcmp(a->machine, b->machine) != 0 ||
+			    innet_metrics_addr_parse(b->conf->metrics_addr, &bip, &bport, e,
+						     sizeof(e)) != 0)
+				continue;
+			if (aport == bport && (aip == bip || aip == 0 || bip == 0)) {
+				char pa[PATH_LEN], pb[PATH_LEN], kp[PATH_LEN];
+				node_path(t, i, pa);
+				node_path(t, j, pb);
+				path_key(kp, pa, "metrics");
+				errs_add(&p->e, kp, "metrics address %s clashes with %s.metrics (%s): "
+					 "one TCP port, one machine", a->conf->metrics_addr, pb,
+					 b->conf->metrics_addr);
+			}
+		}
+	}
+}
+
 static int resolve_netns(struct parser *p)
 {
 	struct innet_topology *t = p->t;
@@ -1223,6 +1271,8 @@ static struct innet_topology *parse_root(json_t *root, struct errs *e)
 		r = resolve(&p);
 	if (r == 0 && p.e.n == 0)
 		r = resolve_netns(&p);
+	if (r == 0 && p.e.n == 0)
+		check_metrics_unique(&p);
 	if (r == 0 && p.e.n > 0)
 		r = -EINVAL;
 	if (r == -1)

@@ -66,11 +66,30 @@ static void usage(FILE *f)
 		"  group set PROG GROUP MEMBER...      (MEMBER: PORT or PORT@IP:UDP)\n"
 		"  group get PROG GROUP\n"
 		"  stats | stats reset | watch [SECONDS]\n"
+		"  metrics                             the stats in the Prometheus text format\n"
 		"  capture start PORT PATH [MAXPKTS]   capture stop PORT\n"
 		"  resources [PROG]\n"
 		"  prog PROG WORD...                   the program's own commands ('prog PROG help')\n"
 		"\n"
 		"exit status: 0 ok, 1 error response or connection failure, 2 usage error\n");
+}
+
+/* `innet ctl metrics --help` */
+static void usage_metrics(FILE *f)
+{
+	fprintf(f,
+		"usage: innet ctl [-s SOCKET | --fabric DIR|TOPOLOGY --switch NAME] [--timeout SECONDS]\n"
+		"                 metrics\n"
+		"\n"
+		"Print the switch's counters -- what 'stats' shows: ports, programs, verdicts by\n"
+		"action, drops by named reason, XDP hand-offs by kind -- in the Prometheus text\n"
+		"exposition format (version 0.0.4), as the switch serves them over HTTP at\n"
+		"http://IP:PORT/metrics when started with --metrics IP:PORT (or the topology's\n"
+		"\"metrics\" key). Every sample has the label switch=\"NAME\". The families are\n"
+		"listed in docs/runtime.md, section \"Metrics\". --json prints the switch's\n"
+		"response, the text in its \"text\" field.\n"
+		"\n"
+		"  innet ctl --fabric examples/single.json --switch s0 metrics | promtool check metrics\n");
 }
 
 static double now_s(void)
@@ -666,6 +685,8 @@ static void render(const json_t *r, char **words, int n)
 		render_stats(r);
 	else if (!strcmp(w0, "stats"))
 		printf("ok: counters reset\n");
+	else if (!strcmp(w0, "metrics"))
+		fputs(js(r, "text", ""), stdout); /* the exposition text, as served over HTTP */
 	else if (!strcmp(w0, "capture") && !strcmp(w1, "start"))
 		printf("ok: capturing port %" PRIu64 " into %s%s\n", ju(r, "port"), js(r, "path", "?"),
 		       ju(r, "max_pkts") ? fmt(" (stops after %" PRIu64 " packets)", ju(r, "max_pkts")) : "");
@@ -925,6 +946,10 @@ int cmd_ctl(int argc, char **argv)
 	/* `innet ctl stats --help`: help, not a connection attempt. */
 	for (int k = i; k < argc; k++) {
 		if (!strcmp(argv[k], "-h") || !strcmp(argv[k], "--help")) {
+			if (!strcmp(argv[i], "metrics")) {
+				usage_metrics(stdout);
+				return 0;
+			}
 			usage(stdout);
 			if (!strcmp(argv[i], "prog"))
 				printf("\nA program's own commands: innet ctl ... prog %s help\n",

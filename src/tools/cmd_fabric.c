@@ -206,9 +206,10 @@ static void show_text(const struct innet_topology *t)
 	for (uint32_t i = 0; i < t->n_switches; i++) {
 		const struct innet_topo_node *n = &t->nodes[i];
 		const struct innet_switch_conf *c = n->conf;
-		printf("\nswitch %s  node %u  workers %u%s%s  target %s  ctl %s\n", n->name, n->node_id,
-		       c->n_workers, n->machine[0] ? "  machine " : "", n->machine,
-		       n->target == INNET_TARGET_XDP ? "xdp" : "udp", c->ctl_path);
+		printf("\nswitch %s  node %u  workers %u%s%s  target %s  ctl %s%s%s\n", n->name,
+		       n->node_id, c->n_workers, n->machine[0] ? "  machine " : "", n->machine,
+		       n->target == INNET_TARGET_XDP ? "xdp" : "udp", c->ctl_path,
+		       c->metrics_addr[0] ? "  metrics " : "", c->metrics_addr);
 		for (uint32_t k = 0; k < c->n_ports; k++) {
 			const struct innet_port_conf *pc = &c->ports[k];
 			const struct innet_topo_peer *pe = &n->peers[k];

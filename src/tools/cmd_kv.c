@@ -6,8 +6,9 @@
  *                                   host linked to the acceptors, in the
  *                                   background (logs and pids in state_dir)
  *   innet kv down FILE              stop those replicas, then the fabric
- *   innet kv serve --topology FILE --name HOST [--port P]
- *                                   run one replica in the foreground
+ *   innet kv serve --topology FILE --name HOST [--port P] [--metrics IP:PORT]
+ *                                   run one replica in the foreground (and
+ *                                   serve its INFO counters to Prometheus)
  *   innet kv leader --topology FILE --name HOST
  *                                   run a backup coordinator (a host linked to
  *                                   the acceptors, not in their "learners"):
@@ -56,6 +57,7 @@
 #include "innet/switch.h"
 #include "consensus/kv.h"
 #include "consensus/wire.h"
+#include "innet/metrics.h"
 #include "innet/topology.h"
 #include "tools/cmds.h"
 
@@ -86,6 +88,7 @@ static void kv_usage(FILE *f)
 	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
 		   "       innet kv down FILE\n"
 		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
+		   "                      [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
 		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
 		   "       innet kv rejoin FILE ACCEPTOR\n"
@@ -99,7 +102,9 @@ static void kv_usage(FILE *f)
 		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
 		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
-		   "  --window N  entries of a replica in flight (1..32, default 8)\n\n"
+		   "  --window N  entries of a replica in flight (1..32, default 8)\n"
+		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
+		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
 		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
@@ -345,7 +350,8 @@ static int leader(const char *file, const char *name)
 	return 0;
 }
 
-static int serve(const char *file, const char *name, uint16_t port, uint32_t window)
+static int serve(const char *file, const char *name, uint16_t port, uint32_t window,
+		 const char *metrics)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -360,7 +366,17 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		return 2;
 	}
 	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
-			     .stop = &kv_stop };
+			     .stop = &kv_stop, .name = name };
+	if (metrics != NULL) {
+		char merr[160];
+		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,
+					     sizeof(merr)) != 0) {
+			fprintf(stderr, "innet kv: --metrics: %s\n", merr);
+			innet_topology_free(t);
+			return 2;
+		}
+		c.metrics = true;
+	}
 	if (kv_topology_paxos_conf(t, h, &c.paxos, err, sizeof(err)) != 0) {
 		fprintf(stderr, "innet kv: %s\n", err);
 		innet_topology_free(t);
@@ -1104,9 +1120,10 @@ int cmd_kv(int argc, char **argv)
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
+		{ "metrics", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *file = NULL, *name = NULL;
+	const char *file = NULL, *name = NULL, *metrics = NULL;
 	unsigned long port = 6379, window = 0;
 	bool kill_now = false;
 	int c;
@@ -1132,6 +1149,7 @@ int cmd_kv(int argc, char **argv)
 			break;
 		}
 		case 'k': kill_now = true; break;
+		case 'M': metrics = optarg; break;
 		case 'h': kv_usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -1139,8 +1157,12 @@ int cmd_kv(int argc, char **argv)
 	if (optind >= argc)
 		goto bad;
 	const char *verb = argv[optind];
+	if (metrics != NULL && strcmp(verb, "serve") != 0) {
+		fprintf(stderr, "innet kv: --metrics goes with serve (one replica, one address)\n");
+		goto bad;
+	}
 	if (!strcmp(verb, "serve") && optind + 1 == argc && file && name)
-		return serve(file, name, (uint16_t)port, window);
+		return serve(file, name, (uint16_t)port, window, metrics);
 	if (!strcmp(verb, "leader") && optind + 1 == argc && file && name)
 		return leader(file, name);
 	if (!strcmp(verb, "up") && optind + 2 == argc)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/metrics.h"
 #include "innet/parse.h"
 #include "innet/program.h"
 #include "innet/resources.h"
@@ -44,6 +45,9 @@ static void switch_usage(FILE *f)
 		"                        delay_us=N,jitter_us=N,seed=N,ingress=0|1,egress=0|1\n"
 		"  -w, --workers N       worker threads (default 1, or the topology's)\n"
 		"  -c, --ctl PATH        control socket (default /tmp/innet-NAME.sock; \"\" for none)\n"
+		"      --metrics IP:PORT serve the counters in the Prometheus text format over HTTP\n"
+		"                        at http://IP:PORT/metrics (port 0: any free port; \"\" for\n"
+		"                        none, overriding the topology's \"metrics\")\n"
 		"      --node ID         fabric node id (default 1)\n"
 		"      --seed N          seed for link emulation and PRNGs (default 1)\n"
 		"  -d, --duration SEC    exit after SEC seconds\n"
@@ -202,11 +206,12 @@ int cmd_switch(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' }, { "pidfile", required_argument, NULL, 'F' },
 		{ "check", no_argument, NULL, 'C' },          { "no-gso", no_argument, NULL, 'G' },
 		{ "target", required_argument, NULL, 'T' },   { "help", no_argument, NULL, 'h' },
+		{ "metrics", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct innet_switch_conf conf;
 	memset(&conf, 0, sizeof(conf));
-	const char *topo = NULL, *name = NULL, *ctl = NULL, *pidfile = NULL;
+	const char *topo = NULL, *name = NULL, *ctl = NULL, *pidfile = NULL, *metrics = NULL;
 	uint64_t workers = 0, duration = 0, node = 1, seed = 1;
 	bool have_seed = false, have_node = false, check = false, no_gso = false;
 	const char *target = NULL;
@@ -252,6 +257,7 @@ int cmd_switch(int argc, char **argv)
 				rc = 2;
 				goto out;
 			}
+			rc = 2; /* a later bad option is a usage error too */
 			conf.n_progs++;
 			break;
 		case 'a':
@@ -299,6 +305,18 @@ int cmd_switch(int argc, char **argv)
 			}
 			break;
 		case 'F': pidfile = optarg; break;
+		case 'M': {
+			uint32_t mip;
+			uint16_t mport;
+			char merr[160];
+			if (optarg[0] != '\0' &&
+			    innet_metrics_addr_parse(optarg, &mip, &mport, merr, sizeof(merr)) != 0) {
+				fprintf(stderr, "innet switch: --metrics: %s\n", merr);
+				goto out;
+			}
+			metrics = optarg;
+			break;
+		}
 		case 'C': check = true; break;
 		case 'G': no_gso = true; break;
 		case 'T':
@@ -373,6 +391,8 @@ int cmd_switch(int argc, char **argv)
 		rc = 1;
 		goto out_conf;
 	}
+	if (metrics != NULL)
+		snprintf(conf.metrics_addr, sizeof(conf.metrics_addr), "%s", metrics);
 	if (ctl != NULL) {
 		if (strlen(ctl) >= sizeof(conf.ctl_path)) {
 			fprintf(stderr, "innet switch: --ctl path is too long\n");
@@ -430,8 +450,11 @@ int cmd_switch(int argc, char **argv)
 	if (pidfile != NULL && write_pidfile(pidfile) != 0)
 		fprintf(stderr, "innet switch %s: cannot write %s: %s\n", conf.name, pidfile,
 			strerror(errno));
-	fprintf(stderr, "innet switch %s: ready: %u ports, %u programs, %u workers, ctl %s\n", conf.name,
-		conf.n_ports, conf.n_progs, conf.n_workers, conf.ctl_path[0] ? conf.ctl_path : "(none)");
+	const char *maddr = innet_switch_conf(sw)->metrics_addr; /* port 0: the one bound */
+	fprintf(stderr, "innet switch %s: ready: %u ports, %u programs, %u workers, ctl %s%s%s%s\n",
+		conf.name, conf.n_ports, conf.n_progs, conf.n_workers,
+		conf.ctl_path[0] ? conf.ctl_path : "(none)", maddr[0] ? ", metrics http://" : "", maddr,
+		maddr[0] ? "/metrics" : "");
 
 	struct timespec ts = { .tv_sec = (time_t)duration };
 	int sig;

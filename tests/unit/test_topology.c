@@ -490,6 +490,23 @@ static const struct bad_case bad_cases[] = {
 	{ "xdp jumbo link", TOPO(", 'target': 'xdp'", SW0, H0, "{'a': 'h0', 'b': 's0', 'mtu': 9000}"),
 	  "$.links[0].mtu: MTU 9000 on a port of XDP switch 's0'" },
 	{ "mtu out of range", TOPO(", 'netns': true, 'mtu': 20", SW0, H0, L0), "$.mtu" },
+	{ "metrics not a string", TOPO("", "{'name': 's0', 'node': 1, 'metrics': 9464, " PROG "}", H0, L0),
+	  "$.switches[0].metrics: expected a string, got an integer" },
+	{ "metrics no port", TOPO("", "{'name': 's0', 'node': 1, 'metrics': '127.0.0.1', " PROG "}", H0, L0),
+	  "$.switches[0].metrics: bad metrics address '127.0.0.1': expected IPv4:PORT" },
+	{ "metrics bad ip", TOPO("", "{'name': 's0', 'node': 1, 'metrics': 'localhost:9464', " PROG "}",
+				 H0, L0),
+	  "$.switches[0].metrics: bad metrics address 'localhost:9464': 'localhost' is not an IPv4" },
+	{ "metrics bad port", TOPO("", "{'name': 's0', 'node': 1, 'metrics': '127.0.0.1:70000', " PROG "}",
+				   H0, L0),
+	  "port 70000 is out of range 0..65535" },
+	{ "metrics port not a number", TOPO("", "{'name': 's0', 'node': 1, 'metrics': '127.0.0.1:9x', "
+					    PROG "}", H0, L0),
+	  "port '9x' is not a number" },
+	{ "metrics clash", TOPO("", "{'name': 's0', 'node': 1, 'metrics': '0.0.0.0:9464', " PROG "},"
+				"{'name': 's1', 'node': 2, 'metrics': '127.0.0.1:9464', " PROG "}",
+				H0, L0 ", {'a': 's0', 'b': 's1'}"),
+	  "$.switches[1].metrics: metrics address 127.0.0.1:9464 clashes with $.switches[0].metrics" },
 };
 
 static void test_bad_input(void **state)
@@ -505,6 +522,30 @@ static void test_bad_input(void **state)
 		if (strstr(err, b->expect) == NULL)
 			fail_msg("%s: got\n%s\nexpected \"%s\"", b->what, err, b->expect);
 	}
+}
+
+/* "metrics": kept as written; the same port on two machines, or on two
+ * addresses, or port 0 twice, is fine (the clashes are in bad_cases). */
+static void test_metrics_key(void **state)
+{
+	struct innet_switch_conf c;
+	struct innet_topology *t = parse(TOPO("", "{'name': 's0', 'node': 1, 'metrics': '127.0.0.1:9464', " PROG "},"
+		       "{'name': 's1', 'node': 2, 'metrics': '127.0.0.2:9464', " PROG "},"
+		       "{'name': 's2', 'node': 3, 'metrics': '127.0.0.1:9464', 'machine': 'm', " PROG "},"
+		       "{'name': 's3', 'node': 4, 'metrics': '127.0.0.1:0', " PROG "},"
+		       "{'name': 's4', 'node': 5, 'metrics': '127.0.0.1:0', " PROG "},"
+		       "{'name': 's5', 'node': 6, " PROG "}",
+		       H0, L0 ", {'a': 's0', 'b': 's1'}, {'a': 's1', 'b': 's2'}, {'a': 's2', 'b': 's3'},"
+		       " {'a': 's3', 'b': 's4'}, {'a': 's4', 'b': 's5'}"));
+	if (t == NULL)
+		fail_msg("%s", err);
+	assert_string_equal(conf_of(t, "s0")->metrics_addr, "127.0.0.1:9464");
+	assert_string_equal(conf_of(t, "s3")->metrics_addr, "127.0.0.1:0");
+	assert_string_equal(conf_of(t, "s5")->metrics_addr, "");
+	assert_int_equal(innet_topology_switch_conf(t, "s2", &c, err, sizeof(err)), 0);
+	assert_string_equal(c.metrics_addr, "127.0.0.1:9464");
+	innet_topology_conf_release(&c);
+	innet_topology_free(t);
 }
 
 /* Netns mode: targets, namespaces, devices, MACs, 10.x addresses, faults
@@ -669,6 +710,7 @@ int main(void)
 		cmocka_unit_test(test_lossy),
 		cmocka_unit_test(test_features),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_metrics_key),
 		cmocka_unit_test(test_too_many_ports),
 		cmocka_unit_test(test_netns_mode),
 		cmocka_unit_test(test_all_errors_reported),
