@@ -21,7 +21,8 @@ the gradients, SGD with momentum. The two modes differ only in who sums.
 --comm takes a list: the same processes train once per mode and round, in
 the order given on even rounds and reversed on odd ones (so that neither
 mode always runs first), a fresh model and DDP each time; torch and the
-process group are set up once.
+process group are set up once. --warmup-epochs N first trains each mode for
+N epochs unreported (`WARMUP ...` lines): a process's first run is slower.
 
 Prints key=value lines: per epoch `EPOCH comm=C round=R epoch=E seconds=S
 loss=L acc=A` (seconds: the slowest rank's wall time for the epoch's steps),
@@ -60,6 +61,9 @@ def parse_args(argv=None):
     ap.add_argument("--comm", default="innet",
                     help="innet, gloo, or a comma-separated list of them (see above)")
     ap.add_argument("--rounds", type=int, default=1, help="runs per mode, alternated")
+    ap.add_argument("--warmup-epochs", type=int, default=0,
+                    help="first, an unreported run of this many epochs per mode (a process's "
+                    "first run is slower: allocation, lazy initialization)")
     ap.add_argument("--world", type=int, default=4, help="processes (ranks)")
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--hidden", type=int, default=256, help="hidden layer width H")
@@ -79,7 +83,9 @@ def parse_args(argv=None):
     ap.add_argument("--worker-udp", type=int, default=30000, help="rank r binds worker-udp + r")
     ap.add_argument("--job", type=int, default=1)
     ap.add_argument("--slots", type=int, default=64)
-    ap.add_argument("--k", type=int, default=256, help="elements per packet (the switch's k)")
+    ap.add_argument("--k", type=int, default=2048,
+                    help="elements per packet (the switch's k): 2048 on loopback; 358 fits a "
+                    "1500-byte MTU")
     ap.add_argument("--timeout-ms", type=int, default=5000, help="innet call timeout")
     ap.add_argument("--rto-us", type=int, default=0,
                     help="innet first retransmission timeout (0: the library's 2000)")
@@ -92,8 +98,8 @@ def parse_args(argv=None):
     o.comms = o.comm.split(",")
     if not o.comms or any(c not in COMMS for c in o.comms) or len(set(o.comms)) != len(o.comms):
         ap.error("--comm: innet, gloo or both, comma-separated")
-    if o.rounds < 1 or o.epochs < 1 or not 1 <= o.world <= 48:
-        ap.error("--rounds, --epochs >= 1; --world 1..48")
+    if o.rounds < 1 or o.epochs < 1 or o.warmup_epochs < 0 or not 1 <= o.world <= 48:
+        ap.error("--rounds, --epochs >= 1; --warmup-epochs >= 0; --world 1..48")
     return o
 
 
@@ -141,7 +147,7 @@ def rank_main(o):
     gb = o.batch * o.world
     steps = len(xtr) // gb
 
-    def train(comm, rnd):
+    def train(comm, rnd, epochs):
         torch.manual_seed(o.seed)
         net = nn.Sequential(nn.Linear(64, o.hidden), nn.ReLU(), nn.Linear(o.hidden, o.hidden),
                             nn.ReLU(), nn.Linear(o.hidden, 10))
@@ -156,7 +162,7 @@ def rank_main(o):
             with torch.no_grad():
                 return float((net(xte).argmax(1) == yte).float().mean())
 
-        for ep in range(o.epochs):
+        for ep in range(epochs):
             g = torch.Generator().manual_seed(o.seed * 1000 + ep)
             perm = torch.randperm(len(xtr), generator=g)
             dist.barrier()
@@ -173,7 +179,7 @@ def rank_main(o):
             dist.all_reduce(dt, op=dist.ReduceOp.MAX)  # the slowest rank's time
             times.append(dt[0].item())
             losses.append(dt[1].item())
-            if o.rank == 0:
+            if o.rank == 0 and rnd >= 0:
                 print("EPOCH comm=%s round=%d epoch=%d seconds=%.4f loss=%.4f acc=%.4f"
                       % (comm, rnd, ep, times[-1], losses[-1], accuracy()), flush=True)
         # Replicas: every rank's parameters, gathered, must be bit-identical.
@@ -185,24 +191,29 @@ def rank_main(o):
              "loss": losses[-1], "acc": accuracy(), "identical": identical,
              "params": flat.numel()}
         if o.rank == 0:
-            print("RUN comm=%s round=%d epochs=%d epoch_s=%.4f first_epoch_s=%.4f loss=%.4f acc=%.4f "
-                  "replicas_identical=%s" % (comm, rnd, o.epochs, r["epoch_s"], r["first_epoch_s"],
-                                             r["loss"], r["acc"], identical), flush=True)
+            print("%s comm=%s round=%d epochs=%d epoch_s=%.4f first_epoch_s=%.4f loss=%.4f acc=%.4f "
+                  "replicas_identical=%s" % ("RUN" if rnd >= 0 else "WARMUP", comm, rnd, epochs,
+                                             r["epoch_s"], r["first_epoch_s"], r["loss"], r["acc"],
+                                             identical), flush=True)
         return r
 
     runs = {c: [] for c in o.comms}
     try:
+        warm = []
+        for comm in (o.comms if o.warmup_epochs > 0 else ()):
+            warm.append(train(comm, -1, o.warmup_epochs))
         for rnd in range(o.rounds):
             for comm in (o.comms if rnd % 2 == 0 else o.comms[::-1]):
-                runs[comm].append(train(comm, rnd))
+                runs[comm].append(train(comm, rnd, o.epochs))
     except RuntimeError as e:
         # an innet failure surfaces from backward() as DDP's RuntimeError
         print("error: rank %d: training failed: %s" % (o.rank, str(e).strip().splitlines()[0]),
               file=sys.stderr, flush=True)
         os._exit(4)  # no teardown: the peers may be gone
 
-    identical = all(r["identical"] for rs in runs.values() for r in rs)
+    identical = all(r["identical"] for rs in list(runs.values()) + [warm] for r in rs)
     kv = ["world=%d" % o.world, "epochs=%d" % o.epochs, "rounds=%d" % o.rounds,
+          "warmup_epochs=%d" % o.warmup_epochs,
           "steps_per_epoch=%d" % steps, "params=%d" % runs[o.comms[0]][0]["params"],
           "hidden=%d" % o.hidden, "bucket_cap_mb=%g" % o.bucket_cap_mb,
           "first_bucket_mb=%.3g" % (dist._DEFAULT_FIRST_BUCKET_BYTES / 1048576.0)]
