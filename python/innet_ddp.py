@@ -193,6 +193,8 @@ class InnetState:
                 self._allreduce(buf)
             except InnetDDPError as e:
                 fut.set_exception(e)
+            except Exception as e:  # never leave DDP waiting on a future
+                fut.set_exception(InnetDDPError("rank %d: innet hook: %r" % (self.rank, e)))
             else:
                 fut.set_result(buf)
 
@@ -201,7 +203,9 @@ class InnetState:
         a torch.futures.Future whose value is buf. Calls are made in
         submission order (which DDP keeps the same on every rank)."""
         fut = torch.futures.Future()
-        if self.overlap:
+        if self.worker is None:
+            fut.set_exception(InnetDDPError("rank %d: InnetState is closed" % self.rank, errno.EBADF))
+        elif self.overlap:
             self._queue.put((buf, fut))
         else:
             try:
