@@ -1,5 +1,5 @@
 /*
- * kv.c — the replicated key-value store of `innet kv`: a RESP server
+ * kv_server.c — the replicated key-value store of `innet kv`: a RESP server
  * (redis-cli and redis-benchmark work unmodified) on top of the Paxos log.
  *
  * Every command that reads or writes keys goes through the log; each replica
@@ -85,517 +85,10 @@
 
 #include "innet/switch.h"
 #include "consensus/kv.h"
+#include "consensus/kv_pvt.h"
 #include "consensus/wire.h"
 #include "innet/metrics.h"
 
-#define KV_MAX_ARGS    1024
-#define KV_INBUF_MAX   (1u << 20)
-#define KV_MAX_CONNS   4096
-#define KV_QUEUED      UINT64_MAX /* conn.inflight: its group waits for the next entry */
-#define KV_ENTRY_MAGIC0  'K'
-#define KV_ENTRY_MAGIC1  'V'
-#define KV_ENTRY_VERSION 1u
-#define KV_SNAPSHOT_VERSION 2u
-#define KV_ENTRY_HDR   6u         /* 'K' 'V' version flags, u16 n_groups */
-#define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
-#define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
-
-/* ---- buffers ------------------------------------------------------------ */
-
-int kv_buf_append(struct kv_buf *b, const void *p, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *np = realloc(b->p, cap);
-		if (np == NULL) {
-			b->oom = true;
-			return -ENOMEM;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-static void buf_str(struct kv_buf *b, const char *s)
-{
-	kv_buf_append(b, s, strlen(s));
-}
-
-/* A RESP header: prefix char, number, CRLF (":42\r\n", "$5\r\n", "*3\r\n"). */
-static void buf_num(struct kv_buf *b, char prefix, long long v)
-{
-	char tmp[48];
-	int n = snprintf(tmp, sizeof(tmp), "%c%lld\r\n", prefix, v);
-	kv_buf_append(b, tmp, (size_t)n);
-}
-
-static void buf_bulk(struct kv_buf *b, const char *p, size_t n)
-{
-	buf_num(b, '$', (long long)n);
-	kv_buf_append(b, p, n);
-	kv_buf_append(b, "\r\n", 2);
-}
-
-void kv_buf_free(struct kv_buf *b)
-{
-	free(b->p);
-	*b = (struct kv_buf){ 0 };
-}
-
-static void buf_consume(struct kv_buf *b, size_t n)
-{
-	if (n == 0)
-		return; /* b->p may still be NULL */
-	memmove(b->p, b->p + n, b->len - n);
-	b->len -= n;
-}
-
-/* ---- the store: a chained hash map of byte strings ---------------------- */
-
-struct kv_item {
-	struct kv_item *next;
-	uint64_t hash;
-	size_t klen, vlen;
-	char *val;
-	char key[];
-};
-
-struct kv_store {
-	struct kv_item **tab;
-	size_t cap, n;
-	uint64_t removed;      /* learner ids removed from the trim group (REPLICA REMOVE) */
-	uint32_t n_learners;   /* replicas of the log (learner ids 0..n-1); 0 = not known */
-	bool oom;              /* a write found no memory: this copy is no longer the log's */
-};
-
-static uint64_t fnv(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-	return h;
-}
-
-struct kv_store *kv_store_create(void)
-{
-	struct kv_store *s = calloc(1, sizeof(*s));
-	if (s == NULL)
-		return NULL;
-	s->cap = 1024;
-	s->tab = calloc(s->cap, sizeof(*s->tab));
-	if (s->tab == NULL) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-void kv_store_destroy(struct kv_store *s)
-{
-	if (s == NULL)
-		return;
-	for (size_t i = 0; i < s->cap; i++)
-		for (struct kv_item *it = s->tab[i], *nx; it; it = nx) {
-			nx = it->next;
-			free(it->val);
-			free(it);
-		}
-	free(s->tab);
-	free(s);
-}
-
-static struct kv_item **find(struct kv_store *s, const char *k, size_t kl, uint64_t h)
-{
-	struct kv_item **pp = &s->tab[h & (s->cap - 1)];
-	for (; *pp; pp = &(*pp)->next)
-		if ((*pp)->hash == h && (*pp)->klen == kl && memcmp((*pp)->key, k, kl) == 0)
-			return pp;
-	return pp;
-}
-
-static void grow(struct kv_store *s)
-{
-	size_t cap = s->cap * 2;
-	struct kv_item **t = calloc(cap, sizeof(*t));
-	if (t == NULL)
-		return; /* stay at this size: longer chains, still correct */
-	for (size_t i = 0; i < s->cap; i++)
-		for (struct kv_item *it = s->tab[i], *nx; it; it = nx) {
-			nx = it->next;
-			it->next = t[it->hash & (cap - 1)];
-			t[it->hash & (cap - 1)] = it;
-		}
-	free(s->tab);
-	s->tab = t;
-	s->cap = cap;
-}
-
-static struct kv_item *get(struct kv_store *s, const char *k, size_t kl)
-{
-	return *find(s, k, kl, fnv(k, kl));
-}
-
-static void set(struct kv_store *s, const char *k, size_t kl, const char *v, size_t vl)
-{
-	uint64_t h = fnv(k, kl);
-	struct kv_item **pp = find(s, k, kl, h);
-	char *nv = malloc(vl ? vl : 1);
-	if (nv == NULL) {
-		s->oom = true;   /* kv_store_oom(): the server stops */
-		return;
-	}
-	memcpy(nv, v, vl);
-	if (*pp) {
-		free((*pp)->val);
-		(*pp)->val = nv;
-		(*pp)->vlen = vl;
-		return;
-	}
-	struct kv_item *it = malloc(sizeof(*it) + kl);
-	if (it == NULL) {
-		free(nv);
-		s->oom = true;
-		return;
-	}
-	it->hash = h;
-	it->klen = kl;
-	memcpy(it->key, k, kl);
-	it->val = nv;
-	it->vlen = vl;
-	it->next = NULL;
-	*pp = it;
-	if (++s->n > s->cap)
-		grow(s);
-}
-
-static bool del(struct kv_store *s, const char *k, size_t kl)
-{
-	struct kv_item **pp = find(s, k, kl, fnv(k, kl));
-	if (*pp == NULL)
-		return false;
-	struct kv_item *it = *pp;
-	*pp = it->next;
-	free(it->val);
-	free(it);
-	s->n--;
-	return true;
-}
-
-void kv_store_set_learners(struct kv_store *s, uint32_t n_learners)
-{
-	s->n_learners = n_learners;
-}
-
-uint64_t kv_store_removed(const struct kv_store *s)
-{
-	return s->removed;
-}
-
-bool kv_store_oom(const struct kv_store *s)
-{
-	return s->oom;
-}
-
-uint64_t kv_store_digest(const struct kv_store *s)
-{
-	uint64_t d = s->n + s->removed * 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < s->cap; i++)
-		for (const struct kv_item *it = s->tab[i]; it; it = it->next)
-			d += it->hash * 31 + fnv(it->val, it->vlen); /* order-independent */
-	return d;
-}
-
-static bool parse_ll(const char *p, size_t n, long long *out)
-{
-	if (n == 0 || n > 20)
-		return false;
-	char tmp[24];
-	memcpy(tmp, p, n);
-	tmp[n] = '\0';
-	if (tmp[0] == '+' || isspace((unsigned char)tmp[0]) || (n > 1 && tmp[0] == '0') ||
-	    (n > 2 && tmp[0] == '-' && tmp[1] == '0'))
-		return false;
-	char *end;
-	errno = 0;
-	long long v = strtoll(tmp, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* Commands that go through the log, with redis's arity (negative: at least). */
-static const struct {
-	const char *name;
-	int arity;
-} logged[] = {
-	{ "get", 2 }, { "set", 3 }, { "del", -2 }, { "incr", 2 }, { "decr", 2 },
-	{ "incrby", 3 }, { "exists", -2 }, { "mget", -2 }, { "mset", -3 }, { "dbsize", 1 },
-	{ "replica", 3 },
-};
-
-static int logged_index(const char *name)
-{
-	for (size_t i = 0; i < sizeof(logged) / sizeof(logged[0]); i++)
-		if (!strcasecmp(name, logged[i].name))
-			return (int)i;
-	return -1;
-}
-
-/* True if argc fits the arity of logged command li (MSET: key value pairs). */
-static bool arity_ok(int li, int argc)
-{
-	int ar = logged[li].arity;
-	if (ar < 0 && argc < -ar)
-		return false;
-	if (ar > 0 && argc != ar)
-		return false;
-	return strcmp(logged[li].name, "mset") != 0 || argc % 2 == 1;
-}
-
-/* Redis's reply to a wrong number of arguments. */
-static void arity_error(struct kv_buf *out, int li)
-{
-	char msg[96];
-	snprintf(msg, sizeof(msg), "-ERR wrong number of arguments for '%s' command\r\n",
-		 logged[li].name);
-	kv_buf_append(out, msg, strlen(msg));
-}
-
-static void incr_by(struct kv_store *s, const char *k, size_t kl, long long by, struct kv_buf *out)
-{
-	struct kv_item *it = get(s, k, kl);
-	long long v = 0;
-	if (it && !parse_ll(it->val, it->vlen, &v)) {
-		buf_str(out, "-ERR value is not an integer or out of range\r\n");
-		return;
-	}
-	if ((by > 0 && v > LLONG_MAX - by) || (by < 0 && v < LLONG_MIN - by)) {
-		buf_str(out, "-ERR increment or decrement would overflow\r\n");
-		return;
-	}
-	v += by;
-	char tmp[24];
-	int n = snprintf(tmp, sizeof(tmp), "%lld", v);
-	set(s, k, kl, tmp, (size_t)n);
-	buf_num(out, ':', v);
-}
-
-/* REPLICA REMOVE|ADD id: the trim group's membership, part of the state
- * (so every replica changes it at the same log position, and snapshots
- * carry it). Removing the last member is refused. :1 changed, :0 already so. */
-static void replica_apply(struct kv_store *s, char *const *argv, const size_t *lens,
-			  struct kv_buf *out)
-{
-	bool rm = !strcasecmp(argv[1], "remove"), add = !strcasecmp(argv[1], "add");
-	long long id;
-	uint32_t max = s->n_learners ? s->n_learners : 64;
-	if ((!rm && !add) || !parse_ll(argv[2], lens[2], &id) || id < 0 || id >= (long long)max) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "-ERR usage: REPLICA REMOVE|ADD learner-id (0..%u)\r\n",
-			 max - 1);
-		buf_str(out, msg);
-		return;
-	}
-	uint64_t bit = 1ull << id;
-	uint64_t all = max >= 64 ? ~0ull : (1ull << max) - 1;
-	if (rm && !(s->removed & bit) && ((s->removed | bit) & all) == all) {
-		buf_str(out, "-ERR cannot remove the last replica\r\n");
-		return;
-	}
-	bool change = rm ? !(s->removed & bit) : (s->removed & bit) != 0;
-	s->removed = rm ? s->removed | bit : s->removed & ~bit;
-	buf_num(out, ':', change);
-}
-
-void kv_store_apply(struct kv_store *s, int argc, char *const *argv, const size_t *lens,
-		    struct kv_buf *out)
-{
-	const char *cmd = argv[0];
-	/* Arity is checked here too, not only where clients' commands enter: a
-	 * log entry from elsewhere (kv_entry_valid checks its framing only) must
-	 * not make a replica read past argv. */
-	int li = logged_index(cmd);
-	if (li >= 0 && !arity_ok(li, argc)) {
-		arity_error(out, li);
-		return;
-	}
-	if (!strcasecmp(cmd, "get")) {
-		struct kv_item *it = get(s, argv[1], lens[1]);
-		if (it)
-			buf_bulk(out, it->val, it->vlen);
-		else
-			buf_str(out, "$-1\r\n");
-	} else if (!strcasecmp(cmd, "set")) {
-		if (argc != 3) {
-			buf_str(out, "-ERR syntax error (innet kv supports SET key value only)\r\n");
-			return;
-		}
-		set(s, argv[1], lens[1], argv[2], lens[2]);
-		buf_str(out, "+OK\r\n");
-	} else if (!strcasecmp(cmd, "del") || !strcasecmp(cmd, "exists")) {
-		bool is_del = (cmd[0] | 0x20) == 'd';
-		long long n = 0;
-		for (int i = 1; i < argc; i++)
-			n += is_del ? del(s, argv[i], lens[i]) : get(s, argv[i], lens[i]) != NULL;
-		buf_num(out, ':', n);
-	} else if (!strcasecmp(cmd, "incr")) {
-		incr_by(s, argv[1], lens[1], 1, out);
-	} else if (!strcasecmp(cmd, "decr")) {
-		incr_by(s, argv[1], lens[1], -1, out);
-	} else if (!strcasecmp(cmd, "incrby")) {
-		long long by;
-		if (!parse_ll(argv[2], lens[2], &by))
-			buf_str(out, "-ERR value is not an integer or out of range\r\n");
-		else
-			incr_by(s, argv[1], lens[1], by, out);
-	} else if (!strcasecmp(cmd, "mget")) {
-		buf_num(out, '*', argc - 1);
-		for (int i = 1; i < argc; i++) {
-			struct kv_item *it = get(s, argv[i], lens[i]);
-			if (it)
-				buf_bulk(out, it->val, it->vlen);
-			else
-				buf_str(out, "$-1\r\n");
-		}
-	} else if (!strcasecmp(cmd, "mset")) {
-		if (argc % 2 != 1) {
-			buf_str(out, "-ERR wrong number of arguments for 'mset' command\r\n");
-			return;
-		}
-		for (int i = 1; i < argc; i += 2)
-			set(s, argv[i], lens[i], argv[i + 1], lens[i + 1]);
-		buf_str(out, "+OK\r\n");
-	} else if (!strcasecmp(cmd, "dbsize")) {
-		buf_num(out, ':', (long long)s->n);
-	} else if (!strcasecmp(cmd, "replica")) {
-		replica_apply(s, argv, lens, out);
-	} else {
-		buf_str(out, "-ERR unknown command\r\n");
-	}
-}
-
-/* ---- RESP parsing ------------------------------------------------------- */
-
-/* A line ending in \r\n starting at p; returns its length (without \r\n), or
- * -1 if incomplete. */
-static ssize_t line_at(const char *p, size_t len)
-{
-	const char *nl = memchr(p, '\n', len);
-	if (nl == NULL)
-		return -1;
-	return nl - p;
-}
-
-static bool parse_count(const char *p, size_t n, long long min, long long max, long long *out)
-{
-	if (n > 0 && p[n - 1] == '\r')
-		n--;
-	return parse_ll(p, n, out) && *out >= min && *out <= max;
-}
-
-ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_t *lens,
-		      int max_args, char *scratch, size_t scratch_len, char *err, size_t errlen)
-{
-	if (len == 0)
-		return 0;
-	size_t used = 0;
-	if (buf[0] != '*') {
-		/* inline command: words separated by spaces, up to \n */
-		ssize_t ln = line_at(buf, len);
-		if (ln < 0) {
-			if (len > 65536) {
-				snprintf(err, errlen, "-ERR Protocol error: too big inline request\r\n");
-				return -1;
-			}
-			return 0;
-		}
-		size_t end = (size_t)ln;
-		if (end > 0 && buf[end - 1] == '\r')
-			end--;
-		if (end + 1 > scratch_len) {
-			snprintf(err, errlen, "-ERR Protocol error: too big inline request\r\n");
-			return -1;
-		}
-		int n = 0;
-		size_t i = 0;
-		while (i < end) {
-			while (i < end && (buf[i] == ' ' || buf[i] == '\t'))
-				i++;
-			if (i >= end)
-				break;
-			if (n >= max_args) {
-				snprintf(err, errlen, "-ERR Protocol error: too many arguments\r\n");
-				return -1;
-			}
-			size_t st = i;
-			while (i < end && buf[i] != ' ' && buf[i] != '\t')
-				i++;
-			argv[n] = scratch + used;
-			lens[n] = i - st;
-			memcpy(scratch + used, buf + st, i - st);
-			scratch[used + i - st] = '\0';
-			used += i - st + 1;
-			n++;
-		}
-		*argc = n;
-		return ln + 1;
-	}
-	ssize_t ln = line_at(buf, len);
-	if (ln < 0)
-		return len > 64 ? (snprintf(err, errlen, "-ERR Protocol error: invalid multibulk length\r\n"), -1) : 0;
-	long long n;
-	if (!parse_count(buf + 1, (size_t)ln - 1, -1, max_args, &n)) {
-		snprintf(err, errlen, "-ERR Protocol error: invalid multibulk length\r\n");
-		return -1;
-	}
-	size_t pos = (size_t)ln + 1;
-	if (n <= 0) {
-		*argc = 0;
-		return (ssize_t)pos;
-	}
-	for (long long i = 0; i < n; i++) {
-		if (pos >= len)
-			return 0;
-		if (buf[pos] != '$') {
-			snprintf(err, errlen, "-ERR Protocol error: expected '$', got '%c'\r\n",
-				 isprint((unsigned char)buf[pos]) ? buf[pos] : '?');
-			return -1;
-		}
-		ln = line_at(buf + pos, len - pos);
-		if (ln < 0)
-			return len - pos > 64 ? (snprintf(err, errlen, "-ERR Protocol error: invalid bulk length\r\n"), -1) : 0;
-		long long bl;
-		if (!parse_count(buf + pos + 1, (size_t)ln - 1, 0, KV_INBUF_MAX, &bl)) {
-			snprintf(err, errlen, "-ERR Protocol error: invalid bulk length\r\n");
-			return -1;
-		}
-		pos += (size_t)ln + 1;
-		if (len - pos < (size_t)bl + 2)
-			return 0;
-		if (buf[pos + bl] != '\r' || buf[pos + bl + 1] != '\n') {
-			snprintf(err, errlen, "-ERR Protocol error: bulk string not terminated by CRLF\r\n");
-			return -1;
-		}
-		if (used + (size_t)bl + 1 > scratch_len) {
-			snprintf(err, errlen, "-ERR Protocol error: request too large\r\n");
-			return -1;
-		}
-		argv[i] = scratch + used;
-		lens[i] = (size_t)bl;
-		memcpy(scratch + used, buf + pos, (size_t)bl);
-		scratch[used + bl] = '\0';
-		used += (size_t)bl + 1;
-		pos += (size_t)bl + 2;
-	}
-	*argc = (int)n;
-	return (ssize_t)pos;
-}
 
 /* ---- the server --------------------------------------------------------- */
 
@@ -731,16 +224,16 @@ static void info_field(struct kv_buf *b, const char *name, uint64_t v)
 /* "name:1,4" (the set bits of m), "name:" if none. */
 static void info_mask(struct kv_buf *b, const char *name, uint64_t m)
 {
-	buf_str(b, name);
-	buf_str(b, ":");
+	kv_buf_str(b, name);
+	kv_buf_str(b, ":");
 	for (uint32_t i = 0, first = 1; i < 64; i++)
 		if (m & (1ull << i)) {
 			char tmp[8];
 			snprintf(tmp, sizeof(tmp), "%s%u", first ? "" : ",", i);
-			buf_str(b, tmp);
+			kv_buf_str(b, tmp);
 			first = 0;
 		}
-	buf_str(b, "\r\n");
+	kv_buf_str(b, "\r\n");
 }
 
 /* INFO: redis-style "name:value" lines; the per-stage counters. */
@@ -749,7 +242,7 @@ static void info_text(struct server *s, struct kv_buf *b)
 	const struct kv_stats *t = &s->st;
 	struct innet_paxos_stats ps;
 	innet_paxos_get_stats(s->px, &ps);
-	buf_str(b, "# innet kv\r\n");
+	kv_buf_str(b, "# innet kv\r\n");
 	info_field(b, "entry_version", KV_ENTRY_VERSION);
 	info_field(b, "value_max", PAXOS_VALUE_MAX);
 	info_field(b, "window", s->window);
@@ -757,12 +250,12 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "log_next", innet_paxos_delivered(s->px));
 	info_field(b, "keys", s->store->n);
 	info_field(b, "digest", kv_store_digest(s->store));
-	buf_str(b, "# replicas\r\n");
+	kv_buf_str(b, "# replicas\r\n");
 	info_field(b, "learner_id", s->c->paxos.learner_id);
 	info_field(b, "replicas", s->c->n_learners);
 	info_mask(b, "replicas_removed", kv_store_removed(s->store));
 	info_mask(b, "trim_reported_for", trim_proxied(s, innet_now_ns()));
-	buf_str(b, "# batching\r\n");
+	kv_buf_str(b, "# batching\r\n");
 	info_field(b, "loops", t->loops);
 	info_field(b, "entries_proposed", t->entries_proposed);
 	info_field(b, "groups_proposed", t->groups_proposed);
@@ -772,20 +265,20 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "entries_applied", t->entries_applied);
 	info_field(b, "commands_applied", t->cmds_applied);
 	info_field(b, "entries_bad", t->entries_bad);
-	buf_str(b, "# snapshots\r\n");
+	kv_buf_str(b, "# snapshots\r\n");
 	info_field(b, "stale", s->stale);
 	info_field(b, "snapshots_served", t->snapshots_served);
 	info_field(b, "conns_oom", t->conns_oom);
 	info_field(b, "snapshots_installed", t->snapshots_installed);
 	info_field(b, "snapshot_failures", t->snapshot_failures);
-	buf_str(b, "# time_us\r\n");
+	kv_buf_str(b, "# time_us\r\n");
 	info_field(b, "us_wait", t->ns_wait / 1000);
 	info_field(b, "us_clients", t->ns_clients / 1000);
 	info_field(b, "us_propose", t->ns_propose / 1000);
 	info_field(b, "us_learn", t->ns_learn / 1000);
 	info_field(b, "us_apply", t->ns_apply / 1000);
 	info_field(b, "us_reply", t->ns_reply / 1000);
-	buf_str(b, "# paxos\r\n");
+	kv_buf_str(b, "# paxos\r\n");
 	info_field(b, "delivered", ps.delivered);
 	info_field(b, "noops", ps.noops);
 	info_field(b, "duplicates", ps.duplicates);
@@ -903,33 +396,33 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 	const char *cmd = argv[0];
 	if (!strcasecmp(cmd, "ping")) {
 		if (argc == 1)
-			buf_str(&c->out, "+PONG\r\n");
+			kv_buf_str(&c->out, "+PONG\r\n");
 		else if (argc == 2)
-			buf_bulk(&c->out, argv[1], lens[1]);
+			kv_buf_bulk(&c->out, argv[1], lens[1]);
 		else
-			buf_str(&c->out, "-ERR wrong number of arguments for 'ping' command\r\n");
+			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'ping' command\r\n");
 	} else if (!strcasecmp(cmd, "echo")) {
 		if (argc == 2)
-			buf_bulk(&c->out, argv[1], lens[1]);
+			kv_buf_bulk(&c->out, argv[1], lens[1]);
 		else
-			buf_str(&c->out, "-ERR wrong number of arguments for 'echo' command\r\n");
+			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'echo' command\r\n");
 	} else if (!strcasecmp(cmd, "quit")) {
-		buf_str(&c->out, "+OK\r\n");
+		kv_buf_str(&c->out, "+OK\r\n");
 		c->closing = true;
 	} else if (!strcasecmp(cmd, "config") || !strcasecmp(cmd, "command")) {
-		buf_str(&c->out, "*0\r\n"); /* nothing to configure; redis-benchmark asks */
+		kv_buf_str(&c->out, "*0\r\n"); /* nothing to configure; redis-benchmark asks */
 	} else if (!strcasecmp(cmd, "snapshot")) {
 		if (argc != 1) {
-			buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
+			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
 		} else if (s->stale) {
-			buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
+			kv_buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
 		} else {
 			struct kv_buf b = { 0 };
 			snapshot_build(s, &b);
 			if (b.oom) {
-				buf_str(&c->out, "-ERR out of memory building the snapshot\r\n");
+				kv_buf_str(&c->out, "-ERR out of memory building the snapshot\r\n");
 			} else {
-				buf_bulk(&c->out, b.p, b.len);
+				kv_buf_bulk(&c->out, b.p, b.len);
 				s->st.snapshots_served++;
 			}
 			kv_buf_free(&b);
@@ -937,15 +430,15 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 	} else if (!strcasecmp(cmd, "info")) {
 		struct kv_buf b = { 0 };
 		info_text(s, &b);
-		buf_bulk(&c->out, b.p, b.len);
+		kv_buf_bulk(&c->out, b.p, b.len);
 		kv_buf_free(&b);
 	} else if (!strcasecmp(cmd, "select")) {
 		if (argc == 2 && lens[1] == 1 && argv[1][0] == '0')
-			buf_str(&c->out, "+OK\r\n");
+			kv_buf_str(&c->out, "+OK\r\n");
 		else
-			buf_str(&c->out, "-ERR DB index is out of range\r\n");
+			kv_buf_str(&c->out, "-ERR DB index is out of range\r\n");
 	} else {
-		int li = logged_index(cmd);
+		int li = kv_logged_index(cmd);
 		if (li < 0) {
 			char name[65], msg[160];
 			size_t k;
@@ -953,18 +446,18 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 				name[k] = isprint((unsigned char)cmd[k]) ? cmd[k] : ' ';
 			name[k] = '\0';
 			snprintf(msg, sizeof(msg), "-ERR unknown command '%s'\r\n", name);
-			buf_str(&c->out, msg);
+			kv_buf_str(&c->out, msg);
 			return true;
 		}
-		if (!arity_ok(li, argc)) {
-			arity_error(&c->out, li);
+		if (!kv_arity_ok(li, argc)) {
+			kv_arity_error(&c->out, li);
 			return true;
 		}
 		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
 			char msg[128];
 			snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
 						   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
-			buf_str(&c->out, msg);
+			kv_buf_str(&c->out, msg);
 			return true;
 		}
 		return false;
@@ -983,7 +476,7 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 static void replica_remove_received(struct server *s, const char *id, size_t len)
 {
 	long long v;
-	if (!parse_ll(id, len, &v) || v < 0 || v >= 64 || (uint64_t)v == s->c->paxos.learner_id ||
+	if (!kv_parse_ll(id, len, &v) || v < 0 || v >= 64 || (uint64_t)v == s->c->paxos.learner_id ||
 	    (s->c->n_learners && v >= (long long)s->c->n_learners))
 		return; /* the log answers the error */
 	s->tentative_until[v] = innet_now_ns() + 10000000000ull;
@@ -1019,7 +512,7 @@ static void conn_work(struct server *s, struct conn *c)
 					  sizeof(err));
 		if (r == 0) {
 			if (c->in.len >= KV_INBUF_MAX) {
-				buf_str(&c->out, "-ERR Protocol error: request too large\r\n");
+				kv_buf_str(&c->out, "-ERR Protocol error: request too large\r\n");
 				c->closing = true;
 			}
 			break;
@@ -1027,7 +520,7 @@ static void conn_work(struct server *s, struct conn *c)
 		if (r < 0) {
 			if (n_cmds > 0)
 				break; /* answer the group first */
-			buf_str(&c->out, err);
+			kv_buf_str(&c->out, err);
 			c->closing = true;
 			break;
 		}
@@ -1039,9 +532,9 @@ static void conn_work(struct server *s, struct conn *c)
 		 * size) joins a group that has started; anything else (a local
 		 * command, or an error to answer locally) ends the group and is
 		 * handled after its replies, which keeps the replies in order. */
-		int li = logged_index(s->argv[0]);
+		int li = kv_logged_index(s->argv[0]);
 		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (li < 0 || !arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
+		if (n_cmds > 0 && (li < 0 || !kv_arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
 			break; /* keep order: after the group */
 		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
 			consumed += (size_t)r;
@@ -1061,7 +554,7 @@ static void conn_work(struct server *s, struct conn *c)
 		n_cmds++;
 		consumed += (size_t)r;
 	}
-	buf_consume(&c->in, consumed);
+	kv_buf_consume(&c->in, consumed);
 	if (n_cmds > 0) {
 		c->qlen = (uint32_t)blen;
 		c->inflight = KV_QUEUED;
@@ -1083,7 +576,7 @@ static void entry_failed(struct server *s, uint64_t req, const char *msg)
 			failed[n++] = s->conns[i];
 	for (uint32_t i = 0; i < n; i++) {
 		for (uint32_t k = 0; k < failed[i]->inflight_cmds; k++)
-			buf_str(&failed[i]->out, msg);
+			kv_buf_str(&failed[i]->out, msg);
 		failed[i]->inflight = 0;
 		conn_flush(s, failed[i]);
 	}
@@ -1184,7 +677,7 @@ static void conn_flush(struct server *s, struct conn *c)
 		ssize_t n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n <= 0)
 			break;
-		buf_consume(&c->out, (size_t)n);
+		kv_buf_consume(&c->out, (size_t)n);
 	}
 	if (c->out.len == 0 && (c->closing || c->eof) && c->inflight == 0) {
 		conn_close(s, c);
@@ -1526,7 +1019,7 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 		size_t vl = get32(v + pos);
 		if (pos + 4 + vl > len)
 			goto bad;
-		set(st, k, kl, (const char *)v + pos + 4, vl);
+		kv_store_set(st, k, kl, (const char *)v + pos + 4, vl);
 		pos += 4 + vl;
 	}
 	if (st->oom) {
