@@ -85,13 +85,30 @@
  * packet on the user-space engine. */
 #define AGG_STEP __attribute__((noinline))
 
-/* What a per-element body works on (innet_loop's arg). */
+/* Elements per run: the per-element work goes run by run, each run of
+ * AGG_RUN packet elements and accumulators through one innet_pkt_ptr and one
+ * innet_reg_span per register — plain loads and stores, where the register
+ * helpers cost a map lookup and its checks per element on XDP (measured:
+ * docs/aggregation.md, "On the XDP target"). A run whose accumulators cross
+ * a register page, and the last run of a k that is not a multiple, go
+ * element by element with the helpers. */
+#define AGG_RUN 32u
+
+/* What a run works on (innet_loop's arg). */
 struct agg_elems {
 	struct innet_ctx *ctx;
 	struct innet_pkt *pkt;     /* elements after the headers */
 	uint32_t base;             /* the copy's first value (idx * k) */
-	bool b_used;               /* put_sum_one: bank B is in use */
+	uint32_t k;                /* elements per packet */
+	uint32_t i0;               /* the first element of the run going one by one */
+	bool b_used;               /* put_sum: bank B is in use */
 };
+
+/* Runs of k elements. */
+static inline uint32_t agg_runs(uint32_t k)
+{
+	return (k + AGG_RUN - 1) / AGG_RUN;
+}
 
 /* Element i of the packet's payload (after the headers), or NULL. */
 static inline uint32_t *pkt_el(struct innet_pkt *pkt, uint32_t i)
@@ -99,11 +116,33 @@ static inline uint32_t *pkt_el(struct innet_pkt *pkt, uint32_t i)
 	return innet_pkt_ptr(pkt, INNET_AGG_HDR_LEN + 4u * i, 4);
 }
 
+/* Run j's AGG_RUN elements of the packet, or NULL: the run is short (the
+ * last of a k that is not a multiple of AGG_RUN) or the packet is. */
+static inline uint32_t *pkt_run(const struct agg_elems *e, uint32_t j)
+{
+	if (j * AGG_RUN + AGG_RUN > e->k)
+		return NULL;
+	return innet_pkt_ptr(e->pkt, INNET_AGG_HDR_LEN + 4u * AGG_RUN * j, 4u * AGG_RUN);
+}
+
+/* The element-by-element way of run j: fn(n, e) for its elements i0 + n
+ * (an innet_loop of its own: on XDP a for loop over register helpers would
+ * make the verifier walk every element's checks). */
+#define AGG_EACH(e, j, fn)                                                      \
+	do {                                                                    \
+		(e)->i0 = (j) * AGG_RUN;                                        \
+		uint32_t n_ = (e)->k - (e)->i0 < AGG_RUN ? (e)->k - (e)->i0 : AGG_RUN; \
+		innet_loop(n_, fn, (e));                                        \
+		if (innet_faulted((e)->ctx))                                    \
+			return 1;                                               \
+	} while (0)
+
 /* Bank A, held exclusively: element i (big-endian) added with a plain load
  * and store, wrapping modulo 2^32. */
-static AGG_HOT long add_plain_one(uint32_t i, void *arg)
+static AGG_HOT long add_plain_one(uint32_t n, void *arg)
 {
 	struct agg_elems *e = arg;
+	uint32_t i = e->i0 + n;
 	const uint32_t *el = pkt_el(e->pkt, i);
 	if (el == NULL || innet_faulted(e->ctx))
 		return 1; /* (the handler checked the length; a fault drops the packet) */
@@ -112,14 +151,47 @@ static AGG_HOT long add_plain_one(uint32_t i, void *arg)
 	return 0;
 }
 
-/* Bank B, shared: an atomic add. */
-static AGG_HOT long add_atomic_one(uint32_t i, void *arg)
+static AGG_HOT long add_plain_run(uint32_t j, void *arg)
 {
 	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	const uint32_t *el = pkt_run(e, j);
+	uint32_t *acc = el != NULL ? innet_reg_span(e->ctx, R_VAL, e->base + j * AGG_RUN, AGG_RUN) : NULL;
+	if (acc != NULL) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			acc[n] += innet_be32(el[n]);
+		return 0;
+	}
+	AGG_EACH(e, j, add_plain_one);
+	return 0;
+}
+
+/* Bank B, shared: atomic adds. */
+static AGG_HOT long add_atomic_one(uint32_t n, void *arg)
+{
+	struct agg_elems *e = arg;
+	uint32_t i = e->i0 + n;
 	const uint32_t *el = pkt_el(e->pkt, i);
 	if (el == NULL || innet_faulted(e->ctx))
 		return 1;
 	innet_reg_fetch_add(e->ctx, R_VAL2, e->base + i, innet_be32(*el));
+	return 0;
+}
+
+static AGG_HOT long add_atomic_run(uint32_t j, void *arg)
+{
+	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	const uint32_t *el = pkt_run(e, j);
+	uint32_t *acc = el != NULL ? innet_reg_span(e->ctx, R_VAL2, e->base + j * AGG_RUN, AGG_RUN) : NULL;
+	if (acc != NULL) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			__atomic_fetch_add(&acc[n], innet_be32(el[n]), __ATOMIC_RELAXED);
+		return 0;
+	}
+	AGG_EACH(e, j, add_atomic_one);
 	return 0;
 }
 
@@ -133,9 +205,10 @@ static inline uint32_t sum_at(struct innet_ctx *ctx, uint32_t base, uint32_t i, 
 }
 
 /* Element i of a result: the sum, big-endian. */
-static AGG_HOT long put_sum_one(uint32_t i, void *arg)
+static AGG_HOT long put_sum_one(uint32_t n, void *arg)
 {
 	struct agg_elems *e = arg;
+	uint32_t i = e->i0 + n;
 	uint32_t *el = pkt_el(e->pkt, i);
 	if (el == NULL || innet_faulted(e->ctx))
 		return 1;
@@ -143,23 +216,86 @@ static AGG_HOT long put_sum_one(uint32_t i, void *arg)
 	return 0;
 }
 
-/* Zero element base + i of bank A (bank B). The register is in the code,
- * not in the arg: the verifier must know which map each one uses. */
-static AGG_HOT long zero_a_one(uint32_t i, void *arg)
+/* (A reply may read a copy while it is being reset for a later round: the
+ * caller's check of the state word afterwards catches that; volatile keeps
+ * the compiler from reading an element twice or not at all.) */
+static AGG_HOT long put_sum_run(uint32_t j, void *arg)
 {
 	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	uint32_t *el = pkt_run(e, j);
+	const volatile uint32_t *a =
+		el != NULL ? innet_reg_span(e->ctx, R_VAL, e->base + j * AGG_RUN, AGG_RUN) : NULL;
+	const volatile uint32_t *b =
+		a != NULL && e->b_used ? innet_reg_span(e->ctx, R_VAL2, e->base + j * AGG_RUN, AGG_RUN) : NULL;
+	if (a != NULL && !e->b_used) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			el[n] = innet_be32(a[n]);
+		return 0;
+	}
+	if (b != NULL) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			el[n] = innet_be32(a[n] + b[n]);
+		return 0;
+	}
+	AGG_EACH(e, j, put_sum_one);
+	return 0;
+}
+
+/* Zero run j of bank A (bank B). The register is in the code, not in the
+ * arg: the verifier must know which map each one uses. */
+static AGG_HOT long zero_a_one(uint32_t n, void *arg)
+{
+	struct agg_elems *e = arg;
+	uint32_t i = e->i0 + n;
 	if (innet_faulted(e->ctx))
 		return 1;
 	innet_reg_write(e->ctx, R_VAL, e->base + i, 0);
 	return 0;
 }
 
-static AGG_HOT long zero_b_one(uint32_t i, void *arg)
+static AGG_HOT long zero_a_run(uint32_t j, void *arg)
 {
 	struct agg_elems *e = arg;
 	if (innet_faulted(e->ctx))
 		return 1;
+	volatile uint32_t *a = j * AGG_RUN + AGG_RUN <= e->k
+				       ? innet_reg_span(e->ctx, R_VAL, e->base + j * AGG_RUN, AGG_RUN)
+				       : NULL;
+	if (a != NULL) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			a[n] = 0;
+		return 0;
+	}
+	AGG_EACH(e, j, zero_a_one);
+	return 0;
+}
+
+static AGG_HOT long zero_b_one(uint32_t n, void *arg)
+{
+	struct agg_elems *e = arg;
+	uint32_t i = e->i0 + n;
+	if (innet_faulted(e->ctx))
+		return 1;
 	innet_reg_write(e->ctx, R_VAL2, e->base + i, 0);
+	return 0;
+}
+
+static AGG_HOT long zero_b_run(uint32_t j, void *arg)
+{
+	struct agg_elems *e = arg;
+	if (innet_faulted(e->ctx))
+		return 1;
+	volatile uint32_t *b = j * AGG_RUN + AGG_RUN <= e->k
+				       ? innet_reg_span(e->ctx, R_VAL2, e->base + j * AGG_RUN, AGG_RUN)
+				       : NULL;
+	if (b != NULL) {
+		for (uint32_t n = 0; n < AGG_RUN; n++)
+			b[n] = 0;
+		return 0;
+	}
+	AGG_EACH(e, j, zero_b_one);
 	return 0;
 }
 
@@ -233,9 +369,9 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, str
 	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
 	if (h == NULL)
 		return pkt->len;
-	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k };
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k, .k = c->k };
 	e.b_used = put_result_hdr(ctx, c, h, r);
-	innet_loop(c->k, put_sum_one, &e);
+	innet_loop(agg_runs(c->k), put_sum_run, &e);
 	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
@@ -293,10 +429,10 @@ static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t
 	innet_reg_write(ctx, R_EXP, idx, 0);
 	innet_reg_write(ctx, R_OFF, idx, 0);
 	innet_reg_write(ctx, R_CALL, idx, 0);
-	struct agg_elems e = { .ctx = ctx, .base = idx * c->k };
-	innet_loop(c->k, zero_a_one, &e);
+	struct agg_elems e = { .ctx = ctx, .base = idx * c->k, .k = c->k };
+	innet_loop(agg_runs(c->k), zero_a_run, &e);
 	if (innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED)
-		innet_loop(c->k, zero_b_one, &e);
+		innet_loop(agg_runs(c->k), zero_b_run, &e);
 	innet_reg_write(ctx, R_ADDER, idx, 0);
 	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round));
 }
@@ -517,15 +653,15 @@ static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 	innet_reg_write(ctx, R_OFF, idx, innet_be32(a->offset));
 	innet_reg_write(ctx, R_CALL, idx, innet_be32(a->call));
 	uint8_t exp = a->exp;
-	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = idx * k };
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = idx * k, .k = k };
 	if (!(innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_EXCL) & ADDER_EXCL)) {
 		/* bank A is ours until we release it: plain adds (wrapping) */
-		innet_loop(k, add_plain_one, &e);
+		innet_loop(agg_runs(k), add_plain_run, &e);
 		innet_reg_fetch_and(ctx, R_ADDER, idx, ~(uint64_t)ADDER_EXCL);
 	} else {
 		/* another thread holds bank A right now: atomic adds into B */
 		innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_B_USED);
-		innet_loop(k, add_atomic_one, &e);
+		innet_loop(agg_runs(k), add_atomic_run, &e);
 	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
 	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;
