@@ -115,7 +115,6 @@ for o in pass faults; do
 		{ echo "skip: clang cannot build eBPF objects here"; exit 77; }
 done
 
-
 echo "--- namespaces: sw and w0..w3, veths of MTU 3500"
 ip netns add "$N-sw"
 in_ns sw ip link set lo up
@@ -196,7 +195,7 @@ for w in 0 1 2 3; do
 			action mirred egress redirect dev "$ifb"
 	done
 done
-before=$(stats)
+
 AR=(--slots 16 --k 858 --timeout-ms 20000 --rto-us 5000 --check)
 run_workers int32 1 47800 60 "${AR[@]}" --type int32 --count 60000 --iters 30
 wait_workers int32
@@ -235,14 +234,14 @@ run_workers strag 3 47800 60 --slots 16 --k 858 --timeout-ms 20000 --check --rej
 wait_workers strag
 st=$(stats)
 read -r tho fires emitted < <(jq_py 'p("agg")["handoffs"]["timer"], p("agg")["timer_fires"], p("agg")["emitted"]' <<<"$st" | tr -d '(),')
-summary "$DIR/strag-w0.out" worker done partial excluded rejoins check
-summary "$DIR/strag-w3.out" worker done partial excluded rejoins check
+summary "$DIR/strag-w0.out" worker "done" partial excluded rejoins check
+summary "$DIR/strag-w3.out" worker "done" partial excluded rejoins check
 echo "    timer arms handed over by eBPF $tho, timer fires $fires, results emitted from user space $emitted"
 # (a prompt worker that started later than the timer — four processes on a
 # loaded machine — may have rejoined once too: most of its calls, not all)
 for w in 0 1 2; do
 	[ "$(field partial "$DIR/strag-w$w.out")" -gt 0 ] || fail "worker $w: no partial result"
-	[ "$(field done "$DIR/strag-w$w.out")" -ge 50 ] || fail "worker $w: fewer than 50 calls of 60 done"
+	[ "$(field "done" "$DIR/strag-w$w.out")" -ge 50 ] || fail "worker $w: fewer than 50 calls of 60 done"
 done
 [ "$(field excluded "$DIR/strag-w3.out")" -gt 0 ] && [ "$(field rejoins "$DIR/strag-w3.out")" -gt 0 ] ||
 	fail "the straggler was never excluded and out of step"
@@ -271,7 +270,7 @@ pids=()
 j=$(field joined_at "$DIR/rj-w3.out")
 echo "    restarted worker joined at call $j of $ITERS; others' last partial call $(field last_partial "$DIR/rj-w0.out")"
 [ "$j" -gt 0 ] && [ "$j" -lt $ITERS ] || fail "joined at $j: not mid-job"
-[ "$(field done "$DIR/rj-w3.out")" -gt 0 ] || fail "the restarted worker did no call"
+[ "$(field "done" "$DIR/rj-w3.out")" -gt 0 ] || fail "the restarted worker did no call"
 grep -q "check=ok rc=0" "$DIR/rj-w3.out" || fail "restarted worker: check"
 for w in 0 1 2; do
 	grep -q "check=ok rc=0" "$DIR/rj-w$w.out" || fail "worker $w: check"
