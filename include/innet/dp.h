@@ -62,6 +62,9 @@ extern "C" {
 #define INNET_SCRATCH_SIZE  INNET_PKT_MAX
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
+/* A span (innet_reg_span) never crosses a multiple of this many bytes of a
+ * register (on XDP a register is an array map of pages this size). */
+#define INNET_REG_PAGE      4096u
 
 /* Limits on declarations. */
 #define INNET_MAX_REGS      32u
@@ -306,6 +309,24 @@ static inline __attribute__((always_inline)) uint64_t innet_hash(const void *dat
  * compile-time bound stays the choice for a handful of iterations.
  */
 typedef long (*innet_loop_fn)(uint32_t i, void *arg);
+
+/*
+ * Spans. innet_reg_span(ctx, r, idx, n) gives elements idx .. idx + n - 1 of
+ * register r (1-, 2-, 4- or 8-byte elements) as memory — `uint32_t *` for a
+ * 4-byte register — for a loop of plain loads and stores: on XDP each
+ * innet_reg_read/write is a map lookup with its checks (some 40 eBPF
+ * instructions), a span is one lookup for n elements. n must be a
+ * compile-time constant (the verifier checks each access through the pointer
+ * against it). It returns NULL without a fault where the span would cross a
+ * multiple of INNET_REG_PAGE bytes of the register (the same place on both
+ * targets): the caller then goes element by element with the helpers. It
+ * faults (reg_out_of_range) and returns NULL if the span leaves the register.
+ * It counts n register operations. Loads and stores through it are plain,
+ * not atomic: use it for elements no other executor writes meanwhile (agg's
+ * bank A, which a contributor holds under its EXCL bit) or where a version
+ * check catches a concurrent writer (agg's answers read a copy, then check
+ * its state word). Keep the pointer only until the handler returns.
+ */
 
 #ifdef __cplusplus
 }

@@ -316,6 +316,33 @@ static inline uint64_t innet_reg_fetch_max(struct innet_ctx *ctx, unsigned r, ui
 	return 0;
 }
 
+/* Span: elements idx .. idx + n - 1 of register r (1-, 2-, 4- or 8-byte
+ * elements) as memory, for a loop of plain loads and stores over many
+ * elements (innet/dp.h, "Spans"). NULL without a fault when the span crosses
+ * a 4 KiB boundary of the register's memory (a page of the register's map
+ * on XDP: the caller goes element by element there); NULL with a fault
+ * (reg_out_of_range) when it leaves the register or n is 0. Counts n register
+ * operations, when it succeeds. */
+static inline void *innet_reg_span(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint32_t n)
+{
+	if (INNET_UNLIKELY(r >= ctx->n_regs || n == 0 || ctx->regs[r].width > 8 ||
+			   idx >= ctx->regs[r].count || n > ctx->regs[r].count - idx ||
+			   n > INNET_REG_PAGE)) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return NULL;
+	}
+	struct innet_reg *reg = &ctx->regs[r];
+	size_t off = (size_t)idx * reg->width, bytes = (size_t)n * reg->width;
+	if ((off & (INNET_REG_PAGE - 1)) + bytes > INNET_REG_PAGE)
+		return NULL;
+	ctx->use.reg_ops += n;
+	if (INNET_UNLIKELY(ctx->use.reg_ops > ctx->reg_ops_budget)) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		return NULL;
+	}
+	return reg->mem + off;
+}
+
 /* Copy the n-byte element idx of a blob register to dst (n <= width). */
 void innet_reg_read_bytes(struct innet_ctx *ctx, unsigned r, uint32_t idx, void *dst, uint32_t n);
 /* Copy n bytes from src into element idx of a blob register (n <= width). Not

@@ -446,6 +446,36 @@ INNET__INLINE uint8_t *innet__reg_blob(struct innet_ctx *ctx, unsigned r, uint32
 	return e;
 }
 
+/* innet/dp.h's span: elements idx .. idx + n - 1 of register r within one
+ * page of its map (n a compile-time constant: the verifier checks every
+ * access through the pointer against the page's bounds). */
+INNET__INLINE void *innet_reg_span(struct innet_ctx *ctx, unsigned r, uint32_t idx, uint32_t n)
+{
+	if (r >= INNET_MAX_REGS || r >= INNET__L.n_regs || n == 0 || INNET__W(r) > 8 ||
+	    idx >= INNET__L.regs[r].count || n > INNET__L.regs[r].count - idx ||
+	    n > INNET_REG_PAGE) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return (void *)0;
+	}
+	uint64_t off = (uint64_t)idx << INNET__L.regs[r].shift;
+	uint32_t bytes = n << INNET__L.regs[r].shift;
+	uint32_t in = (uint32_t)(off & (INNET__PAGE - 1));
+	if (bytes > INNET__PAGE || in > INNET__PAGE - bytes)
+		return (void *)0;
+	ctx->use.reg_ops += n;
+	if (innet__over_budget(ctx)) {
+		innet__fault(ctx, INNET_DROP_REG_BUDGET);
+		return (void *)0;
+	}
+	uint32_t page = (uint32_t)(off >> 12);
+	uint8_t *base = bpf_map_lookup_elem(innet__reg_map(r), &page);
+	if (base == (void *)0) {
+		innet__fault(ctx, INNET_DROP_REG_OOB);
+		return (void *)0;
+	}
+	return base + in;
+}
+
 INNET__INLINE uint64_t innet_reg_read(struct innet_ctx *ctx, unsigned r, uint32_t idx)
 {
 	if (!innet__reg_check(ctx, r, idx))

@@ -72,8 +72,8 @@
 
 /* The per-element work (k up to 2294 per packet) is the program's hot path.
  * It runs in innet_loop (on XDP bpf_loop: the verifier checks each body once,
- * not once per element); `flatten` inlines the register helpers into the
- * bodies (gcc and clang otherwise keep innet_reg_read/write as calls:
+ * not once per run of elements) over spans (below); `flatten` inlines the
+ * helpers into the bodies (gcc and clang otherwise keep them as calls:
  * measured 3x slower). */
 #define AGG_HOT __attribute__((flatten))
 
@@ -85,82 +85,175 @@
  * packet on the user-space engine. */
 #define AGG_STEP __attribute__((noinline))
 
-/* What a per-element body works on (innet_loop's arg). */
+/* The per-element work goes through spans (innet_reg_span): many
+ * accumulators and packet elements at a time with plain loads and stores,
+ * where each register helper costs a map lookup and its checks on XDP
+ * (measured: docs/aggregation.md, "On the XDP target"). A copy's
+ * accumulators start at idx * k, anywhere in a register page, so a span is
+ * aligned to its length in the register and never crosses a page: a call's
+ * k elements are a head of pieces (1, 2, 4, 8 or 16 elements, each aligned
+ * to its length) up to a multiple of AGG_RUN in the register, runs of
+ * AGG_RUN, and a tail of pieces. */
+#define AGG_RUN 32u
+_Static_assert(INNET_REG_PAGE % (4u * AGG_RUN) == 0, "an aligned run never crosses a register page");
+
+/* What the element loops work on (innet_loop's arg). */
 struct agg_elems {
 	struct innet_ctx *ctx;
 	struct innet_pkt *pkt;     /* elements after the headers */
-	uint32_t base;             /* the copy's first value (idx * k) */
-	bool b_used;               /* put_sum_one: bank B is in use */
+	uint32_t base;             /* the copy's first accumulator (idx * k) */
+	uint32_t k;                /* elements per packet */
+	uint32_t p;                /* pieces: the next one's first element */
+	uint32_t end;              /* pieces: up to here */
+	uint32_t head;             /* elements before the first aligned run */
+	bool b_used;               /* put_sum: bank B is in use */
 };
 
-/* Element i of the packet's payload (after the headers), or NULL. */
-static inline uint32_t *pkt_el(struct innet_pkt *pkt, uint32_t i)
+/* The k elements of e: fn_piece for the head, fn_run for the aligned runs,
+ * fn_piece for the tail (a macro: bpf_loop wants each callback by name). */
+#define AGG_ELEMENTS(e, fn_piece, fn_run)                                          \
+	do {                                                                       \
+		uint32_t h_ = (AGG_RUN - (e)->base % AGG_RUN) % AGG_RUN;           \
+		(e)->head = h_ < (e)->k ? h_ : (e)->k;                             \
+		(e)->p = 0;                                                        \
+		(e)->end = (e)->head;                                              \
+		innet_loop(2 * 5, (fn_piece), (e)); /* at most 2 per power of two */ \
+		innet_loop(((e)->k - (e)->head) / AGG_RUN, (fn_run), (e));         \
+		(e)->p = (e)->k - ((e)->k - (e)->head) % AGG_RUN;                  \
+		(e)->end = (e)->k;                                                 \
+		innet_loop(5, (fn_piece), (e));                                    \
+	} while (0)
+
+/* The next piece's length: the largest power of two up to AGG_RUN / 2 that
+ * fits before e->end and to which the piece's first accumulator is aligned;
+ * 0 when the pieces are done. */
+static inline uint32_t agg_piece(const struct agg_elems *e)
 {
-	return innet_pkt_ptr(pkt, INNET_AGG_HDR_LEN + 4u * i, 4);
+	uint32_t rem = e->end > e->p ? e->end - e->p : 0, x = e->base + e->p, n = AGG_RUN / 2;
+	if (rem == 0)
+		return 0;
+	for (uint32_t t = 0; t < 4; t++)
+		if (n > rem || (x & (n - 1)) != 0)
+			n >>= 1;
+	return n;
 }
 
-/* Bank A, held exclusively: element i (big-endian) added with a plain load
- * and store, wrapping modulo 2^32. */
-static AGG_HOT long add_plain_one(uint32_t i, void *arg)
+/* One piece or run of each operation, a constant n elements from element p:
+ * false when the packet or the register refused the span (a fault: the
+ * packet is dropped; the handler checked the length). */
+static inline __attribute__((always_inline)) bool add_plain_span(struct agg_elems *e, uint32_t p,
+								 uint32_t n)
 {
-	struct agg_elems *e = arg;
-	const uint32_t *el = pkt_el(e->pkt, i);
-	if (el == NULL || innet_faulted(e->ctx))
-		return 1; /* (the handler checked the length; a fault drops the packet) */
-	innet_reg_write(e->ctx, R_VAL, e->base + i,
-			innet_reg_read(e->ctx, R_VAL, e->base + i) + innet_be32(*el));
-	return 0;
+	/* bank A, held exclusively: plain adds, wrapping modulo 2^32 */
+	const uint32_t *el = innet_pkt_ptr(e->pkt, INNET_AGG_HDR_LEN + 4u * p, 4u * n);
+	uint32_t *acc = el != NULL ? innet_reg_span(e->ctx, R_VAL, e->base + p, n) : NULL;
+	if (acc == NULL)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		acc[i] += innet_be32(el[i]);
+	return true;
 }
 
-/* Bank B, shared: an atomic add. */
-static AGG_HOT long add_atomic_one(uint32_t i, void *arg)
+static inline __attribute__((always_inline)) bool add_atomic_span(struct agg_elems *e, uint32_t p,
+								  uint32_t n)
 {
-	struct agg_elems *e = arg;
-	const uint32_t *el = pkt_el(e->pkt, i);
-	if (el == NULL || innet_faulted(e->ctx))
-		return 1;
-	innet_reg_fetch_add(e->ctx, R_VAL2, e->base + i, innet_be32(*el));
-	return 0;
+	/* bank B, shared: atomic adds */
+	const uint32_t *el = innet_pkt_ptr(e->pkt, INNET_AGG_HDR_LEN + 4u * p, 4u * n);
+	uint32_t *acc = el != NULL ? innet_reg_span(e->ctx, R_VAL2, e->base + p, n) : NULL;
+	if (acc == NULL)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_fetch_add(&acc[i], innet_be32(el[i]), __ATOMIC_RELAXED);
+	return true;
 }
 
-/* Sum i of a copy whose values start at base: bank A, plus bank B if used. */
+/* The sums (bank A, plus bank B if used), big-endian, into the packet. (A
+ * reply may read a copy while it is being reset for a later round: the
+ * caller's check of the state word afterwards catches that; volatile keeps
+ * the compiler from reading an element twice or not at all.) */
+static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems *e, uint32_t p,
+							       uint32_t n)
+{
+	uint32_t *el = innet_pkt_ptr(e->pkt, INNET_AGG_HDR_LEN + 4u * p, 4u * n);
+	const volatile uint32_t *a = el != NULL ? innet_reg_span(e->ctx, R_VAL, e->base + p, n) : NULL;
+	if (a == NULL)
+		return false;
+	if (!e->b_used) {
+		for (uint32_t i = 0; i < n; i++)
+			el[i] = innet_be32(a[i]);
+		return true;
+	}
+	const volatile uint32_t *b = innet_reg_span(e->ctx, R_VAL2, e->base + p, n);
+	if (b == NULL)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		el[i] = innet_be32(a[i] + b[i]);
+	return true;
+}
+
+/* Zero accumulators of bank A (bank B). The register is in the code, not in
+ * the arg: the verifier must know which map each one uses. */
+static inline __attribute__((always_inline)) bool zero_a_span(struct agg_elems *e, uint32_t p,
+							      uint32_t n)
+{
+	volatile uint32_t *a = innet_reg_span(e->ctx, R_VAL, e->base + p, n);
+	if (a == NULL)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		a[i] = 0;
+	return true;
+}
+
+static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *e, uint32_t p,
+							      uint32_t n)
+{
+	volatile uint32_t *b = innet_reg_span(e->ctx, R_VAL2, e->base + p, n);
+	if (b == NULL)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = 0;
+	return true;
+}
+
+/* The loop bodies of operation OP: OP_piece (head and tail: the next piece,
+ * 1 when they are done) and OP_run (aligned run j). */
+#define AGG_LOOPS(op)                                                              \
+	static AGG_HOT long op##_piece(uint32_t i, void *arg)                      \
+	{                                                                          \
+		struct agg_elems *e = arg;                                         \
+		uint32_t n = agg_piece(e);                                         \
+		bool ok;                                                           \
+		switch (n) {                                                       \
+		case 0: return 1;                                                  \
+		case 16: ok = op##_span(e, e->p, 16); break;                       \
+		case 8: ok = op##_span(e, e->p, 8); break;                         \
+		case 4: ok = op##_span(e, e->p, 4); break;                         \
+		case 2: ok = op##_span(e, e->p, 2); break;                         \
+		default: ok = op##_span(e, e->p, 1); break;                        \
+		}                                                                  \
+		e->p += n;                                                         \
+		return ok ? 0 : 1;                                                 \
+	}                                                                          \
+	static AGG_HOT long op##_run(uint32_t j, void *arg)                        \
+	{                                                                          \
+		struct agg_elems *e = arg;                                         \
+		return op##_span(e, e->head + j * AGG_RUN, AGG_RUN) ? 0 : 1;       \
+	}
+
+AGG_LOOPS(add_plain)
+AGG_LOOPS(add_atomic)
+AGG_LOOPS(put_sum)
+AGG_LOOPS(zero_a)
+AGG_LOOPS(zero_b)
+
+/* Sum i of a copy whose values start at base: bank A, plus bank B if used
+ * (the straggler timer's result, in user space). */
 static inline uint32_t sum_at(struct innet_ctx *ctx, uint32_t base, uint32_t i, bool b_used)
 {
 	if (b_used)
 		return (uint32_t)(innet_reg_read(ctx, R_VAL, base + i) +
 				  innet_reg_read(ctx, R_VAL2, base + i));
 	return (uint32_t)innet_reg_read(ctx, R_VAL, base + i);
-}
-
-/* Element i of a result: the sum, big-endian. */
-static AGG_HOT long put_sum_one(uint32_t i, void *arg)
-{
-	struct agg_elems *e = arg;
-	uint32_t *el = pkt_el(e->pkt, i);
-	if (el == NULL || innet_faulted(e->ctx))
-		return 1;
-	*el = innet_be32(sum_at(e->ctx, e->base, i, e->b_used));
-	return 0;
-}
-
-/* Zero element base + i of bank A (bank B). The register is in the code,
- * not in the arg: the verifier must know which map each one uses. */
-static AGG_HOT long zero_a_one(uint32_t i, void *arg)
-{
-	struct agg_elems *e = arg;
-	if (innet_faulted(e->ctx))
-		return 1;
-	innet_reg_write(e->ctx, R_VAL, e->base + i, 0);
-	return 0;
-}
-
-static AGG_HOT long zero_b_one(uint32_t i, void *arg)
-{
-	struct agg_elems *e = arg;
-	if (innet_faulted(e->ctx))
-		return 1;
-	innet_reg_write(e->ctx, R_VAL2, e->base + i, 0);
-	return 0;
 }
 
 static inline uint32_t st_tag(uint64_t w)
@@ -233,9 +326,9 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, str
 	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
 	if (h == NULL)
 		return pkt->len;
-	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k };
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k, .k = c->k };
 	e.b_used = put_result_hdr(ctx, c, h, r);
-	innet_loop(c->k, put_sum_one, &e);
+	AGG_ELEMENTS(&e, put_sum_piece, put_sum_run);
 	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
@@ -293,10 +386,10 @@ static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t
 	innet_reg_write(ctx, R_EXP, idx, 0);
 	innet_reg_write(ctx, R_OFF, idx, 0);
 	innet_reg_write(ctx, R_CALL, idx, 0);
-	struct agg_elems e = { .ctx = ctx, .base = idx * c->k };
-	innet_loop(c->k, zero_a_one, &e);
+	struct agg_elems e = { .ctx = ctx, .base = idx * c->k, .k = c->k };
+	AGG_ELEMENTS(&e, zero_a_piece, zero_a_run);
 	if (innet_reg_read(ctx, R_ADDER, idx) & ADDER_B_USED)
-		innet_loop(c->k, zero_b_one, &e);
+		AGG_ELEMENTS(&e, zero_b_piece, zero_b_run);
 	innet_reg_write(ctx, R_ADDER, idx, 0);
 	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round));
 }
@@ -517,15 +610,15 @@ static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 	innet_reg_write(ctx, R_OFF, idx, innet_be32(a->offset));
 	innet_reg_write(ctx, R_CALL, idx, innet_be32(a->call));
 	uint8_t exp = a->exp;
-	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = idx * k };
+	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = idx * k, .k = k };
 	if (!(innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_EXCL) & ADDER_EXCL)) {
 		/* bank A is ours until we release it: plain adds (wrapping) */
-		innet_loop(k, add_plain_one, &e);
+		AGG_ELEMENTS(&e, add_plain_piece, add_plain_run);
 		innet_reg_fetch_and(ctx, R_ADDER, idx, ~(uint64_t)ADDER_EXCL);
 	} else {
 		/* another thread holds bank A right now: atomic adds into B */
 		innet_reg_fetch_or(ctx, R_ADDER, idx, ADDER_B_USED);
-		innet_loop(k, add_atomic_one, &e);
+		AGG_ELEMENTS(&e, add_atomic_piece, add_atomic_run);
 	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
 	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;

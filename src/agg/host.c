@@ -400,8 +400,11 @@ static int flush_tx(struct innet_agg *a)
 			}
 			int err = errno;
 			struct msghdr *mh = &a->tx_msgs[sent].msg_hdr;
-			if (mh->msg_iovlen > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP)) {
-				/* no GSO here: these one by one, and none from now on */
+			if (mh->msg_iovlen > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP || err == EMSGSIZE)) {
+				/* no GSO here (EMSGSIZE: a segment larger than the route's
+				 * MTU, which GSO cannot fragment — a jumbo k over an XDP
+				 * switch's 3500-byte links): these one by one (the kernel
+				 * fragments what exceeds the MTU), and none from now on */
 				a->tx_segs = 1;
 				for (size_t j = 0; j < mh->msg_iovlen; j++) {
 					struct msghdr one = { .msg_name = &a->to, .msg_namelen = sizeof(a->to),

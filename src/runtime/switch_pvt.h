@@ -350,6 +350,7 @@ int innet_timerq_start(struct innet_switch *sw);
 void innet_timerq_stop(struct innet_switch *sw);
 int innet_timerq_arm(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns,
 		     uint64_t arg);
+int innet_timerq_push(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns);
 
 /* link.c: link emulation. */
 enum innet_link_fate {

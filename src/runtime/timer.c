@@ -6,6 +6,9 @@
  *   2. push (program, timer, deadline) into a bounded lock-free MPSC ring;
  *   3. if the deadline is earlier than the time the timer thread plans to
  *      wake up, kick its eventfd (rare: only when it sleeps longer).
+ * On the XDP target the eBPF program does step 1 itself, on the mmap'ed
+ * slots, and user space does 2 and 3 when it drains the hand-off ring
+ * (innet_timerq_push) — maybe after the eBPF side cancelled or re-armed.
  *
  * The timer thread drains the ring into a private min-heap and fires an
  * entry when its deadline passes and still equals the slot's deadline (a
@@ -137,10 +140,21 @@ static bool ring_pop(struct innet_timerq *q, struct heap_ent *e)
 int innet_timerq_arm(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns,
 		     uint64_t arg)
 {
-	struct innet_timerq *q = sw->timerq;
 	struct innet_timer *t = &cp->timers[timer];
 	atomic_store_explicit(&t->arg, arg, memory_order_relaxed);
 	atomic_store_explicit(&t->deadline_ns, deadline_ns, memory_order_release);
+	return innet_timerq_push(sw, cp, timer, deadline_ns);
+}
+
+/* Steps 2 and 3 alone, for an arm whose slot is written already: the XDP
+ * target's eBPF program stores arg and deadline into the (mmap'ed) slot
+ * itself and hands the rest over through its ring, which user space drains
+ * later. Storing the slot again here would undo what the eBPF side did
+ * meanwhile — a cancel (the round finished first: the timer would fire
+ * anyway) or a newer arm (the older deadline would come back). */
+int innet_timerq_push(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns)
+{
+	struct innet_timerq *q = sw->timerq;
 	if (!ring_push(q, deadline_ns, cp->index, timer)) {
 		atomic_fetch_add_explicit(&q->ring_full, 1, memory_order_relaxed);
 		return -ENOSPC;

@@ -970,8 +970,10 @@ static int handle_rec(void *ctx, void *data, size_t size)
 		break;
 	}
 	case INNET_XDP_REC_TIMER:
+		/* the eBPF side stored arg and deadline in the slot (innet/dp_xdp.h);
+		 * a cancel or re-arm since then stands (the entry is stale then) */
 		if (r->timer < cp->n_timers)
-			innet_timerq_arm(sw, cp, r->timer, r->deadline_ns, r->arg);
+			innet_timerq_push(sw, cp, r->timer, r->deadline_ns);
 		break;
 	}
 	return 0;

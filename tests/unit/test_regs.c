@@ -74,6 +74,7 @@ enum op_code {
 	OP_META,        /* meta32[0]++ each pass it runs; a = meta32[0], b = recirc */
 	OP_ALU,         /* innet_alu(a) */
 	OP_VERDICT,     /* return action a; out.port/group = idx, out.reason = b */
+	OP_SPAN,        /* span of arg elements at idx: b = got one; each += a (4-byte reg) */
 };
 
 struct op {
@@ -88,8 +89,9 @@ struct op {
 
 #define MAX_OPS 80u
 
-enum { R_W1, R_W2, R_W4, R_W8, R_BLOB3, R_BLOB20, N_REGS };
+enum { R_W1, R_W2, R_W4, R_W8, R_BLOB3, R_BLOB20, R_BIG, N_REGS };
 #define REG_COUNT 4u
+#define BIG_COUNT 2048u   /* R_BIG: 4-byte elements over two 4 KiB pages */
 
 static const char *const reg_drop_names[] = { "test_reason_a", "test_reason_b" };
 
@@ -167,6 +169,14 @@ static enum innet_action interp_handle(struct innet_ctx *ctx, struct innet_pkt *
 			o.b = pkt->recirc;
 			break;
 		case OP_ALU: innet_alu(ctx, (uint32_t)o.a); break;
+		case OP_SPAN: {
+			uint32_t *p = innet_reg_span(ctx, o.reg, o.idx, o.arg);
+			o.b = p != NULL;
+			if (p != NULL && o.a != 0)
+				for (uint32_t k = 0; k < o.arg; k++)
+					p[k] += (uint32_t)o.a;
+			break;
+		}
 		case OP_VERDICT:
 			memcpy(base + i * sizeof(o), &o, sizeof(o));
 			pkt->out.port = (uint16_t)o.idx;
@@ -182,10 +192,10 @@ static enum innet_action interp_handle(struct innet_ctx *ctx, struct innet_pkt *
 
 static int interp_setup(struct innet_decl *d, struct innet_args *a)
 {
-	static const uint32_t widths[N_REGS] = { 1, 2, 4, 8, 3, 20 };
-	static const char *const names[N_REGS] = { "w1", "w2", "w4", "w8", "blob3", "blob20" };
+	static const uint32_t widths[N_REGS] = { 1, 2, 4, 8, 3, 20, 4 };
+	static const char *const names[N_REGS] = { "w1", "w2", "w4", "w8", "blob3", "blob20", "big" };
 	for (unsigned r = 0; r < N_REGS; r++) {
-		int rc = innet_decl_reg(d, r, names[r], widths[r], REG_COUNT);
+		int rc = innet_decl_reg(d, r, names[r], widths[r], r == R_BIG ? BIG_COUNT : REG_COUNT);
 		if (rc != 0)
 			return rc;
 	}
@@ -469,6 +479,64 @@ static void test_reg_out_of_range(void **state)
 	}
 	/* A fault drops the packet; it does not undo or stop the handler. */
 	assert_int_equal(cp_read(f->trio, R_W8, 0), before + 2 * (sizeof(bad) / sizeof(bad[0])));
+}
+
+/* innet_reg_span: n elements as memory within a 4 KiB page of the register
+ * (NULL, no fault, across one; a fault outside the register); n register
+ * operations (the PISA budget counts them). */
+static void test_reg_span(void **state)
+{
+	struct fx *f = *state;
+	ops_reset(f);
+	struct op *o = op_add(f, OP_SPAN, R_BIG, 0, 5);
+	o->arg = 32;
+	o = op_add(f, OP_SPAN, R_BIG, 1000, 7);   /* bytes 4000..4095: up to the page's end */
+	o->arg = 24;
+	o = op_add(f, OP_SPAN, R_BIG, 1010, 9);   /* bytes 4040..4167: across it */
+	o->arg = 32;
+	o = op_add(f, OP_SPAN, R_W8, 0, 0);       /* any width of 1..8 bytes */
+	o->arg = 4;
+	o = op_add(f, OP_SPAN, R_BIG, BIG_COUNT - 16, 3);   /* the register's last 16 */
+	o->arg = 16;
+	run_ops(f, UDP_TRIO);
+	assert_int_equal(reply_op(f, 0)->b, 1);
+	assert_int_equal(reply_op(f, 1)->b, 1);
+	assert_int_equal(reply_op(f, 2)->b, 0);   /* NULL, and no fault: the packet was reflected */
+	assert_int_equal(reply_op(f, 3)->b, 1);
+	assert_int_equal(reply_op(f, 4)->b, 1);
+	for (uint32_t i = 0; i < BIG_COUNT; i++) {
+		uint64_t want = i < 32 ? 5 : (i >= 1000 && i < 1024) ? 7 : i >= BIG_COUNT - 16 ? 3 : 0;
+		if (cp_read(f->trio, R_BIG, i) != want)
+			fail_msg("big[%u] = %llu, want %llu", i, (unsigned long long)cp_read(f->trio, R_BIG, i),
+				 (unsigned long long)want);
+	}
+	/* leaving the register, or no elements: reg_out_of_range */
+	static const struct {
+		uint8_t reg;
+		uint32_t idx;
+		uint16_t n;
+	} bad[] = { { R_BIG, BIG_COUNT - 15, 16 }, { R_BIG, BIG_COUNT, 1 }, { R_BIG, 0, 0 },
+		    { R_W4, 2, 3 }, { R_BLOB20, 0, 1 }, { N_REGS, 0, 1 } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ops_reset(f);
+		o = op_add(f, OP_SPAN, bad[i].reg, bad[i].idx, 0);
+		o->arg = bad[i].n;
+		run_ops(f, UDP_TRIO);
+		if (f->res.action != INNET_DROP || f->res.drop_reason != INNET_DROP_REG_OOB)
+			fail_msg("bad span %zu: expected reg_out_of_range, got %s", i,
+				 innet_action_name(f->res.action));
+	}
+	/* PISA: a span of 40 and 8 single operations are the budget of 48 */
+	ops_reset(f);
+	o = op_add(f, OP_SPAN, R_BIG, 0, 0);
+	o->arg = 40;
+	for (uint32_t i = 0; i < 8; i++)
+		op_add(f, OP_READ, R_W4, 0, 0);
+	run_ops(f, UDP_PISA_DEFAULT);
+	assert_int_equal(f->res.action, INNET_REFLECT);
+	op_add(f, OP_READ, R_W4, 0, 0);
+	run_ops(f, UDP_PISA_DEFAULT);
+	expect_drop(f, f->pisa_default, INNET_DROP_REG_BUDGET);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1319,6 +1387,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rmw_each_width, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_blob_registers, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_reg_out_of_range, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_reg_span, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pisa_budget, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pisa_budget_blob_words, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_pisa_budget_fetch_max, fx_setup, fx_teardown),

@@ -4,7 +4,9 @@
  * bound: correctness, not speed), with the arg it was armed with; re-arming
  * replaces the deadline and the arg; cancelling prevents the firing; arming
  * a timer the program did not declare faults the packet; 10k timers all fire
- * exactly once; a callback can re-arm its own timer and emit packets.
+ * exactly once; a callback can re-arm its own timer and emit packets; an arm
+ * handed over the way the XDP target does it (slot written first, queued
+ * later) does not undo a cancel or a newer arm made in between.
  *
  * The test program arms and cancels timers as packets injected with
  * innet_switch_inject ask (struct tmr_req); its on_timer counts each firing
@@ -25,6 +27,7 @@
 
 #include "unit/testutil.h"
 #include "innet/switch.h"
+#include "runtime/switch_pvt.h"
 
 #define TEST_NET 204u
 #define UDP_TMR  44000u
@@ -315,6 +318,47 @@ static void test_cancel(void **state)
 	assert_int_equal(reg(f, R_FIRES, 4), 1);
 }
 
+/* The XDP target's arm: the eBPF program writes the slot (arg, then the
+ * deadline) and hands (timer, deadline) over through its ring; user space
+ * queues it when it drains the ring (innet_timerq_push), maybe after the
+ * eBPF program cancelled the timer (the round finished) or armed it again. */
+static void slot_store(struct fx *f, uint32_t t, uint64_t deadline, uint64_t arg)
+{
+	atomic_store(&f->cp->timers[t].arg, arg);
+	atomic_store(&f->cp->timers[t].deadline_ns, deadline);
+}
+
+static void test_handed_over_arm(void **state)
+{
+	struct fx *f = *state;
+	/* armed, cancelled, then the arm reaches the queue: stays cancelled */
+	uint64_t d6 = now_ns() + 20 * MS;
+	slot_store(f, 6, d6, 66);
+	struct innet_inject_result *res = req(f, TMR_CANCEL, 6, 1, 0, 0, 0);
+	assert_int_equal(res->action, INNET_CONSUMED);
+	assert_int_equal(innet_timerq_push(f->sw, f->cp, 6, d6), 0);
+	/* armed twice before either arm is queued: the newer one fires, once */
+	uint64_t t0 = now_ns(), d7a = t0 + 20 * MS, d7b = t0 + 120 * MS;
+	slot_store(f, 7, d7a, 71);
+	slot_store(f, 7, d7b, 72);
+	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7a), 0);
+	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7b), 0);
+	/* armed and queued: fires with its arg */
+	uint64_t d8 = now_ns() + 20 * MS;
+	slot_store(f, 8, d8, 88);
+	assert_int_equal(innet_timerq_push(f->sw, f->cp, 8, d8), 0);
+
+	assert_true(wait_fires(f, 8, 1, 3000) != 0);
+	assert_int_equal(reg(f, R_ARG, 8), 88);
+	assert_true(wait_fires(f, 7, 1, 3000) != 0);
+	assert_true(reg(f, R_FIRE_NS, 7) >= d7b);
+	assert_int_equal(reg(f, R_ARG, 7), 72);
+	sleep_ms(50);
+	assert_int_equal(reg(f, R_FIRES, 6), 0);
+	assert_int_equal(reg(f, R_FIRES, 7), 1);
+	assert_int_equal(reg(f, R_FIRES, 8), 1);
+}
+
 static void test_arm_out_of_range_faults(void **state)
 {
 	struct fx *f = *state;
@@ -425,6 +469,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fires_once_after_delay, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rearm_replaces_deadline, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_cancel, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_handed_over_arm, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_arm_out_of_range_faults, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_many_timers_fire_once, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_callback_rearms_and_emits, fx_setup, fx_teardown),

@@ -9,8 +9,10 @@
  * thousands of cases nobody chose against each other.
  *
  * Programs: forward (port map, ECMP routes, a multicast group), counter,
- * the Paxos coordinator and acceptor, l2fwd (raw ports). Needs root (BPF); skips (77)
- * without it.
+ * the Paxos coordinator and acceptor, l2fwd (raw ports), agg (rounds of
+ * contributions from a job's members, with k = 99 so that the element loops
+ * take every way: pieces of every length before and after the aligned runs,
+ * accumulators in two register pages). Needs root (BPF); skips (77) without it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include "innet/switch.h"
 #include "innet/wire.h"
 #include "consensus/wire.h"
+#include "agg/wire.h"
 
 #define N_CASES 3000u
 
@@ -40,6 +43,11 @@ static uint32_t tip(uint32_t host)
 {
 	return (127u << 24) | (210u << 16) | (((uint32_t)getpid() & 0xffu) << 8) | host;
 }
+
+/* A packet's sender and ingress port, when make_pkt chooses them (agg: a
+ * job's member, mostly). */
+static struct innet_addr pkt_src;
+static int pkt_port = -1;
 
 struct setup {
 	const char *program;
@@ -149,6 +157,64 @@ static uint32_t make_pkt(const char *program, uint8_t *b)
 		for (uint32_t i = 0; i < vlen; i++)
 			b[56 + i] = (uint8_t)rnd();
 		len = 56 + vlen;
+	} else if (!strcmp(program, "agg")) {
+		/* Job 3: 4 workers (member w = tip(101 + w):1000 + w on port w),
+		 * 8 slots, k = 99. Each slot's rounds go on as the workers
+		 * contribute (in any order, some twice); now and then a round
+		 * behind or ahead, another job, a JOIN, a stranger. */
+		enum { K = 99, SLOTS = 8, W = 4 };
+		static uint32_t round[SLOTS], seen[SLOTS];
+		uint32_t slot = rnd() % SLOTS, w = rnd() % W, r = round[slot];
+		bool intact = rnd() % 5 != 0;   /* else mutated below, as the others are */
+		bool member = rnd() % 20 != 0;
+		switch (rnd() % 16) {
+		case 0: r = r ? r - 1 : 0; break;   /* late: a resend, or stale */
+		case 1: r = r + 1; break;           /* early */
+		case 2: r = r >= 2 ? r - 2 : 0; break;
+		default: break;
+		}
+		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, INNET_SVC_AGG, 0, htons(1), htons(9) };
+		struct innet_agg_hdr a;
+		memset(&a, 0, sizeof(a));
+		a.op = INNET_AGG_CONTRIB;
+		a.job = htons(rnd() % 32 ? 3 : (uint16_t)(rnd() % 6));
+		a.slot = htons((uint16_t)slot);
+		a.worker = (uint8_t)w;
+		a.round = htonl(r);
+		a.ver = (uint8_t)(r & 1);
+		a.offset = htonl(r * 1000 + slot);
+		a.exp = (uint8_t)(rnd() % 200);
+		a.k = htons(K);
+		a.call = htonl(r / 2);
+		len = INNET_AGG_HDR_LEN + 4 * K;
+		if (rnd() % 24 == 0) {   /* JOIN for some of the job's slots */
+			uint16_t want = (uint16_t)(1 + rnd() % 10);
+			a.op = INNET_AGG_JOIN;
+			a.slot = htons((uint16_t)(rnd() % SLOTS));
+			a.k = htons(want);
+			a.round = 0;
+			a.ver = 0;
+			len = INNET_AGG_HDR_LEN + 12u * want;
+			memset(b + INNET_AGG_HDR_LEN, 0, 12u * want);
+		} else {
+			for (uint32_t i = 0; i < K; i++) {
+				uint32_t v = rnd();
+				memcpy(b + INNET_AGG_HDR_LEN + 4 * i, &v, 4);
+			}
+			if (intact && member && r == round[slot] && ntohs(a.job) == 3 &&
+			    (seen[slot] |= 1u << w) == (1u << W) - 1) {
+				round[slot]++;
+				seen[slot] = 0;
+			}
+		}
+		memcpy(b, &h, 8);
+		memcpy(b + 8, &a, sizeof(a));
+		pkt_src = (struct innet_addr){ .ip = tip(101 + w), .udp = (uint16_t)(1000 + w) };
+		if (!member)
+			pkt_src.udp++;   /* not the member */
+		pkt_port = (int)w;
+		if (intact)
+			return len;
 	} else if (!strcmp(program, "l2fwd")) {
 		len = 14 + rnd() % 100;
 		for (uint32_t i = 0; i < len; i++)
@@ -216,7 +282,7 @@ static void run(const struct setup *su)
 {
 	struct innet_switch *u = make(su, false), *x = make(su, true);
 	struct innet_cp *cu = innet_switch_prog(u, "p"), *cx = innet_switch_prog(x, "p");
-	if (innet_cp_n_groups(cu) > 0) {
+	if (innet_cp_n_groups(cu) > 0 && strcmp(su->program, "agg") != 0) {
 		struct innet_member m[3] = { { .port = 0 }, { .port = 1 }, { .port = 2, .udp = 9999 } };
 		assert_int_equal(innet_cp_group_set(cu, 0, m, 3), 0);
 		assert_int_equal(innet_cp_group_set(cx, 0, m, 3), 0);
@@ -224,10 +290,15 @@ static void run(const struct setup *su)
 	static struct innet_inject_result ra, rb;
 	uint8_t buf[512];
 	for (uint32_t i = 0; i < N_CASES; i++) {
+		pkt_port = -1;
 		uint32_t len = make_pkt(su->program, buf);
 		uint16_t port = (uint16_t)(rnd() % 4);
 		uint16_t udp = su->raw ? 0 : su->udp[rnd() % su->n_udp];
 		struct innet_addr src = { .ip = tip(101 + rnd() % 4), .udp = (uint16_t)(1000 + rnd() % 5) };
+		if (pkt_port >= 0) {
+			port = (uint16_t)pkt_port;
+			src = pkt_src;
+		}
 		int a = innet_switch_inject(u, port, udp, &src, buf, len, &ra);
 		int b = innet_switch_inject(x, port, udp, &src, buf, len, &rb);
 		assert_int_equal(a, b);
@@ -295,6 +366,24 @@ static void test_acceptor(void **state)
 	run(&su);
 }
 
+/* agg: contributions, answers and results byte for byte, and the slots'
+ * state words, accumulators (both banks) and the rest of its registers. */
+static void test_agg(void **state)
+{
+	static char args[512];
+	char m[4][32];
+	for (uint32_t w = 0; w < 4; w++) {
+		uint32_t ip = tip(101 + w);
+		snprintf(m[w], sizeof(m[w]), "%u@%u.%u.%u.%u:%u", w, ip >> 24, (ip >> 16) & 255,
+			 (ip >> 8) & 255, ip & 255, 1000 + w);
+	}
+	snprintf(args, sizeof(args),
+		 "{\"k\": 99, \"slots\": 64, \"jobs\": [{\"id\": 3, \"workers\": 4, \"slots\": 8, "
+		 "\"members\": [\"%s\", \"%s\", \"%s\", \"%s\"]}]}", m[0], m[1], m[2], m[3]);
+	struct setup su = { "agg", args, { 45105 }, 1, false };
+	run(&su);
+}
+
 static void test_l2fwd(void **state)
 {
 	struct setup su = { "l2fwd", "{\"map\": [1, 0, 3]}", { 0 }, 0, true };
@@ -320,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_coordinator),
 		cmocka_unit_test(test_acceptor),
 		cmocka_unit_test(test_l2fwd),
+		cmocka_unit_test(test_agg),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,10 @@
  * (or link the program with -linnet-mpi before -lmpi). Settings, from the
  * environment of every rank:
  *   INNET_AGG_SWITCH      IP[:UDP] of the switch's agg program. Unset: the
- *                         library passes everything through.
+ *                         library passes everything through. A comma list
+ *                         IP[:UDP],IP[:UDP],...: rank r uses entry r (a
+ *                         switch on the XDP target answers only on the address
+ *                         of the port the rank's link arrives on).
  *   INNET_AGG_BIND        IP:UDP; rank r binds IP:(UDP + r), as in the job's
  *                         member list. IP "auto" (the default, "auto:30000"):
  *                         the address the kernel routes from toward the switch.
@@ -127,6 +130,20 @@ static int open_worker(void)
 	PMPI_Comm_size(MPI_COMM_WORLD, &size);
 	struct innet_agg_conf c = { .switch_udp = INNET_AGG_UDP, .local_udp = 30000 };
 	const char *bind = getenv("INNET_AGG_BIND");
+	/* a list: this rank's entry ("" if there are fewer: refused below) */
+	char mine[64] = "";
+	if (strchr(sw, ',') != NULL) {
+		const char *e = sw;
+		for (int i = 0; i < g.rank && e != NULL; i++)
+			if ((e = strchr(e, ',')) != NULL)
+				e++;
+		size_t n = e != NULL ? strcspn(e, ",") : 0;
+		if (n < sizeof(mine)) {
+			memcpy(mine, e != NULL ? e : "", n);
+			mine[n] = '\0';
+		}
+		sw = mine;
+	}
 	if (parse_addr(sw, &c.switch_ip, &c.switch_udp) != 0 || c.switch_ip == 0 ||
 	    parse_addr(bind != NULL && *bind ? bind : "auto:30000", &c.local_ip, &c.local_udp) != 0) {
 		fprintf(stderr, "innet-pmpi: bad INNET_AGG_SWITCH or INNET_AGG_BIND\n");
