@@ -50,6 +50,7 @@
 #include "innet/fabric.h"
 #include "innet/topology.h"
 #include "innet/switch.h"
+#include "runtime/switch_pvt.h"
 
 #define STOP_GRACE_MS   5000   /* SIGTERM, then this long, then SIGKILL */
 #define POLL_MS         20
@@ -183,11 +184,6 @@ static json_t *jaddr(uint32_t ip)
 	return json_string(s);
 }
 
-static bool emu_active(const struct innet_link_conf *l)
-{
-	return l->loss > 0 || l->dup > 0 || l->reorder > 0 || l->delay_us || l->jitter_us;
-}
-
 static json_t *port_json(const struct innet_topology *t, const struct innet_topo_node *n,
 			 uint32_t k)
 {
@@ -204,21 +200,8 @@ static json_t *port_json(const struct innet_topology *t, const struct innet_topo
 	jset(o, "peer_addr", jaddr(pc->peer_ip));
 	if (pc->dev[0] != '\0')
 		jset(o, "dev", json_string(pc->dev));
-	if (emu_active(&pc->link)) {
-		const struct innet_link_conf *l = &pc->link;
-		json_t *e = json_object();
-		jset(e, "loss", json_real(l->loss));
-		jset(e, "dup", json_real(l->dup));
-		jset(e, "reorder", json_real(l->reorder));
-		jset(e, "delay_us", json_integer(l->delay_us));
-		jset(e, "jitter_us", json_integer(l->jitter_us));
-		jset(e, "egress", json_boolean(l->on_egress));
-		jset(e, "ingress", json_boolean(l->on_ingress));
-		char seed[24];
-		snprintf(seed, sizeof(seed), "0x%016llx", (unsigned long long)l->seed);
-		jset(e, "seed", json_string(seed));
-		jset(o, "link", e);
-	}
+	if (innet_link_faulty(&pc->link))
+		jset(o, "link", innet_link_json(&pc->link));
 	return o;
 }
 

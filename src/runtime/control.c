@@ -371,21 +371,6 @@ static int cmd_ping(struct ctl_req *r, int argc, char **argv)
 	return 0;
 }
 
-static json_t *link_json(const struct innet_link_conf *l)
-{
-	json_t *o = json_object();
-	jset(o, "loss", json_real(l->loss));
-	jset(o, "dup", json_real(l->dup));
-	jset(o, "reorder", json_real(l->reorder));
-	jset(o, "delay_us", json_integer(l->delay_us));
-	jset(o, "jitter_us", json_integer(l->jitter_us));
-	jset(o, "on_egress", json_boolean(l->on_egress));
-	jset(o, "on_ingress", json_boolean(l->on_ingress));
-	jset(o, "seed", ju64(l->seed));
-	jset(o, "active", json_boolean(innet_link_active(l)));
-	return o;
-}
-
 static json_t *udp_json(const struct innet_cp *cp)
 {
 	json_t *a = json_array();
@@ -412,7 +397,7 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 		jset(p, "iface", pc->iface[0] ? jstr(pc->iface) : json_null()); /* a raw port */
 		jset(p, "peer", pc->peer_ip ? jip(pc->peer_ip) : json_null());
 		jset(p, "peer_udp", json_integer(pc->peer_udp));
-		jset(p, "link", link_json(&pc->link));
+		jset(p, "link", innet_link_json(&pc->link));
 		jset(p, "capturing",
 		     json_boolean(atomic_load_explicit(&sw->ports[i].capture, memory_order_relaxed) != NULL));
 		jpush(ports, p);

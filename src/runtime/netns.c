@@ -66,6 +66,7 @@
 #include <linux/if_link.h>
 
 #include "innet/topology.h"
+#include "runtime/switch_pvt.h"
 #include "xdp/objects.h"
 
 #define NETNS_DIR "/run/netns"
@@ -137,8 +138,7 @@ static int pass_prog(void)
 
 static bool link_faulty(const struct innet_topo_link *l)
 {
-	const struct innet_link_conf *e = &l->emu;
-	return e->loss > 0 || e->dup > 0 || e->reorder > 0 || e->delay_us || e->jitter_us;
+	return innet_link_faulty(&l->emu);
 }
 
 static void wire_name(const struct innet_topology *t, uint32_t li, char *out, size_t len)

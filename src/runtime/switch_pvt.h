@@ -368,7 +368,15 @@ int innet_link_hold(struct innet_link_state *ls, uint64_t due_ns, const void *da
 struct innet_held *innet_link_pop_due(struct innet_link_state *ls, uint64_t now_ns);
 uint64_t innet_link_next_due(const struct innet_link_state *ls); /* UINT64_MAX if none */
 void innet_link_state_fini(struct innet_link_state *ls);
+/* The link has fault settings (loss, dup, reorder, delay or jitter)... */
+bool innet_link_faulty(const struct innet_link_conf *lc);
+/* ... and they apply on this switch's engine (egress or ingress). */
 bool innet_link_active(const struct innet_link_conf *lc);
+/* The settings as JSON, the one rendering (ctl info, fabric show --json,
+ * fabric.json): {loss, dup, reorder, delay_us, jitter_us, on_egress,
+ * on_ingress, seed, active}. NULL when out of memory. */
+struct json_t;
+struct json_t *innet_link_json(const struct innet_link_conf *lc);
 
 /* control.c: the control thread (started by innet_switch_start) serves the
  * control socket and, whenever sw->cpu_wake_fd is readable, calls

@@ -42,6 +42,7 @@
 #include "innet/parse.h"
 #include "innet/fabric.h"
 #include "innet/topology.h"
+#include "runtime/switch_pvt.h"
 #include "tools/cmds.h"
 
 #define ERRBUF          16384  /* room for many parse errors */
@@ -136,11 +137,6 @@ static struct innet_topology *load(const char *file, int *rc)
 	return NULL;
 }
 
-static bool emu_active(const struct innet_link_conf *l)
-{
-	return l->loss > 0 || l->dup > 0 || l->reorder > 0 || l->delay_us || l->jitter_us;
-}
-
 /* ------------------------------------------------------------------------ */
 /* show                                                                      */
 
@@ -223,7 +219,7 @@ static void show_text(const struct innet_topology *t)
 			else
 				printf(" (host)");
 			const struct innet_link_conf *l = &pc->link;
-			if (emu_active(l))
+			if (innet_link_faulty(l))
 				printf("  [loss %g dup %g reorder %g delay %uus jitter %uus%s%s]",
 				       l->loss, l->dup, l->reorder, l->delay_us, l->jitter_us,
 				       l->on_egress ? " egress" : "", l->on_ingress ? " ingress" : "");
