@@ -9,7 +9,7 @@
 #   make fuzz                          libFuzzer targets (clang)
 #   make check                         the whole test suite (tests/run)
 # Sources are found by wildcard: src/runtime, src/programs, one folder per
-# service (src/<svc>/*.c); src/tools/*.c make the innet command.
+# service (src/<svc>/*.c); src/cli/*.c make the innet command.
 #
 # The data-path contract (docs/programs.md): every NAME_dp.c is compiled
 #   - for the user-space engine freestanding (-ffreestanding -nostdinc: no
@@ -39,8 +39,8 @@ CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC  := $(sort $(filter-out src/tools/% %.bpf.c,$(wildcard src/*/*.c)))
-TOOL_SRC := $(sort $(wildcard src/tools/*.c))
+LIB_SRC  := $(sort $(filter-out src/cli/% %.bpf.c,$(wildcard src/*/*.c)))
+TOOL_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/bpf/objects.o
 
 # Data paths, and the program name each one declares (INNET_DATAPATH(name, ...)).

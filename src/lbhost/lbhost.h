@@ -2,7 +2,7 @@
  * lbhost.h — the host side of the load-balancing service (docs/lb.md):
  * the processing units' stand-in DNS service, the open-loop load generator
  * and the agent that reports a unit's load to the switch (include/innet/lb.h).
- * `innet lb backend|load|agent` (src/tools/cmd_lb.c) are thin wrappers.
+ * `innet lb backend|load|agent` (src/cli/cmd_lb.c) are thin wrappers.
  *
  * Every entry point runs until its duration ends or *stop becomes non-zero
  * (a signal handler sets it), then returns 0 or -errno with the reason in

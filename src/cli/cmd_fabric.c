@@ -43,7 +43,7 @@
 #include "innet/fabric.h"
 #include "innet/topology.h"
 #include "runtime/switch_pvt.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 #define ERRBUF          16384  /* room for many parse errors */
 #define MAX_SETS        16

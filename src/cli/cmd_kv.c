@@ -59,7 +59,7 @@
 #include "consensus/wire.h"
 #include "innet/metrics.h"
 #include "innet/topology.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 static volatile sig_atomic_t kv_stop;
 

@@ -28,7 +28,7 @@
 
 #include "innet/switch.h"
 #include "innet/wire.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 struct counter_msg {
 	struct innet_hdr h;

@@ -1,6 +1,6 @@
 /*
  * cmds.h — the innet command's subcommands. Each lives in its own
- * src/tools/cmd_<name>.c and returns the process exit status:
+ * src/cli/cmd_<name>.c and returns the process exit status:
  * 0 success, 1 runtime failure, 2 usage error (message on stderr).
  */
 #ifndef INNET_TOOLS_CMDS_H

@@ -20,7 +20,7 @@
 #include "innet/resources.h"
 #include "innet/switch.h"
 #include "innet/topology.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 #include "innet/fabric.h"
 
 static void switch_usage(FILE *f)

@@ -40,7 +40,7 @@
 #include "innet/dnn.h"
 #include "innet/hist.h"
 #include "innet/topology.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 
 /* CPU time of this thread (the references run on it alone). */

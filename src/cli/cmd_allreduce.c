@@ -52,7 +52,7 @@
 #include "innet/parse.h"
 #include "innet/agg.h"
 #include "agg/wire.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 struct ar_opts {
 	struct innet_agg_conf conf;   /* worker filled per thread */

@@ -24,7 +24,7 @@
 
 #include "innet/lb.h"
 #include "lbhost/lbhost.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 static volatile sig_atomic_t lb_stop;
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "innet/version.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 struct subcmd {
 	const char *name;

@@ -29,7 +29,7 @@
 #include "innet/switch.h"
 #include "innet/topology.h"
 #include "innet/wire.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 #include "innet/fabric.h"
 #include "innet/hist.h"
 

@@ -33,7 +33,7 @@
 #include <jansson.h>
 
 #include "innet/switch.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 #define CTL_SUN_MAX    sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CTL_LINE_MAX   65536u               /* the switch's request bound */

@@ -32,7 +32,7 @@
 #include "innet/consensus.h"
 #include "innet/hist.h"
 #include "innet/topology.h"
-#include "tools/cmds.h"
+#include "cli/cmds.h"
 
 static volatile sig_atomic_t px_stop;
 
