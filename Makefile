@@ -154,7 +154,7 @@ $(O)/bench/%.bpf.o: bench/src/%.bpf.c
 	$(BPF_CLANG) -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I/usr/include/$(shell $(CC) -print-multiarch) -c -o $@ $<
 
 # Aggregation (docs/aggregation.md): the host library as a shared object for
-# python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
+# src/agg/python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
 # OpenMPI). Not part of `all`: make build/libinnet-agg.so build/libinnet-mpi.so
 AGG_SO_DEPS := src/agg/host.c src/agg/wire.h include/innet/agg.h include/innet/wire.h
 $(O)/libinnet-agg.so: $(AGG_SO_DEPS)

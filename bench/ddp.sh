@@ -4,12 +4,12 @@
 #
 # bench/ddp.sh — sourced by bench/run (helpers: bench/lib.sh).
 #
-# python/ddp_train_digits.py: 4 processes (one torch thread each) train an
+# src/agg/python/ddp_train_digits.py: 4 processes (one torch thread each) train an
 # MLP (64 -> H -> H -> 10) on sklearn's digits with DistributedDataParallel,
 # torch.distributed's gloo backend over a file store on loopback. The same
 # processes train it once per mode and round, a fresh model each time, from
 # the same initial parameters over the same minibatches:
-#   innet  DDP with python/innet_ddp.py's hook: each gradient bucket is summed
+#   innet  DDP with src/agg/python/innet_ddp.py's hook: each gradient bucket is summed
 #          by an `innet switch` (agg program, one thread, 127.0.79.1) as
 #          float32 block floating point; gloo does the rest (broadcast,
 #          barriers)
@@ -103,7 +103,7 @@ bench_main() {
 		\"workers\": 4, \"slots\": $dd_slots, \"members\": [$members]}]}"
 	bench_wait_ready "$sw" switch ready 10
 	bench_log "training: 4 ranks, H=$dd_hidden, $dd_epochs epochs x $dd_rounds rounds per mode, alternated"
-	bench_spawn tr train "" 840 "$py" "$BENCH_ROOT/python/ddp_train_digits.py" --comm innet,gloo \
+	bench_spawn tr train "" 840 "$py" "$BENCH_ROOT/src/agg/python/ddp_train_digits.py" --comm innet,gloo \
 		--rounds "$dd_rounds" --epochs "$dd_epochs" --hidden "$dd_hidden" --bucket-cap-mb "$dd_cap" \
 		--first-bucket-mb "$dd_first" --switch "$net.1:$udp" --worker-ip "$net.10" --worker-udp 30000 \
 		--job 1 --slots "$dd_slots" --k "$dd_k" --rto-us "$dd_rto" --timeout-ms 5000 --timeout-s 830 \

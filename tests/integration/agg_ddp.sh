@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # agg_ddp.sh — PyTorch DistributedDataParallel with innet's communication
-# hook (python/innet_ddp.py) against a real `innet switch` on loopback:
-#   1. python/ddp_train_digits.py: 4 processes (gloo process group over a
+# hook (src/agg/python/innet_ddp.py) against a real `innet switch` on loopback:
+#   1. src/agg/python/ddp_train_digits.py: 4 processes (gloo process group over a
 #      file store) train the same MLP on sklearn's digits twice in one launch,
 #      6 epochs each: plain DDP (gloo all-reduce), then with the hook
 #      (gradient buckets summed by the switch, job 1, k 256). Both reach
@@ -9,7 +9,7 @@
 #      rank ends each run bit-identical;
 #      the switch's agg program multicast exactly the results the ranks'
 #      calls need (innet ctl --json stats), each rank sent and got them all.
-#   2. python/test_innet_ddp.py: several buckets whose sizes change after
+#   2. src/agg/python/test_innet_ddp.py: several buckets whose sizes change after
 #      the first iteration, within the float bound; overlap on and off;
 #      float64 buckets to gloo; no switch, the switch killed mid-training, a
 #      rank that cannot bind: clear errors within the timeouts, no hang.
@@ -60,7 +60,7 @@ for _ in $(seq 200); do grep -q ready "$TMP/switch.err" && break; sleep 0.05; do
 grep -q ready "$TMP/switch.err" || { cat "$TMP/switch.err"; fail "switch not ready"; }
 
 t0=$SECONDS
-timeout -k 5 110 "$PY" python/ddp_train_digits.py --comm gloo,innet --world 4 --epochs "$EPOCHS" \
+timeout -k 5 110 "$PY" src/agg/python/ddp_train_digits.py --comm gloo,innet --world 4 --epochs "$EPOCHS" \
 	--hidden 256 --bucket-cap-mb 0.1 --first-bucket-mb 0.1 --switch "$NET.1:$UDP" --worker-ip "$NET.10" \
 	--worker-udp 30000 --job 1 --slots 64 --k 256 --timeout-ms 3000 --timeout-s 100 \
 	>"$TMP/train.out" || { rc=$?; cat "$TMP/train.out"; fail "training (exit $rc)"; }
@@ -96,6 +96,6 @@ sys.exit(0 if mc == expect and rx >= sent else 1)
 EOF
 kill "$sw_pid"; wait "$sw_pid" 2>/dev/null || true; sw_pid=""
 
-echo "--- 2. the hook's cases and errors (python/test_innet_ddp.py)"
-timeout -k 5 120 "$PY" -W error::ResourceWarning -m unittest -v python/test_innet_ddp.py
+echo "--- 2. the hook's cases and errors (src/agg/python/test_innet_ddp.py)"
+timeout -k 5 120 "$PY" -W error::ResourceWarning -m unittest -v src/agg/python/test_innet_ddp.py
 echo "agg_ddp: ok"

@@ -1,4 +1,4 @@
-"""test_innet_ddp — the DDP communication hook (python/innet_ddp.py) against
+"""test_innet_ddp — the DDP communication hook (src/agg/python/innet_ddp.py) against
 real `innet switch` processes on loopback, in one process (a gloo group of
 one rank, so the switch's job has one worker) plus one 2-rank launch:
 
@@ -15,7 +15,7 @@ one rank, so the switch's job has one worker) plus one 2-rank launch:
 - a rank whose UDP port is taken: every rank of a 2-rank
   ddp_train_digits.py exits 3 with a clear message (the setup agreement).
 
-Run: /usr/bin/python3 -m unittest -v python/test_innet_ddp.py (needs
+Run: /usr/bin/python3 -m unittest -v src/agg/python/test_innet_ddp.py (needs
 build/innet, build/libinnet-agg.so and python3-torch;
 tests/integration/agg_ddp.sh runs it). Addresses: 127.212.P.0/24, P from
 the process id.

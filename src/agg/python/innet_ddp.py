@@ -17,7 +17,7 @@ parameters, the bucket layout agreement after the first iteration, barriers
 — and InnetState uses it once at setup, so that every rank fails together.
 Each DDP gradient bucket (a flat float32 tensor) is divided by the world
 size, as DDP's default hook does, and summed across the ranks by the switch
-through innet's host library (python/innet_agg.py over
+through innet's host library (src/agg/python/innet_agg.py over
 build/libinnet-agg.so; protocol and float quantization in
 docs/aggregation.md). The sum is written back into the bucket in place.
 Buckets of another dtype or device go to gloo, as DDP's default hook would.

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ddp_train_digits — PyTorch DistributedDataParallel training whose gradient
-buckets the switch sums (--comm innet: python/innet_ddp.py's hook) or gloo
+buckets the switch sums (--comm innet: src/agg/python/innet_ddp.py's hook) or gloo
 does (--comm gloo: plain DDP, no hook).
 
 An MLP (64 -> H -> H -> 10, ReLU) learns sklearn's digits (8x8 images; 1347
@@ -12,10 +12,10 @@ takes its --batch images of a global batch of batch x world, DDP averages
 the gradients, SGD with momentum. The two modes differ only in who sums.
 
     make build/innet build/libinnet-agg.so
-    /usr/bin/python3 python/ddp_train_digits.py --comm innet   # starts its own switch
-    /usr/bin/python3 python/ddp_train_digits.py --comm gloo
-    /usr/bin/python3 python/ddp_train_digits.py --comm innet,gloo --rounds 3
-    /usr/bin/python3 python/ddp_train_digits.py --comm innet --switch 127.0.9.1:47800 \\
+    /usr/bin/python3 src/agg/python/ddp_train_digits.py --comm innet   # starts its own switch
+    /usr/bin/python3 src/agg/python/ddp_train_digits.py --comm gloo
+    /usr/bin/python3 src/agg/python/ddp_train_digits.py --comm innet,gloo --rounds 3
+    /usr/bin/python3 src/agg/python/ddp_train_digits.py --comm innet --switch 127.0.9.1:47800 \\
         --worker-ip 127.0.9.10 --worker-udp 30000           # a switch you started
 
 --comm takes a list: the same processes train once per mode and round, in

@@ -39,7 +39,7 @@ __all__ = ["AggError", "Worker", "LocalSwitch", "error_bound", "load_library", "
 
 DEFAULT_UDP = 47800
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ROOT = os.path.dirname(_HERE)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))   # src/agg/python -> the repository
 
 
 class AggError(OSError):

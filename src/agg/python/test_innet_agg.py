@@ -1,11 +1,11 @@
-"""test_innet_agg — the Python binding (python/innet_agg.py) against a real
+"""test_innet_agg — the Python binding (src/agg/python/innet_agg.py) against a real
 `innet switch` on loopback: int32 bit-exact against numpy's (wrapping) sum,
 float32 within the documented bound, in-place and asynchronous calls, 5%
 loss/duplication/reordering, a dead worker (ETIMEDOUT, not a hang), bad
-arguments, and the training demo (python/agg_train_digits.py) reaching the
+arguments, and the training demo (src/agg/python/agg_train_digits.py) reaching the
 float all-reduce's accuracy.
 
-Run: /usr/bin/python3 -m unittest -v python/test_innet_agg.py
+Run: /usr/bin/python3 -m unittest -v src/agg/python/test_innet_agg.py
 (needs build/innet and build/libinnet-agg.so; tests/integration/agg_python.sh
 builds them). Addresses: 127.209.P.0/24, P from the process id.
 """

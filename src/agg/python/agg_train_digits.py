@@ -12,7 +12,7 @@ initial weights over the same minibatches; the test accuracies must agree
 within ACC_TOLERANCE, and the innet replicas must be bit-identical.
 
     make build/innet build/libinnet-agg.so
-    /usr/bin/python3 python/agg_train_digits.py --workers 4 --epochs 30
+    /usr/bin/python3 src/agg/python/agg_train_digits.py --workers 4 --epochs 30
 
 starts its own switch (build/innet switch, 127.0.9.1, job 1) and prints one
 RESULT line. --switch-ip/--worker-ip/--udp change the loopback addresses.
