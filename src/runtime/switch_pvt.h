@@ -1,6 +1,6 @@
 /*
  * switch_pvt.h — the switch runtime's private structures, shared by the
- * engine's files (switch.c, worker.c, state.c, table.c, timer.c, link.c,
+ * engine's files (switch.c, worker.c, decl.c, dp_user.c, cp.c, table.c, timer.c, link.c,
  * control.c, capture.c). Not installed; programs never see these.
  *
  * Ownership and threads
@@ -286,7 +286,7 @@ struct innet_switch {
 #define INNET_XDP_WORKER(sw)     (&(sw)->workers[(sw)->n_workers + 3]) /* hand-offs */
 #define INNET_EXTRA_WORKERS 4u
 
-/* state.c: declarations, settings, register blobs. */
+/* decl.c: declarations, settings, allocation (dp_user.c: register blobs). */
 struct innet_decl {
 	struct innet_cp *cp;
 	char *err;
