@@ -79,6 +79,7 @@ all: $(O)/innet $(O)/$(SO_FILE) $(MAN_OUT) $(TEST_BIN) $(BENCH_BIN) $(O)/tests/c
 
 $(O)/libinnet.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
+	rm -f $@   # (ar would keep the objects of sources since removed)
 	$(AR) rcs $@ $^
 
 # The shared library exports the innet_* API alone (src/libinnet.map);

@@ -387,6 +387,10 @@ void innet_control_stop(struct innet_switch *sw);
  * socket would; returns malloc'd JSON text, or NULL when out of memory.
  * For tests and fuzzing. */
 char *innet_control_request(struct innet_switch *sw, const char *line, size_t len);
+/* The same on a line the caller owns (len bytes, modified in place; the
+ * byte after it must be writable): the response object (ctl_request.c). */
+struct json_t;
+struct json_t *innet_control_run(struct innet_switch *sw, char *line, size_t len);
 /* worker.c: run on_cpu for every queued punted packet (control thread). */
 void innet_cpu_drain(struct innet_switch *sw);
 
