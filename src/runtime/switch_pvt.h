@@ -370,6 +370,8 @@ uint64_t innet_link_next_due(const struct innet_link_state *ls); /* UINT64_MAX i
 void innet_link_state_fini(struct innet_link_state *ls);
 /* The link has fault settings (loss, dup, reorder, delay or jitter)... */
 bool innet_link_faulty(const struct innet_link_conf *lc);
+/* topology.c: free the args of a switch's program configurations. */
+void innet_topology_progs_release(struct innet_prog_conf *progs, uint32_t n);
 /* ... and they apply on this switch's engine (egress or ingress). */
 bool innet_link_active(const struct innet_link_conf *lc);
 /* The settings as JSON, the one rendering (ctl info, fabric show --json,
