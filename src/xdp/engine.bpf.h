@@ -195,6 +195,12 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	rec->is_group = is_group;
 	rec->flags = pkt->flags;
 	rec->len = pkt->len;
+	rec->meta16 = pkt->meta16;
+	rec->pad16 = 0;
+	rec->meta32[0] = pkt->meta32[0];
+	rec->meta32[1] = pkt->meta32[1];
+	rec->meta32[2] = pkt->meta32[2];
+	rec->meta32[3] = pkt->meta32[3];
 	rec->out.port = pkt->out.port;
 	rec->out.group = pkt->out.group;
 	rec->out.ip = pkt->out.ip;

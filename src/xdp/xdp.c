@@ -960,6 +960,8 @@ static int handle_rec(void *ctx, void *data, size_t size)
 		pkt.src.ip = r->src_ip;
 		pkt.src.udp = r->src_udp;
 		pkt.flags = r->flags;
+		pkt.meta16 = r->meta16;
+		memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
 		pkt.out = out;
 		innet_worker_punt(w, cp, &pkt);
 		break;
