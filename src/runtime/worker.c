@@ -918,7 +918,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 		struct innet_ctx *c = &w->ctx[i];
 		c->regs = cp->regs;
 		c->tables = cp->tables;
-		c->conf = cp->conf ? cp->conf : cp->priv; /* TEMP: programs not yet split */
+		c->conf = cp->conf;
 		c->n_regs = (uint16_t)cp->n_regs;
 		c->n_tables = (uint16_t)cp->n_tables;
 		c->n_groups = (uint16_t)cp->n_groups;
