@@ -30,7 +30,6 @@
 #include <jansson.h>
 #include <net/if.h>
 #include <net/if_arp.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
