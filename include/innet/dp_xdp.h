@@ -269,10 +269,18 @@ INNET__INLINE struct innet_xdp_stats *innet__stats(void)
 
 /* A pointer to the n bytes at offset off of the packet, or NULL when the
  * packet is shorter than off + n. n must be a compile-time constant here (the
- * verifier checks every packet access against data_end). */
+ * verifier checks every packet access against data_end).
+ *
+ * data_end is the packet's end: data + len, always (the engine trims a
+ * datagram's frame to its UDP length, a raw frame's len is the frame, and
+ * push/pull/resize move both). So the check is against data_end alone, not
+ * len as well: comparing len with the offsets of a handler's headers would
+ * leave different bounds on pkt->len along each path (an IPv4 header with
+ * options or not, a VLAN tag or not), and the verifier would check every
+ * step after them once for each. */
 INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
 {
-	if (off > INNET_PKT_MAX || n > INNET_PKT_MAX || off + n > p->len)
+	if (off > INNET_PKT_MAX || n > INNET_PKT_MAX)
 		return NULL;
 	uint8_t *q = p->data + off;
 	if (q + n > p->data_end)
@@ -848,30 +856,46 @@ struct innet__probe_arg {
 	uint64_t ks, vs;         /* key and value size */
 	uint64_t home, mask;     /* the key's home slot; n_slots - 1 */
 	int64_t found;           /* 0: found; -1: not in the table; 1: look on */
+	struct innet_table_slot *slot;   /* the slot being read */
 };
 
-static long innet__probe(uint32_t i, void *arg)
+/* One seqlock read of p->slot (bpf_loop's callback too: a retry is one more
+ * call, not one more unrolled copy for the verifier). 0: read again (a
+ * writer was busy); 1: decided — p->found 0 (found, the value copied), -1
+ * (an empty slot: not in the table) or still 1 (another key: look on). */
+static long innet__probe_try(uint32_t t, void *arg)
 {
 	struct innet__probe_arg *p = arg;
-	uint32_t k = (uint32_t)((p->home + i) & p->mask);
+	struct innet_table_slot *s = p->slot;
 	uint32_t ks = (uint32_t)p->ks;
-	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
-	if (s == (void *)0) {
+	if (s == (void *)0)
+		return 1;
+	uint32_t seq = *(volatile uint32_t *)&s->seq;
+	if (seq & 1)
+		return 0;
+	uint32_t state = *(volatile uint32_t *)&s->state;
+	if (state == INNET_SLOT_EMPTY) {
 		p->found = -1;
 		return 1;
 	}
-	for (uint32_t tries = 0; tries < INNET_XDP_SEQ_TRIES; tries++) {
-		uint32_t seq = *(volatile uint32_t *)&s->seq;
-		if (seq & 1)
-			continue;
-		uint32_t state = *(volatile uint32_t *)&s->state;
-		if (state == INNET_SLOT_EMPTY) {
-			p->found = -1;
-			return 1;
+	if (state != INNET_SLOT_USED)
+		return 1;
+	/* a word at a time where the size allows: one branch per word for the
+	 * verifier to follow, not one per byte */
+	bool eq = true;
+	if (ks % 8 == 0) {
+		for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b += 8) {
+			uint64_t x, y;
+			if (b >= ks)
+				break;
+			__builtin_memcpy(&x, s->kv + b, 8);
+			__builtin_memcpy(&y, p->key + b, 8);
+			if (x != y) {
+				eq = false;
+				break;
+			}
 		}
-		if (state != INNET_SLOT_USED)
-			return 0;
-		bool eq = true;
+	} else {
 		for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b++) {
 			if (b >= ks)
 				break;
@@ -880,17 +904,29 @@ static long innet__probe(uint32_t i, void *arg)
 				break;
 			}
 		}
-		if (eq)   /* (val may keep torn bytes if a racing writer then
-		           * moves the key away: the lookup still says -1) */
-			bpf_probe_read_kernel(p->val, (uint32_t)p->vs, s->kv + ks);
-		if (*(volatile uint32_t *)&s->seq != seq)
-			continue;
-		if (!eq)
-			return 0;
+	}
+	if (eq)   /* (val may keep torn bytes if a racing writer then moves the
+	           * key away: the lookup still says -1) */
+		bpf_probe_read_kernel(p->val, (uint32_t)p->vs, s->kv + ks);
+	if (*(volatile uint32_t *)&s->seq != seq)
+		return 0;
+	if (eq)
 		p->found = 0;
+	return 1;
+}
+
+static long innet__probe(uint32_t i, void *arg)
+{
+	struct innet__probe_arg *p = arg;
+	uint32_t k = (uint32_t)((p->home + i) & p->mask);
+	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
+	if (s == (void *)0) {
+		p->found = -1;
 		return 1;
 	}
-	return 0;
+	p->slot = s;
+	bpf_loop(INNET_XDP_SEQ_TRIES, innet__probe_try, p, 0);
+	return p->found != 1;
 }
 
 INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key,
@@ -902,6 +938,7 @@ INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const v
 	struct innet__probe_arg p = {
 		.key = key, .val = val, .t = t, .ks = ks, .vs = vs,
 		.home = (uint32_t)innet_hash(key, ks, 0) & mask, .mask = mask, .found = 1,
+		.slot = (void *)0,
 	};
 	bpf_loop(INNET_XDP_TABLE_PROBE, innet__probe, &p, 0);
 	return p.found == 0 ? 0 : -1;
@@ -931,6 +968,60 @@ INNET__INLINE bool innet__slot_claim(struct innet_table_slot *s)
 	return false;
 }
 
+/* A writer's look at slot i of the key's probe window (bpf_loop callbacks,
+ * as the lookup's innet__probe and for the same reason: the verifier checks
+ * a body a few times per write, not once for each of the window's 32 slots
+ * times each path that reaches it). The arg's 8-byte fields keep the call
+ * site's constants exact (the table, the key and value sizes). */
+struct innet__wprobe_arg {
+	const uint8_t *key;
+	const uint8_t *val;
+	uint64_t t;              /* table id */
+	uint64_t ks, vs;         /* key and value size */
+	uint64_t home, mask;     /* the key's home slot; n_slots - 1 */
+	int64_t found;           /* find: the key's slot, -1 none; put: 0 written, -1 not */
+};
+
+/* Find: the slot holding the key (the search stops at an empty slot). */
+static long innet__wfind(uint32_t i, void *arg)
+{
+	struct innet__wprobe_arg *p = arg;
+	uint32_t k = (uint32_t)((p->home + i) & p->mask);
+	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
+	if (s == (void *)0)
+		return 1;
+	uint32_t state = *(volatile uint32_t *)&s->state;
+	if (state == INNET_SLOT_EMPTY)
+		return 1;
+	if (state != INNET_SLOT_USED || !innet__key_eq(s->kv, p->key, (uint32_t)p->ks))
+		return 0;
+	p->found = k;
+	return 1;
+}
+
+/* Put: claim the first slot not in use and write key and value into it. */
+static long innet__wput(uint32_t i, void *arg)
+{
+	struct innet__wprobe_arg *p = arg;
+	uint32_t k = (uint32_t)((p->home + i) & p->mask);
+	uint32_t ks = (uint32_t)p->ks;
+	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
+	if (s == (void *)0)
+		return 1;
+	if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED || !innet__slot_claim(s))
+		return 0;
+	if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED) {   /* raced */
+		__sync_fetch_and_add(&s->seq, 1);
+		return 0;
+	}
+	bpf_probe_read_kernel(s->kv, ks, p->key);
+	bpf_probe_read_kernel(s->kv + ks, (uint32_t)p->vs, p->val);
+	*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
+	__sync_fetch_and_add(&s->seq, 1);
+	p->found = 0;
+	return 1;
+}
+
 /* table.c's innet_table_put / innet_table_del, step for step. */
 INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks,
 				     const void *val, uint32_t vs, bool del)
@@ -956,22 +1047,15 @@ INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const vo
 	void *slots = innet__tslots(t);
 	int rc = -1;
 	/* the key's slot, if it is in the table (the home lock keeps it there) */
-	struct innet_table_slot *found = (void *)0;
-	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
-		uint32_t k = (home + i) & mask;
-		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
-		if (s == (void *)0)
-			break;
-		uint32_t state = *(volatile uint32_t *)&s->state;
-		if (state == INNET_SLOT_EMPTY)
-			break;
-		if (state == INNET_SLOT_USED && innet__key_eq(s->kv, key, ks)) {
-			found = s;
-			break;
-		}
-	}
-	if (found != (void *)0) {
-		if (!innet__slot_claim(found))
+	struct innet__wprobe_arg p = {
+		.key = key, .val = val, .t = t, .ks = ks, .vs = vs, .home = home, .mask = mask,
+		.found = -1,
+	};
+	bpf_loop(INNET_XDP_TABLE_PROBE, innet__wfind, &p, 0);
+	if (p.found >= 0) {
+		uint32_t k = (uint32_t)p.found;
+		struct innet_table_slot *found = bpf_map_lookup_elem(slots, &k);
+		if (found == (void *)0 || !innet__slot_claim(found))
 			goto out;
 		if (del) {
 			*(volatile uint32_t *)&found->state = INNET_SLOT_DEAD;
@@ -991,21 +1075,9 @@ INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const vo
 		__sync_fetch_and_add(&meta->insert_full, 1);
 		goto out;
 	}
-	for (uint32_t i = 0; i < INNET_XDP_TABLE_PROBE; i++) {
-		uint32_t k = (home + i) & mask;
-		struct innet_table_slot *s = bpf_map_lookup_elem(slots, &k);
-		if (s == (void *)0)
-			break;
-		if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED || !innet__slot_claim(s))
-			continue;
-		if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED) {   /* raced */
-			__sync_fetch_and_add(&s->seq, 1);
-			continue;
-		}
-		__builtin_memcpy(s->kv, key, ks);
-		__builtin_memcpy(s->kv + ks, val, vs);
-		*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
-		__sync_fetch_and_add(&s->seq, 1);
+	p.found = -1;
+	bpf_loop(INNET_XDP_TABLE_PROBE, innet__wput, &p, 0);
+	if (p.found == 0) {
 		rc = 0;
 		goto out;
 	}

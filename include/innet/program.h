@@ -87,9 +87,12 @@ void innet_decl_priv(struct innet_decl *d, void *priv);
  * allocations, or shared between instances with a reference count). */
 void innet_decl_priv_with(struct innet_decl *d, void *priv, void (*priv_free)(void *priv));
 /* The switch the program is being declared on: its fabric node id and its
- * number of ports (to check settings that name ports during setup). */
+ * number of ports (to check settings that name ports during setup), and a
+ * port's own IPv4 address (host order; 0 for a raw port or no such port:
+ * say, for the config block of a program that sends itself datagrams). */
 uint16_t innet_decl_node_id(const struct innet_decl *d);
 uint32_t innet_decl_n_ports(const struct innet_decl *d);
+uint32_t innet_decl_port_ip(const struct innet_decl *d, uint32_t port);
 /* The UDP ports the instance binds (all of them, ranges expanded, in the
  * order configured), *n set to their count (0 for a raw-only instance). Valid
  * for the instance's lifetime: a program may keep the pointer (for example a
@@ -141,7 +144,9 @@ struct innet_program {
 	/* Trio: a timer fired (timer thread; restricted C): innet_dp_NAME_timer. */
 	void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg);
 	/* A packet handed to the control plane (INNET_TO_CPU), on the control
-	 * thread: ordinary C, may allocate and use the innet_cp_* calls. */
+	 * thread: ordinary C, may allocate and use the innet_cp_* calls. What
+	 * it refuses it may count under one of the program's drop reasons
+	 * (innet_cp_count_drop, innet/switch.h). */
 	void (*on_cpu)(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt);
 	/* A program-specific control command, `innet ctl prog INSTANCE WORD...`
 	 * (control thread, ordinary C; may be NULL). argv holds the words after

@@ -206,6 +206,16 @@ uint32_t innet_cp_n_timers(const struct innet_cp *cp);
 int innet_cp_send(struct innet_cp *cp, const struct innet_out *out, bool is_group,
 		  const void *data, uint32_t len);
 
+/* Count a packet the control side refused under drop reason `reason` (one
+ * of the program's, INNET_DROP_PROGRAM + i, or a runtime reason): what
+ * on_cpu decides about a packet the handler handed over (innet_to_cpu), such
+ * as the load balancer's agent reports, whose MAC only the control thread
+ * can check. Counted in the program's drops by reason (`innet ctl stats`),
+ * not as a verdict: the packet's verdict was TO_CPU. Call it from the control
+ * thread (init, on_cpu, on_ctl). 0, or -EINVAL for a reason the program
+ * does not have. */
+int innet_cp_count_drop(struct innet_cp *cp, unsigned reason);
+
 /* Name of a drop reason (runtime or this program's), never NULL. */
 const char *innet_cp_drop_reason_name(const struct innet_cp *cp, unsigned reason);
 const char *innet_drop_reason_name(unsigned reason); /* runtime reasons only */
@@ -293,6 +303,15 @@ int innet_switch_capture_stop(struct innet_switch *sw, uint32_t port);
 /* serialised. Link emulation and capture are bypassed. Emitted packets are  */
 /* collected too. Timers armed by the packet fire on the timer thread only   */
 /* if the switch is started.                                                 */
+/*                                                                            */
+/* A packet the handler hands to the control plane (TO_CPU) is queued for    */
+/* the control thread, which runs the program's on_cpu — if the switch is    */
+/* started. If it is not, no control thread exists: the injection runs      */
+/* on_cpu itself, on the calling thread, before it returns (as the control   */
+/* thread would: the packet is counted in cpu_pkts, what on_cpu sends with   */
+/* innet_cp_send is collected in the result like the data plane's sends,     */
+/* and the first drop reason it counts with innet_cp_count_drop is reported  */
+/* in cpu_drop_reason). The verdict stays TO_CPU.                            */
 
 #define INNET_INJECT_MAX_OUT 64u
 
@@ -307,6 +326,9 @@ struct innet_inject_out {
 struct innet_inject_result {
 	enum innet_action action;  /* final verdict (DROP if an error turned it into one) */
 	unsigned drop_reason;      /* when action == INNET_DROP */
+	unsigned cpu_drop_reason;  /* TO_CPU on a switch not started: the drop reason
+	                            * on_cpu counted for the packet (innet_cp_count_drop),
+	                            * 0 if none */
 	uint32_t n_out;            /* packets that would be sent */
 	uint32_t n_out_lost;       /* more than INNET_INJECT_MAX_OUT */
 	struct innet_inject_out out[INNET_INJECT_MAX_OUT];

@@ -176,6 +176,9 @@ struct innet_xdp_rec {
 	uint8_t flags;                 /* INNET_PKT_F_* of the packet */
 	uint32_t timer;
 	uint32_t len;                  /* bytes of data */
+	uint16_t meta16;               /* TO_CPU: the packet's pkt->meta16 and meta32, */
+	uint16_t pad16;                /* which the handler may have set for on_cpu */
+	uint32_t meta32[4];
 	uint64_t deadline_ns;          /* TIMER */
 	uint64_t arg;                  /* TIMER */
 	struct {

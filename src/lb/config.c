@@ -1,7 +1,9 @@
 /*
  * config.c — the load balancer's settings (docs/lb.md "Settings"): parse the
- * instance's JSON settings into struct lb_conf, rejecting unknown keys and
- * bad values with a message naming the setting. Control-plane code (setup).
+ * instance's JSON settings into struct lb_priv (lb_pvt.h) — its conf, what
+ * becomes the config block the handler reads (lb.h), and the control side's
+ * part (the key, pools, servers, units) — rejecting unknown keys and bad
+ * values with a message naming the setting. Control-plane code (setup, lb.c).
  *
  *   { "mode": "proxy"|"packet", "report_port": 47900, "key_file": PATH,
  *     "maglev_size": 65537, "conn_capacity": 65536, "idle_timeout_ms": 30000,
@@ -125,9 +127,10 @@ static int get_str(struct innet_decl *d, json_t *o, const char *where, const cha
 	return 0;
 }
 
-static int parse_unit(struct innet_decl *d, struct lb_conf *c, json_t *u, const char *where,
+static int parse_unit(struct innet_decl *d, struct lb_priv *p, json_t *u, const char *where,
 		      uint32_t server_slot, uint8_t pool, uint8_t *seen)
 {
+	const struct lb_conf *c = &p->conf;
 	static const char *const keys[] = { "id", "kind", "address", "weight", "mac", "port", NULL };
 	uint64_t id, weight, port;
 	const char *kind, *addr, *mac;
@@ -144,7 +147,7 @@ static int parse_unit(struct innet_decl *d, struct lb_conf *c, json_t *u, const 
 		return innet_decl_error(d, "%s: unit id %llu defined twice in its server", where,
 					(unsigned long long)id);
 	*seen |= (uint8_t)(1u << id);
-	struct lb_unit_init *ui = &c->units[c->n_units++];
+	struct lb_unit_init *ui = &p->units[p->n_units++];
 	ui->slot = (uint16_t)(server_slot * LB_UNITS_PER_SERVER + id);
 	ui->kind = INNET_LB_KIND_CPU;
 	if (kind != NULL && !strcmp(kind, "accelerator"))
@@ -165,13 +168,13 @@ static int parse_unit(struct innet_decl *d, struct lb_conf *c, json_t *u, const 
 		return innet_decl_error(d, "%s.mac must be \"aa:bb:cc:dd:ee:ff\", not \"%s\"", where, mac);
 	if (c->mode == LB_MODE_PACKET && mac == NULL)
 		return innet_decl_error(d, "%s needs 'mac' in packet mode", where);
-	for (uint32_t i = 0; i + 1 < c->n_units; i++)
-		if (c->units[i].ip == ui->ip && c->units[i].udp == ui->udp)
+	for (uint32_t i = 0; i + 1 < p->n_units; i++)
+		if (p->units[i].ip == ui->ip && p->units[i].udp == ui->udp)
 			return innet_decl_error(d, "%s: address %s used by two units", where, addr);
 	return 0;
 }
 
-static int parse_pools(struct innet_decl *d, struct lb_conf *c, json_t *pools)
+static int parse_pools(struct innet_decl *d, struct lb_priv *p, json_t *pools)
 {
 	static const char *const pkeys[] = { "name", "servers", NULL };
 	static const char *const skeys[] = { "id", "weight", "units", NULL };
@@ -181,21 +184,21 @@ static int parse_pools(struct innet_decl *d, struct lb_conf *c, json_t *pools)
 		return innet_decl_error(d, "%zu pools, at most %u", json_array_size(pools),
 					INNET_LB_MAX_POOLS);
 	size_t i;
-	json_t *p;
+	json_t *pj;
 	char where[96];
-	json_array_foreach(pools, i, p) {
+	json_array_foreach(pools, i, pj) {
 		snprintf(where, sizeof(where), "pools[%zu]", i);
 		const char *name;
-		if (only_keys(d, p, where, pkeys) || get_str(d, p, where, "name", true, &name))
+		if (only_keys(d, pj, where, pkeys) || get_str(d, pj, where, "name", true, &name))
 			return -EINVAL;
-		if (strlen(name) == 0 || strlen(name) >= sizeof(c->pool_names[0]))
+		if (strlen(name) == 0 || strlen(name) >= sizeof(p->pool_names[0]))
 			return innet_decl_error(d, "%s.name must have 1..31 characters", where);
-		for (uint32_t k = 0; k < c->n_pools; k++)
-			if (!strcmp(c->pool_names[k], name))
+		for (uint32_t k = 0; k < p->n_pools; k++)
+			if (!strcmp(p->pool_names[k], name))
 				return innet_decl_error(d, "%s: pool '%s' defined twice", where, name);
-		uint8_t pool = (uint8_t)c->n_pools++;
-		snprintf(c->pool_names[pool], sizeof(c->pool_names[pool]), "%s", name);
-		json_t *servers = json_object_get(p, "servers");
+		uint8_t pool = (uint8_t)p->n_pools++;
+		snprintf(p->pool_names[pool], sizeof(p->pool_names[pool]), "%s", name);
+		json_t *servers = json_object_get(pj, "servers");
 		if (servers == NULL || !json_is_array(servers) || json_array_size(servers) == 0)
 			return innet_decl_error(d, "%s.servers must be a non-empty array", where);
 		size_t j;
@@ -210,16 +213,16 @@ static int parse_pools(struct innet_decl *d, struct lb_conf *c, json_t *pools)
 				return -EINVAL;
 			if (json_object_get(s, "id") == NULL)
 				return innet_decl_error(d, "%s needs 'id'", sw);
-			if (c->n_servers >= INNET_LB_MAX_SERVERS)
+			if (p->n_servers >= INNET_LB_MAX_SERVERS)
 				return innet_decl_error(d, "more than %u servers", INNET_LB_MAX_SERVERS);
-			for (uint32_t k = 0; k < c->n_servers; k++)
-				if (c->servers[k].id == id)
+			for (uint32_t k = 0; k < p->n_servers; k++)
+				if (p->servers[k].id == id)
 					return innet_decl_error(d, "%s: server id %llu defined twice", sw,
 								(unsigned long long)id);
-			uint32_t slot = c->n_servers++;
-			c->servers[slot].id = (uint16_t)id;
-			c->servers[slot].weight = (uint16_t)weight;
-			c->servers[slot].pool = pool;
+			uint32_t slot = p->n_servers++;
+			p->servers[slot].id = (uint16_t)id;
+			p->servers[slot].weight = (uint16_t)weight;
+			p->servers[slot].pool = pool;
 			json_t *units = json_object_get(s, "units");
 			if (units == NULL || !json_is_array(units) ||
 			    json_array_size(units) > LB_UNITS_PER_SERVER)
@@ -231,7 +234,7 @@ static int parse_pools(struct innet_decl *d, struct lb_conf *c, json_t *pools)
 			json_array_foreach(units, k, u) {
 				char uw[160];
 				snprintf(uw, sizeof(uw), "%s.units[%zu]", sw, k);
-				if (parse_unit(d, c, u, uw, slot, pool, &seen) != 0)
+				if (parse_unit(d, p, u, uw, slot, pool, &seen) != 0)
 					return -EINVAL;
 			}
 		}
@@ -239,8 +242,9 @@ static int parse_pools(struct innet_decl *d, struct lb_conf *c, json_t *pools)
 	return 0;
 }
 
-static int parse_vips(struct innet_decl *d, struct lb_conf *c, json_t *vips)
+static int parse_vips(struct innet_decl *d, struct lb_priv *p, json_t *vips)
 {
+	struct lb_conf *c = &p->conf;
 	static const char *const keys[] = { "name", "address", "port", "proto", "pool", "policy",
 					    NULL };
 	if (vips == NULL || !json_is_array(vips) || json_array_size(vips) == 0)
@@ -286,8 +290,8 @@ static int parse_vips(struct innet_decl *d, struct lb_conf *c, json_t *vips)
 						"p2c, accel; not \"%s\"", where, policy);
 		vp->policy = (uint8_t)pol;
 		int found = -1;
-		for (uint32_t k = 0; k < c->n_pools; k++)
-			if (!strcmp(c->pool_names[k], pool))
+		for (uint32_t k = 0; k < p->n_pools; k++)
+			if (!strcmp(p->pool_names[k], pool))
 				found = (int)k;
 		if (found < 0)
 			return innet_decl_error(d, "%s.pool: no pool named '%s'", where, pool);
@@ -301,8 +305,9 @@ static int parse_vips(struct innet_decl *d, struct lb_conf *c, json_t *vips)
 	return 0;
 }
 
-int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
+int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_priv *p)
 {
+	struct lb_conf *c = &p->conf;
 	const char *mode, *key_file, *unrep;
 	uint64_t report_port, mg, cap, idle, closing, down, sweep;
 	int rc;
@@ -330,7 +335,7 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 					"65537, 655373), not %llu", (unsigned long long)mg);
 	c->report_port = (uint16_t)report_port;
 	c->maglev_size = (uint32_t)mg;
-	c->conn_capacity = (uint32_t)cap;
+	p->conn_capacity = (uint32_t)cap;
 	c->idle_ms = (uint32_t)idle;
 	c->closing_ms = (uint32_t)closing;
 	c->down_after_ms = (uint32_t)down;
@@ -348,7 +353,7 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 					"\"down\", not \"%s\"", unrep);
 	c->sweep_ms = sweep ? (uint32_t)sweep : (c->idle_ms / 4 > 100 ? c->idle_ms / 4 : 100);
 	c->bloom_size = 64;
-	while (c->bloom_size < 4 * c->conn_capacity)
+	while (c->bloom_size < 4 * p->conn_capacity)
 		c->bloom_size <<= 1;
 
 	c->threshold[INNET_LB_KIND_CPU] = 192;
@@ -367,16 +372,16 @@ int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_conf *c)
 	}
 	if (key_file != NULL) {
 		char err[256];
-		if (innet_lb_key_load(&c->key, key_file, err, sizeof(err)) != 0)
+		if (innet_lb_key_load(&p->key, key_file, err, sizeof(err)) != 0)
 			return innet_decl_error(d, "setting 'key_file': %s", err);
 		c->have_key = true;
 	}
-	if (parse_pools(d, c, innet_args_json(a, "pools")) != 0 ||
-	    parse_vips(d, c, innet_args_json(a, "vips")) != 0)
+	if (parse_pools(d, p, innet_args_json(a, "pools")) != 0 ||
+	    parse_vips(d, p, innet_args_json(a, "vips")) != 0)
 		return -EINVAL;
-	if (c->maglev_size <= 100u * c->n_units)
+	if (c->maglev_size <= 100u * p->n_units)
 		fprintf(stderr, "innet: lb: maglev_size %u is not above 100 x %u units: shares may "
-			"be off their weights by more than 1%%\n", c->maglev_size, c->n_units);
+			"be off their weights by more than 1%%\n", c->maglev_size, p->n_units);
 
 	/* Ports: VIPs and the report port must be bound; the rest is the NAT pool. */
 	uint32_t n_udp = 0;

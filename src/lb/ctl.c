@@ -1,9 +1,9 @@
 /*
  * lb/ctl.c — the load balancer's control plane (control thread, ordinary C):
  * writing the unit registers at init, rebuilding a pool's Maglev tables,
- * eligible list, WRR cycle and DIP tables (double-buffered, see
- * dataplane.c), the connection sweep, and the program's own commands
- * (`innet ctl prog INSTANCE WORD...`):
+ * eligible list, WRR cycle and DIP tables (double-buffered, see lb_dp.c),
+ * the agent reports' verification and the connection sweep (on_cpu), and the
+ * program's own commands (`innet ctl prog INSTANCE WORD...`):
  *
  *   help | show | stats
  *   unit add SERVER UNIT KIND IP:PORT [weight W] [mac MAC] [port P]
@@ -11,15 +11,25 @@
  *   conn count | conn list [N] | conn sweep
  *
  * Every reply carries structured JSON fields and a human-readable "text".
- * The control thread runs init, on_cpu and on_ctl one at a time, so the
- * fields of struct lb_conf it owns (pool_ver, own_ip, nonce) need no locks.
+ * What the handler hands over (innet_to_cpu; pkt->meta32[0] says what, lb.h):
+ *
+ *   LB_CPU_REPORT  ─► innet_lb_report_open (length, magic, service, type, MAC
+ *                     with the key, fields) ─► server and unit known, kind as
+ *                     configured ─► seq > R_UNIT_SEQ (atomic fetch-max) ─►
+ *                     R_UNIT_STATE, R_UNIT_LAT, R_UNIT_SEEN, reports_ok;
+ *                     then a sweep if one is due. A rejected report is
+ *                     counted under its drop reason (innet_cp_count_drop).
+ *   LB_CPU_SWEEP   ─► the sweep (the timer's datagram)
+ *   LB_CPU_FORWARD ─► send the rewritten frame, then the sweep (packet mode)
+ *
+ * The control thread runs init, on_cpu and on_ctl one at a time, so struct
+ * lb_priv (pool_ver, ...) needs no locks.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <net/if.h>
 #include <net/if_arp.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +41,6 @@
 #include "innet/lb.h"
 #include "innet/switch.h"
 #include "lb/lb_pvt.h"
-
-int lb_init(struct innet_cp *cp, void *priv);
-void lb_on_cpu(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt);
-int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct json_t *reply,
-	      char *err, size_t errlen);
 
 static uint64_t mono_ns(void)
 {
@@ -79,12 +84,13 @@ static bool eligible(uint64_t m)
 }
 
 /* Rebuild pool's tables into the idle halves, then flip its version. */
-static int rebuild_pool(struct innet_cp *cp, struct lb_conf *c, uint32_t pool)
+static int rebuild_pool(struct innet_cp *cp, struct lb_priv *p, uint32_t pool)
 {
+	const struct lb_conf *c = &p->conf;
 	struct lb_backend units[LB_MAX_UNIT_SLOTS], servers[INNET_LB_MAX_SERVERS];
 	uint32_t nu = 0, ns = 0;
-	for (uint32_t s = 0; s < c->n_servers; s++) {
-		if (c->servers[s].pool != pool)
+	for (uint32_t s = 0; s < p->n_servers; s++) {
+		if (p->servers[s].pool != pool)
 			continue;
 		bool any = false;
 		uint8_t kinds[LB_UNITS_PER_SERVER] = { 0 }, elig = 0;
@@ -95,15 +101,15 @@ static int rebuild_pool(struct innet_cp *cp, struct lb_conf *c, uint32_t pool)
 			if (!eligible(m))
 				continue;
 			elig |= (uint8_t)(1u << u);
-			units[nu].id = (uint64_t)c->servers[s].id << 8 | u;
+			units[nu].id = (uint64_t)p->servers[s].id << 8 | u;
 			units[nu].weight = LB_META_WEIGHT(m);
 			units[nu].index = slot;
 			nu++;
 			any = true;
 		}
 		if (any) {
-			servers[ns].id = 1ull << 40 | c->servers[s].id;
-			servers[ns].weight = c->servers[s].weight;
+			servers[ns].id = 1ull << 40 | p->servers[s].id;
+			servers[ns].weight = p->servers[s].weight;
 			servers[ns].index = s;
 			ns++;
 		}
@@ -115,7 +121,7 @@ static int rebuild_pool(struct innet_cp *cp, struct lb_conf *c, uint32_t pool)
 								       (uint8_t)(st >> 8)),
 						 __ATOMIC_RELAXED);
 	}
-	uint32_t nb = (c->pool_ver[pool] + 1) & 1;
+	uint32_t nb = (p->pool_ver[pool] + 1) & 1;
 	uint32_t m = c->maglev_size;
 	uint16_t *t_units = elem(cp, R_MAGLEV, (uint32_t)(((pool * 2 + LB_MG_UNITS) * 2 + nb) * (uint64_t)m));
 	uint16_t *t_srv = elem(cp, R_MAGLEV, (uint32_t)(((pool * 2 + LB_MG_SERVERS) * 2 + nb) * (uint64_t)m));
@@ -133,11 +139,11 @@ static int rebuild_pool(struct innet_cp *cp, struct lb_conf *c, uint32_t pool)
 	wr(cp, R_WRR_N, pool * 2 + nb, lb_wrr_build(units, nu, wrr, LB_WRR_MAX));
 	/* Publish: a release store of the new version orders every table write
 	 * above before it (no bare fence: ThreadSanitizer cannot model one). */
-	c->pool_ver[pool]++;
+	p->pool_ver[pool]++;
 	uint32_t *ver = elem(cp, R_POOL_VER, pool);
 	if (ver == NULL)
 		return -EINVAL;
-	__atomic_store_n(ver, c->pool_ver[pool], __ATOMIC_RELEASE);
+	__atomic_store_n(ver, p->pool_ver[pool], __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -174,27 +180,25 @@ static uint64_t iface_mac(const char *iface)
 
 int lb_init(struct innet_cp *cp, void *priv)
 {
-	struct lb_conf *c = priv;
+	struct lb_priv *p = priv;
 	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
-	c->own_ip = sc->n_ports > 0 ? sc->ports[0].ip : 0;
-	randombytes_buf(&c->nonce, sizeof(c->nonce));
 	/* The first sweep is one interval after start. */
 	wr(cp, R_SWEEP, 1, mono_ns());
 	/* Packet mode sends frames from the egress port's own MAC. */
-	for (uint32_t p = 0; p < sc->n_ports && p < INNET_MAX_PORTS; p++)
-		if (sc->ports[p].iface[0] != '\0')
-			wr(cp, R_PORT_MAC, p, iface_mac(sc->ports[p].iface));
-	for (uint32_t s = 0; s < c->n_servers; s++)
-		wr(cp, R_SRV_BY_ID, c->servers[s].id, s + 1);
-	for (uint32_t i = 0; i < c->n_units; i++) {
-		int rc = set_unit(cp, &c->units[i], LB_UF_CONFIGURED);
+	for (uint32_t pt = 0; pt < sc->n_ports && pt < INNET_MAX_PORTS; pt++)
+		if (sc->ports[pt].iface[0] != '\0')
+			wr(cp, R_PORT_MAC, pt, iface_mac(sc->ports[pt].iface));
+	for (uint32_t s = 0; s < p->n_servers; s++)
+		wr(cp, R_SRV_BY_ID, p->servers[s].id, s + 1);
+	for (uint32_t i = 0; i < p->n_units; i++) {
+		int rc = set_unit(cp, &p->units[i], LB_UF_CONFIGURED);
 		if (rc != 0)
 			return innet_cp_init_error(cp, "unit table: %s", strerror(-rc));
 	}
-	for (uint32_t p = 0; p < c->n_pools; p++) {
-		int rc = rebuild_pool(cp, c, p);
+	for (uint32_t pl = 0; pl < p->n_pools; pl++) {
+		int rc = rebuild_pool(cp, p, pl);
 		if (rc != 0)
-			return innet_cp_init_error(cp, "building pool '%s': %s", c->pool_names[p],
+			return innet_cp_init_error(cp, "building pool '%s': %s", p->pool_names[pl],
 						   strerror(-rc));
 	}
 	return 0;
@@ -279,7 +283,7 @@ static uint32_t lb_sweep(struct innet_cp *cp, const struct lb_conf *c)
 			rk.cip = k->cip;
 		}
 		innet_cp_table_del(cp, T_REV, &rk);
-		uint64_t h = innet_hash(k, sizeof(*k), 0x6c62);
+		uint64_t h = innet_hash(k, sizeof(*k), LB_FLOW_SEED);
 		for (unsigned j = 0; j < 3; j++) {
 			uint8_t *b = elem(cp, R_BLOOM, (uint32_t)(h >> (21 * j)) & (c->bloom_size - 1));
 			uint8_t cur = b ? __atomic_load_n(b, __ATOMIC_ACQUIRE) : 0;
@@ -299,16 +303,99 @@ static uint32_t lb_sweep(struct innet_cp *cp, const struct lb_conf *c)
 	return removed;
 }
 
-/* The control thread's packets: a due sweep, signalled by the proxy timer's
- * sweep datagram or by a report, or in packet mode by a rewritten frame that
- * the handler passed here to be sent first (LB_CPU_FORWARD). */
+/* Is a sweep due? Claims it (one caller per interval), as the handler's
+ * sweep_due does on the same register. */
+static bool sweep_due(struct innet_cp *cp, const struct lb_conf *c)
+{
+	uint64_t *last = elem(cp, R_SWEEP, 1);
+	if (last == NULL)
+		return false;
+	uint64_t now = mono_ns(), seen = __atomic_load_n(last, __ATOMIC_ACQUIRE);
+	if (now - seen < (uint64_t)c->sweep_ms * 1000000u)
+		return false;
+	return __atomic_compare_exchange_n(last, &seen, now, false, __ATOMIC_SEQ_CST,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reports                                                                    */
+
+/* Atomic unsigned maximum of a u64 register element; returns the value
+ * before (UINT64_MAX for an element that does not exist). */
+static uint64_t fetch_max(struct innet_cp *cp, unsigned r, uint32_t idx, uint64_t v)
+{
+	uint64_t *e = elem(cp, r, idx);
+	if (e == NULL)
+		return UINT64_MAX;
+	uint64_t cur = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(e, &cur, v, false, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
+		;
+	return cur;
+}
+
+/* An agent report the handler passed on (its cheap checks done): verify it
+ * and, accepted, write the unit's state. 0, or the drop reason to count. */
+static unsigned report_apply(struct innet_cp *cp, struct lb_priv *p, const uint8_t *data,
+			     uint32_t len)
+{
+	if (!p->conf.have_key)
+		return LB_DR_REPORT_NO_KEY;
+	struct innet_lb_report r;
+	int rc = innet_lb_report_open(data, len, &p->key, &r);
+	if (rc != 0)
+		return LB_DR_REPORT_LENGTH + (unsigned)(-rc) - INNET_LB_E_TOO_SHORT;
+	uint32_t srv = (uint32_t)rd(cp, R_SRV_BY_ID, r.server);
+	if (srv == 0 || r.unit >= LB_UNITS_PER_SERVER)
+		return LB_DR_REPORT_UNKNOWN;
+	uint32_t slot = (srv - 1) * LB_UNITS_PER_SERVER + r.unit;
+	uint64_t m = rd(cp, R_UNIT_META, slot);
+	if (!(LB_META_FLAGS(m) & LB_UF_CONFIGURED))
+		return LB_DR_REPORT_UNKNOWN;
+	if (LB_META_KIND(m) != r.kind)
+		return LB_DR_REPORT_KIND;
+	/* Replay protection: one atomic max; only a larger seq gets through. */
+	if (fetch_max(cp, R_UNIT_SEQ, slot, r.seq) >= r.seq)
+		return LB_DR_REPORT_REPLAY;
+	wr(cp, R_UNIT_STATE, slot, LB_US_REPORTED | (uint32_t)r.load << 8 | r.state);
+	wr(cp, R_UNIT_LAT, slot, r.latency_us);
+	wr(cp, R_UNIT_SEEN, slot, mono_ns());
+	stat_add(cp, LB_ST_REPORTS_OK, 1);
+	return 0;
+}
+
+/* The control thread's packets (lb.h, LB_CPU_*): an agent report to verify
+ * (then a sweep, if one is due: reports are the sweep's clock too), the
+ * timer's sweep datagram, or in packet mode a rewritten frame that the
+ * handler passed here to be sent first because a sweep is due. */
 void lb_on_cpu(struct innet_cp *cp, void *priv, const struct innet_pkt *pkt)
 {
-	if ((pkt->flags & INNET_PKT_F_RAW) && pkt->meta32[0] == LB_CPU_FORWARD) {
-		struct innet_out out = { .port = pkt->meta16 };
-		innet_cp_send(cp, &out, false, pkt->data, pkt->len);
+	struct lb_priv *p = priv;
+	switch (pkt->meta32[0]) {
+	case LB_CPU_REPORT: {
+		uint32_t off = pkt->meta32[1];
+		unsigned reason = LB_DR_REPORT_LENGTH;
+		if (off <= pkt->len && pkt->len - off >= INNET_LB_REPORT_LEN)
+			reason = report_apply(cp, p, pkt->data + off, INNET_LB_REPORT_LEN);
+		if (reason != 0) {
+			innet_cp_count_drop(cp, reason);
+			return;
+		}
+		if (sweep_due(cp, &p->conf))
+			lb_sweep(cp, &p->conf);
+		return;
 	}
-	lb_sweep(cp, priv);
+	case LB_CPU_FORWARD:
+		if (pkt->flags & INNET_PKT_F_RAW) {
+			struct innet_out out = { .port = pkt->meta16 };
+			innet_cp_send(cp, &out, false, pkt->data, pkt->len);
+		}
+		lb_sweep(cp, &p->conf);
+		return;
+	case LB_CPU_SWEEP:
+		lb_sweep(cp, &p->conf);
+		return;
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -320,14 +407,14 @@ struct text {
 	FILE *f;
 };
 
-static int find_server(const struct lb_conf *c, const char *s, uint32_t *slot)
+static int find_server(const struct lb_priv *p, const char *s, uint32_t *slot)
 {
 	char *end;
 	unsigned long id = strtoul(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || id > 65535)
 		return -1;
-	for (uint32_t i = 0; i < c->n_servers; i++)
-		if (c->servers[i].id == id) {
+	for (uint32_t i = 0; i < p->n_servers; i++)
+		if (p->servers[i].id == id) {
 			*slot = i;
 			return 0;
 		}
@@ -344,9 +431,10 @@ static const char *kind_name(uint8_t k)
 #define UNIT_HDR_FMT "  %-11s %-11s %-21s %6s %-7s %-7s %-4s %4s %8s %8s %6s %8s %7s\n"
 #define UNIT_ROW_FMT "  %-11s %-11s %-21s %6u %-7s %-7s %-4s %4u %8u %8s %6d %8llu %6.2f%%\n"
 
-static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t slot,
+static json_t *unit_json(struct innet_cp *cp, const struct lb_priv *p, uint32_t slot,
 			 const uint32_t *share, uint64_t now, FILE *t)
 {
+	const struct lb_conf *c = &p->conf;
 	uint64_t m = rd(cp, R_UNIT_META, slot);
 	uint64_t a = rd(cp, R_UNIT_ADDR, slot);
 	uint32_t st = (uint32_t)rd(cp, R_UNIT_STATE, slot);
@@ -365,7 +453,7 @@ static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t 
 	double age_ms = (st & LB_US_REPORTED) ? (double)(int64_t)(now - seen) / 1e6 : -1;
 	double sh = 100.0 * share[slot] / c->maglev_size;
 	json_t *u = json_pack("{s:i,s:i,s:s,s:s,s:i,s:s,s:s,s:b,s:i,s:i,s:f,s:i,s:I,s:I,s:f}",
-			      "server", c->servers[srv].id, "unit", slot % LB_UNITS_PER_SERVER,
+			      "server", p->servers[srv].id, "unit", slot % LB_UNITS_PER_SERVER,
 			      "kind", kind_name(kind), "address", addr, "weight", LB_META_WEIGHT(m),
 			      "admin", admin, "state", health_name[h], "busy", busy,
 			      "load", load, "latency_us", (int)rd(cp, R_UNIT_LAT, slot),
@@ -374,7 +462,7 @@ static json_t *unit_json(struct innet_cp *cp, const struct lb_conf *c, uint32_t 
 			      "pkts", (json_int_t)rd(cp, R_UNIT_PKTS, slot), "maglev_share_pct", sh);
 	if (t != NULL) {
 		char su[16], age[32];
-		snprintf(su, sizeof(su), "%u/%u", c->servers[srv].id, slot % LB_UNITS_PER_SERVER);
+		snprintf(su, sizeof(su), "%u/%u", p->servers[srv].id, slot % LB_UNITS_PER_SERVER);
 		if (age_ms < 0)
 			snprintf(age, sizeof(age), "never");
 		else
@@ -410,13 +498,14 @@ static json_t *stats_json(struct innet_cp *cp, FILE *t)
 	return o;
 }
 
-static int cmd_show(struct innet_cp *cp, struct lb_conf *c, json_t *reply, FILE *t)
+static int cmd_show(struct innet_cp *cp, struct lb_priv *p, json_t *reply, FILE *t)
 {
+	const struct lb_conf *c = &p->conf;
 	uint64_t now = mono_ns();
 	fprintf(t, "lb '%s': mode %s, report port %u, key %s, maglev %u, conn capacity %u, "
 		"idle %u ms, down after %u ms, unreported units %s\n", innet_cp_name(cp),
 		c->mode == LB_MODE_PROXY ? "proxy" : "packet", c->report_port,
-		c->have_key ? "set" : "NONE (reports refused)", c->maglev_size, c->conn_capacity,
+		c->have_key ? "set" : "NONE (reports refused)", c->maglev_size, p->conn_capacity,
 		c->idle_ms, c->down_after_ms,
 		c->unreported == LB_UNREP_DOWN ? "down" :
 		c->unreported == LB_UNREP_GRACE ? "served for down_after_ms" : "served");
@@ -432,36 +521,36 @@ static int cmd_show(struct innet_cp *cp, struct lb_conf *c, json_t *reply, FILE 
 		json_array_append_new(vips, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", v->name,
 						       "address", ip, "port", v->port, "proto",
 						       v->proto == 6 ? "tcp" : "udp", "pool",
-						       c->pool_names[v->pool], "policy",
+						       p->pool_names[v->pool], "policy",
 						       lb_policy_name(v->policy)));
 		fprintf(t, "  %-12s %s:%u/%s -> pool %s, policy %s\n", v->name, ip, v->port,
-			v->proto == 6 ? "tcp" : "udp", c->pool_names[v->pool], lb_policy_name(v->policy));
+			v->proto == 6 ? "tcp" : "udp", p->pool_names[v->pool], lb_policy_name(v->policy));
 	}
 	json_object_set_new(reply, "vips", vips);
 	json_t *pools = json_array();
-	for (uint32_t p = 0; p < c->n_pools; p++) {
-		uint32_t buf = c->pool_ver[p] & 1;
+	for (uint32_t pl = 0; pl < p->n_pools; pl++) {
+		uint32_t buf = p->pool_ver[pl] & 1;
 		uint32_t share[LB_MAX_UNIT_SLOTS] = { 0 };
-		const uint16_t *mg = elem(cp, R_MAGLEV, (uint32_t)(((p * 2 + LB_MG_UNITS) * 2 + buf) *
+		const uint16_t *mg = elem(cp, R_MAGLEV, (uint32_t)(((pl * 2 + LB_MG_UNITS) * 2 + buf) *
 								 (uint64_t)c->maglev_size));
 		for (uint32_t s = 0; mg != NULL && s < c->maglev_size; s++)
 			if (mg[s] < LB_MAX_UNIT_SLOTS)
 				share[mg[s]]++;
-		fprintf(t, "pool %s (version %u):\n", c->pool_names[p], c->pool_ver[p]);
+		fprintf(t, "pool %s (version %u):\n", p->pool_names[pl], p->pool_ver[pl]);
 		fprintf(t, UNIT_HDR_FMT, "server/unit", "kind", "address", "weight", "admin", "state",
 			"busy", "load", "lat_us", "report", "conns", "new", "share");
 		json_t *units = json_array();
-		for (uint32_t s = 0; s < c->n_servers; s++) {
-			if (c->servers[s].pool != p)
+		for (uint32_t s = 0; s < p->n_servers; s++) {
+			if (p->servers[s].pool != pl)
 				continue;
 			for (uint32_t u = 0; u < LB_UNITS_PER_SERVER; u++) {
 				uint32_t slot = s * LB_UNITS_PER_SERVER + u;
 				if (LB_META_FLAGS(rd(cp, R_UNIT_META, slot)) & LB_UF_CONFIGURED)
-					json_array_append_new(units, unit_json(cp, c, slot, share, now, t));
+					json_array_append_new(units, unit_json(cp, p, slot, share, now, t));
 			}
 		}
-		json_array_append_new(pools, json_pack("{s:s,s:i,s:o}", "name", c->pool_names[p],
-						       "version", c->pool_ver[p], "units", units));
+		json_array_append_new(pools, json_pack("{s:s,s:i,s:o}", "name", p->pool_names[pl],
+						       "version", p->pool_ver[pl], "units", units));
 	}
 	json_object_set_new(reply, "pools", pools);
 	json_object_set_new(reply, "counters", stats_json(cp, t));
@@ -478,9 +567,10 @@ static int parse_u(const char *s, unsigned long max, unsigned long *out)
 	return 0;
 }
 
-static int cmd_unit(struct innet_cp *cp, struct lb_conf *c, int argc, char **argv,
+static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **argv,
 		    json_t *reply, FILE *t, char *err, size_t errlen)
 {
+	const struct lb_conf *c = &p->conf;
 	if (argc < 3) {
 		snprintf(err, errlen, "usage: unit add|del|drain|undrain|weight SERVER UNIT ...");
 		return -1;
@@ -488,7 +578,7 @@ static int cmd_unit(struct innet_cp *cp, struct lb_conf *c, int argc, char **arg
 	const char *op = argv[0];
 	uint32_t srv;
 	unsigned long uid;
-	if (find_server(c, argv[1], &srv) != 0) {
+	if (find_server(p, argv[1], &srv) != 0) {
 		snprintf(err, errlen, "unknown server '%s' (servers are fixed in the settings)", argv[1]);
 		return -1;
 	}
@@ -499,7 +589,7 @@ static int cmd_unit(struct innet_cp *cp, struct lb_conf *c, int argc, char **arg
 	uint32_t slot = srv * LB_UNITS_PER_SERVER + (uint32_t)uid;
 	uint64_t m = rd(cp, R_UNIT_META, slot);
 	uint8_t fl = LB_META_FLAGS(m);
-	uint32_t pool = c->servers[srv].pool;
+	uint32_t pool = p->servers[srv].pool;
 	if (!strcmp(op, "add")) {
 		if (argc < 5 || (argc - 5) % 2 != 0) {
 			snprintf(err, errlen, "usage: unit add SERVER UNIT cpu|accelerator IP:PORT "
@@ -592,14 +682,14 @@ static int cmd_unit(struct innet_cp *cp, struct lb_conf *c, int argc, char **arg
 		}
 		wr(cp, R_UNIT_META, slot, lb_meta(fl, LB_META_KIND(m), w, LB_META_POOL(m)));
 	}
-	int rc = rebuild_pool(cp, c, pool);
+	int rc = rebuild_pool(cp, p, pool);
 	if (rc != 0) {
 		snprintf(err, errlen, "rebuilding pool: %s", strerror(-rc));
 		return -1;
 	}
 	fprintf(t, "unit %s/%lu: %s done; pool %s version %u\n", argv[1], uid, op,
-		c->pool_names[pool], c->pool_ver[pool]);
-	json_object_set_new(reply, "pool_version", json_integer(c->pool_ver[pool]));
+		p->pool_names[pool], p->pool_ver[pool]);
+	json_object_set_new(reply, "pool_version", json_integer(p->pool_ver[pool]));
 	return 0;
 }
 
@@ -608,6 +698,7 @@ struct list_ctx {
 	FILE *t;
 	uint32_t n, max;
 	const struct lb_conf *c;
+	const struct lb_priv *p;
 };
 
 static int list_one(const void *key, const void *val, void *arg)
@@ -625,12 +716,12 @@ static int list_one(const void *key, const void *val, void *arg)
 	json_array_append_new(l->arr, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "client", cl,
 						"vip", l->c->vips[k->vip % l->c->n_vips].name, "proto",
 						k->proto == 6 ? "tcp" : "udp", "server",
-						l->c->servers[srv % INNET_LB_MAX_SERVERS].id, "unit",
+						l->p->servers[srv % INNET_LB_MAX_SERVERS].id, "unit",
 						v->unit % LB_UNITS_PER_SERVER, "idle_ms",
 						(int)(now - v->seen_ms), "closing", v->closing));
 	fprintf(l->t, "  %-21s %-10s %s -> %u/%u idle %u ms%s\n", cl,
 		l->c->vips[k->vip % l->c->n_vips].name, k->proto == 6 ? "tcp" : "udp",
-		l->c->servers[srv % INNET_LB_MAX_SERVERS].id, v->unit % LB_UNITS_PER_SERVER,
+		l->p->servers[srv % INNET_LB_MAX_SERVERS].id, v->unit % LB_UNITS_PER_SERVER,
 		now - v->seen_ms, v->closing ? " (closing)" : "");
 	return 0;
 }
@@ -650,7 +741,8 @@ static const char help_text[] =
 int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct json_t *reply,
 	      char *err, size_t errlen)
 {
-	struct lb_conf *c = priv;
+	struct lb_priv *p = priv;
+	const struct lb_conf *c = &p->conf;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *t = open_memstream(&buf, &len);
@@ -663,11 +755,11 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 	if (!strcmp(w0, "help")) {
 		fputs(help_text, t);
 	} else if (!strcmp(w0, "show") && argc == 1) {
-		rc = cmd_show(cp, c, reply, t);
+		rc = cmd_show(cp, p, reply, t);
 	} else if (!strcmp(w0, "stats") && argc == 1) {
 		json_object_set_new(reply, "counters", stats_json(cp, t));
 	} else if (!strcmp(w0, "unit")) {
-		rc = cmd_unit(cp, c, argc - 1, argv + 1, reply, t, err, errlen);
+		rc = cmd_unit(cp, p, argc - 1, argv + 1, reply, t, err, errlen);
 	} else if (!strcmp(w0, "conn") && argc >= 2 && !strcmp(argv[1], "count") && argc == 2) {
 		struct innet_table_info ti;
 		innet_cp_table_info(cp, T_CONN, &ti);
@@ -680,7 +772,8 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 			snprintf(err, errlen, "conn list N: N must be 0..1000");
 			rc = -1;
 		} else {
-			struct list_ctx l = { .arr = json_array(), .t = t, .max = (uint32_t)n, .c = c };
+			struct list_ctx l = { .arr = json_array(), .t = t, .max = (uint32_t)n, .c = c,
+						 .p = p };
 			innet_cp_table_foreach(cp, T_CONN, list_one, &l);
 			json_object_set_new(reply, "conns", l.arr);
 		}

@@ -151,6 +151,6 @@ uint8_t lb_dip_pick(const uint8_t kind[LB_UNITS_PER_SERVER], uint8_t eligible, u
 	 * to its remaining capacity, weight x (256 - load level): decided per
 	 * connection in the handler from the reported levels, so a busy CPU
 	 * keeps a share matching its headroom and an accelerator's share
-	 * shrinks as its own queue grows (dataplane.c, dip_split). */
+	 * shrinks as its own queue grows (lb_dp.c, dip_split). */
 	return LB_DIP_SPLIT;
 }

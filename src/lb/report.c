@@ -6,9 +6,10 @@
  * 16 bytes over the first 32 bytes of the datagram. The key is expanded once
  * into an HMAC state (inner and outer pads already absorbed), and each MAC
  * copies that state and absorbs 32 bytes: two SHA-256 compressions, about a
- * microsecond, cheap enough for the switch's packet handler to verify every
- * report itself. No allocation, no system call, no lock: open() is callable
- * from a data-plane handler.
+ * microsecond. No allocation, no system call, no lock. The switch verifies
+ * reports on its control thread (the lb program's on_cpu, ctl.c): its data
+ * path, which may not call libsodium, hands them over after the checks that
+ * need no key. Agents (src/lbhost/agent.c) seal with the same code.
  */
 #include <ctype.h>
 #include <endian.h>

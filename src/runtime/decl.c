@@ -295,6 +295,11 @@ uint32_t innet_decl_n_ports(const struct innet_decl *d)
 	return d->cp->sw->n_ports;
 }
 
+uint32_t innet_decl_port_ip(const struct innet_decl *d, uint32_t port)
+{
+	return port < d->cp->sw->n_ports ? d->cp->sw->ports[port].conf.ip : 0;
+}
+
 const uint16_t *innet_decl_udp(const struct innet_decl *d, uint32_t *n)
 {
 	*n = d->cp->n_udp;

@@ -748,6 +748,22 @@ int innet_cp_send(struct innet_cp *cp, const struct innet_out *out, bool is_grou
 	return rc;
 }
 
+/* Counted in the control worker's counters (one writer: the control thread,
+ * or an injection's caller running on_cpu on a switch not started). */
+int innet_cp_count_drop(struct innet_cp *cp, unsigned reason)
+{
+	bool ok = (reason > INNET_DROP_NONE && reason < INNET_DROP_RUNTIME_COUNT) ||
+		  (reason >= INNET_DROP_PROGRAM &&
+		   reason < INNET_DROP_PROGRAM + cp->program->n_drop_reasons);
+	if (!ok)
+		return -EINVAL;
+	struct innet_worker *w = INNET_CONTROL_WORKER(cp->sw);
+	INNET_STAT_INC(w->pstats[cp->index].drops[reason]);
+	if (w->inject != NULL && w->inject->cpu_drop_reason == 0)
+		w->inject->cpu_drop_reason = reason;
+	return 0;
+}
+
 #define LOAD64(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out)

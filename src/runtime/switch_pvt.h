@@ -230,7 +230,8 @@ struct innet_worker {
 	struct innet_cpu_ring cpu;
 	uint8_t *scratch;        /* INNET_SCRATCH_SIZE: innet_scratch() of its callbacks */
 	uint64_t now_ns;
-	/* injection (INNET_INJECT_WORKER only) */
+	/* injection (INNET_INJECT_WORKER; the control worker while an injection
+	 * runs on_cpu on a switch not started: innet_switch_inject) */
 	struct innet_inject_result *inject;    /* non-NULL: flush records, sends nothing */
 	uint8_t last_action;                   /* verdict of the last packet processed */
 	uint16_t last_reason;

@@ -943,7 +943,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 		struct innet_ctx *c = &w->ctx[i];
 		c->regs = cp->regs;
 		c->tables = cp->tables;
-		c->conf = cp->conf ? cp->conf : cp->priv; /* TEMP: programs not yet split */
+		c->conf = cp->conf;
 		c->n_regs = (uint16_t)cp->n_regs;
 		c->n_tables = (uint16_t)cp->n_tables;
 		c->n_groups = (uint16_t)cp->n_groups;
@@ -994,23 +994,47 @@ void innet_worker_fini(struct innet_worker *w)
 /* ------------------------------------------------------------------------ */
 /* Packets handed to the control plane                                        */
 
-void innet_cpu_drain(struct innet_switch *sw)
+/* Run on_cpu for every packet waiting in worker w's cpu ring. */
+static void cpu_drain_ring(struct innet_switch *sw, struct innet_worker *w)
 {
 	struct innet_worker *cw = INNET_CONTROL_WORKER(sw);
-	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++) {
-		struct innet_cpu_ring *r = &sw->workers[i].cpu;
-		uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-		uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-		while (tail != head) {
-			struct innet_cpu_slot *s = &r->slots[tail % INNET_CPU_RING];
-			struct innet_cp *cp = &sw->progs[s->prog];
-			INNET_STAT_INC(cw->pstats[cp->index].cpu_pkts); /* counted first: on_cpu may answer at once */
-			if (cp->program->on_cpu != NULL)
-				cp->program->on_cpu(cp, cp->priv, &s->pkt);
-			tail++;
-			atomic_store_explicit(&r->tail, tail, memory_order_release);
-		}
+	struct innet_cpu_ring *r = &w->cpu;
+	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	while (tail != head) {
+		struct innet_cpu_slot *s = &r->slots[tail % INNET_CPU_RING];
+		struct innet_cp *cp = &sw->progs[s->prog];
+		INNET_STAT_INC(cw->pstats[cp->index].cpu_pkts); /* counted first: on_cpu may answer at once */
+		if (cp->program->on_cpu != NULL)
+			cp->program->on_cpu(cp, cp->priv, &s->pkt);
+		tail++;
+		atomic_store_explicit(&r->tail, tail, memory_order_release);
 	}
+}
+
+void innet_cpu_drain(struct innet_switch *sw)
+{
+	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++)
+		cpu_drain_ring(sw, &sw->workers[i]);
+}
+
+/* An injection on a switch not started: no control thread will run on_cpu
+ * for what the packet handed over (TO_CPU), so run it here, as the control
+ * thread would, collecting its sends (innet_cp_send: the control worker's
+ * queue) and the drop reason it counts in res. */
+static void inject_on_cpu(struct innet_switch *sw, struct innet_worker *w,
+			  struct innet_inject_result *res)
+{
+	struct innet_cpu_ring *r = &w->cpu;
+	if (atomic_load_explicit(&r->head, memory_order_acquire) ==
+	    atomic_load_explicit(&r->tail, memory_order_relaxed))
+		return;
+	struct innet_worker *cw = INNET_CONTROL_WORKER(sw);
+	pthread_mutex_lock(&sw->cp_send_lock);
+	cw->inject = res;
+	cpu_drain_ring(sw, w);
+	cw->inject = NULL;
+	pthread_mutex_unlock(&sw->cp_send_lock);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1034,8 +1058,11 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	if (sw->xdp != NULL) {
 		/* the eBPF program, through BPF_PROG_TEST_RUN; 1: it would pass the
 		 * packet up, so the user-space engine below takes it, as it would */
+		res->cpu_drop_reason = 0;
 		int rc = innet_xdp_inject(sw, port, dst_udp, src, data, len, res);
 		if (rc != 1) {
+			if (rc == 0 && !sw->started)
+				inject_on_cpu(sw, w, res);
 			pthread_mutex_unlock(&sw->inject_lock);
 			return rc < 0 ? rc : 0;
 		}
@@ -1043,6 +1070,7 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 		res->n_out_lost = 0;
 	}
 	w->inject = res;
+	res->cpu_drop_reason = 0;
 	uint8_t *buf = emit_buf_pinned(w);
 	memcpy(buf, data, len);
 	struct sockaddr_in sin;
@@ -1061,6 +1089,8 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	res->action = (enum innet_action)w->last_action;
 	res->drop_reason = w->last_reason;
 	w->inject = NULL;
+	if (!sw->started)
+		inject_on_cpu(sw, w, res);
 	pthread_mutex_unlock(&sw->inject_lock);
 	return 0;
 }

@@ -195,13 +195,23 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	rec->is_group = is_group;
 	rec->flags = pkt->flags;
 	rec->len = pkt->len;
+	rec->meta16 = pkt->meta16;
+	rec->pad16 = 0;
+	rec->meta32[0] = pkt->meta32[0];
+	rec->meta32[1] = pkt->meta32[1];
+	rec->meta32[2] = pkt->meta32[2];
+	rec->meta32[3] = pkt->meta32[3];
 	rec->out.port = pkt->out.port;
 	rec->out.group = pkt->out.group;
 	rec->out.ip = pkt->out.ip;
 	rec->out.udp = pkt->out.udp;
 	rec->out.src_udp = pkt->out.src_udp;
 	rec->out.reason = pkt->out.reason;
-	uint32_t n = pkt->len;
+	/* (the length read back from the record: a value the verifier need not
+	 * trace to the packet's, which then stays imprecise in every state that
+	 * leads here — else each bound a handler's checks left on pkt->len
+	 * keeps its own copy of the handler's paths) */
+	uint32_t n = *(volatile uint32_t *)&rec->len;
 	if (n > 0 && bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len, rec->data,
 					INNET__CLAMP64(n, INNET_XDP_HANDOFF_MAX)) != 0) {
 		bpf_ringbuf_discard(rec, 0);

@@ -341,24 +341,103 @@ static int rehome_state(struct innet_xdp *x, struct innet_cp *cp, struct xdp_pro
 	return 0;
 }
 
-/* The verifier's figures for the resource report, from the stats log. */
-static void parse_verifier_stats(const char *vlog, struct innet_xdp_prog_info *info)
+/* Subprogram starts of a loaded program: instruction 0 and every target of
+ * a call to a subprogram or of a callback reference (bpf_loop's function),
+ * in order (the verifier's numbering). Returns their count (<= max). */
+static unsigned subprog_starts(const struct bpf_insn *in, size_t n, uint32_t *start, unsigned max)
+{
+	unsigned k = 0;
+	start[k++] = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool call = in[i].code == (BPF_JMP | BPF_CALL) && in[i].src_reg == BPF_PSEUDO_CALL;
+		bool func = in[i].code == (BPF_LD | BPF_IMM | BPF_DW) && in[i].src_reg == BPF_PSEUDO_FUNC;
+		if (!call && !func)
+			continue;
+		uint32_t t = (uint32_t)((int64_t)i + in[i].imm + 1);
+		bool seen = false;
+		for (unsigned j = 0; j < k; j++)
+			seen |= start[j] == t;
+		if (!seen && k < max)
+			start[k++] = t;
+	}
+	for (unsigned i = 1; i < k; i++)   /* insertion sort: few subprograms */
+		for (unsigned j = i; j > 0 && start[j - 1] > start[j]; j--) {
+			uint32_t v = start[j];
+			start[j] = start[j - 1];
+			start[j - 1] = v;
+		}
+	return k;
+}
+
+#define MAX_SUBPROGS 256u
+
+/* The stack of the deepest chain of frames from subprogram s: its own frame
+ * (rounded up to 16 bytes, as the kernel counts with the JIT) and the
+ * deepest of the subprograms it calls. */
+static unsigned chain_depth(const struct bpf_insn *in, size_t n, const uint32_t *start, unsigned k,
+			    const unsigned *depth, unsigned s, unsigned level)
+{
+	uint32_t end = s + 1 < k ? start[s + 1] : (uint32_t)n;
+	unsigned deepest = 0;
+	for (uint32_t i = start[s]; i < end && level < 16; i++) {
+		if (in[i].code != (BPF_JMP | BPF_CALL) || in[i].src_reg != BPF_PSEUDO_CALL)
+			continue;
+		uint32_t t = (uint32_t)((int64_t)i + in[i].imm + 1);
+		for (unsigned j = 0; j < k; j++)
+			if (start[j] == t) {
+				unsigned d = chain_depth(in, n, start, k, depth, j, level + 1);
+				if (d > deepest)
+					deepest = d;
+			}
+	}
+	return ((depth[s] + 15u) & ~15u) + deepest;
+}
+
+/* The verifier's figures for the resource report, from the stats log
+ * ("stack depth 48+0+...": the main program's frame and each
+ * subprogram's) and the loaded instructions. The stack is what the kernel
+ * limits to 512 bytes: the deepest chain of frames from the main program
+ * or from a callback (bpf_loop's: the kernel calls it, on a chain of its
+ * own), through the subprograms each calls. */
+static void parse_verifier_stats(const char *vlog, const struct bpf_program *prog,
+				 struct innet_xdp_prog_info *info)
 {
 	const char *p = strstr(vlog, "stack depth ");
-	if (p != NULL) {
-		/* "stack depth 48+0": the main program's and each subprogram's */
-		unsigned total = 0, v;
-		p += strlen("stack depth ");
-		while (sscanf(p, "%u", &v) == 1) {
-			total += v;
-			while (*p >= '0' && *p <= '9')
-				p++;
-			if (*p != '+')
-				break;
+	if (p == NULL)
+		return;
+	unsigned depth[MAX_SUBPROGS], nd = 0, v, total = 0;
+	p += strlen("stack depth ");
+	while (nd < MAX_SUBPROGS && sscanf(p, "%u", &v) == 1) {
+		depth[nd++] = v;
+		total += v;
+		while (*p >= '0' && *p <= '9')
 			p++;
-		}
-		info->stack_bytes = total;
+		if (*p != '+')
+			break;
+		p++;
 	}
+	info->stack_bytes = total;
+	const struct bpf_insn *in = bpf_program__insns(prog);
+	size_t n = bpf_program__insn_cnt(prog);
+	uint32_t start[MAX_SUBPROGS];
+	if (in == NULL || nd == 0)
+		return;
+	unsigned k = subprog_starts(in, n, start, MAX_SUBPROGS);
+	if (k != nd)
+		return;   /* (the count disagrees with the verifier's: keep the sum) */
+	unsigned deepest = chain_depth(in, n, start, k, depth, 0, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (in[i].code != (BPF_LD | BPF_IMM | BPF_DW) || in[i].src_reg != BPF_PSEUDO_FUNC)
+			continue;
+		uint32_t t = (uint32_t)((int64_t)i + in[i].imm + 1);
+		for (unsigned j = 0; j < k; j++)
+			if (start[j] == t) {
+				unsigned d = chain_depth(in, n, start, k, depth, j, 0);
+				if (d > deepest)
+					deepest = d;
+			}
+	}
+	info->stack_bytes = deepest;
 }
 
 static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *xp, int first,
@@ -424,7 +503,7 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 		return rc;
 	}
 	log_buf = NULL;
-	parse_verifier_stats(vlog, &xp->info);
+	parse_verifier_stats(vlog, main_p, &xp->info);
 	free(vlog);
 	xp->main_fd = bpf_program__fd(main_p);
 	xp->egress_fd = bpf_program__fd(bpf_object__find_program_by_name(xp->obj, "innet_xdp_egress"));
@@ -965,6 +1044,8 @@ static int handle_rec(void *ctx, void *data, size_t size)
 		pkt.src.ip = r->src_ip;
 		pkt.src.udp = r->src_udp;
 		pkt.flags = r->flags;
+		pkt.meta16 = r->meta16;
+		memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
 		pkt.out = out;
 		innet_worker_punt(w, cp, &pkt);
 		break;

@@ -13,7 +13,11 @@
  *
  * Invariants: injection accepts it; the verdict is a known action; a drop has
  * a named reason; forwarded packets leave by port 0 and fit INNET_PKT_MAX; a
- * frame that parses still parses after DNAT and SNAT, with valid checksums.
+ * report the handler hands to the control thread (to_cpu: the switch is not
+ * started, so the injection runs on_cpu, the MAC's verification) is accepted
+ * or refused with a report's drop reason; a frame that parses still parses
+ * after DNAT and SNAT, with valid checksums (frame.c: the handler's frame
+ * code on byte buffers).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -149,6 +153,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(res.action < INNET_ACTION_COUNT);
 	if (res.action == INNET_DROP)
 		CHECK(innet_cp_drop_reason_name(cp, res.drop_reason) != NULL);
+	if (res.cpu_drop_reason != 0) {
+		CHECK(res.action == INNET_TO_CPU);
+		CHECK(res.cpu_drop_reason >= LB_DR_REPORT_LENGTH &&
+		      res.cpu_drop_reason <= LB_DR_REPORT_REPLAY);
+	}
 	for (uint32_t i = 0; i < res.n_out; i++) {
 		CHECK(res.out[i].port == 0);
 		CHECK(res.out[i].len <= INNET_PKT_MAX);

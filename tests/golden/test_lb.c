@@ -13,7 +13,9 @@
  *     to the CPU when it recovers): shares within 0.045 of the expected
  *     proportions over 2000 flows for six sets of levels, states and weights
  *   - reports: accepted, replayed, spoofed (wrong key), malformed, unknown
- *     unit, wrong kind, no key — each dropped with its named reason, counted
+ *     unit, wrong kind, no key — each refused with its named reason, by the
+ *     handler's cheap checks or by on_cpu's verification (the switch is not
+ *     started: innet_switch_inject runs on_cpu), counted either way
  *   - full NAT: request out from a NAT port, reply back from the VIP port;
  *     replies from strangers or for unknown NAT ports dropped
  *   - a full connection table and exhausted NAT ports behave as documented
@@ -173,6 +175,16 @@ static int ctl(const char *line, json_t **out)
 
 static struct innet_inject_result res;
 
+/* Why a packet was refused: by the handler (a DROP verdict), or by on_cpu
+ * after the handler handed it over (TO_CPU; the switch is not started, so
+ * the injection ran on_cpu). 0 if neither refused it. */
+static unsigned reason_of(const struct innet_inject_result *r)
+{
+	if (r->action == INNET_DROP)
+		return r->drop_reason;
+	return r->action == INNET_TO_CPU ? r->cpu_drop_reason : 0;
+}
+
 /* A client datagram to the VIP. Returns the unit index it went to (by
  * destination address), -1 when dropped. */
 static int send_client(uint32_t client, uint16_t cport)
@@ -201,16 +213,18 @@ static int send_report(const struct innet_lb_key *k, uint16_t server, uint16_t u
 	assert_int_equal(innet_lb_report_seal(&r, k, buf, sizeof(buf)), 48);
 	struct innet_addr src = { .ip = unit_ip(0), .udp = 9999 };
 	assert_int_equal(innet_switch_inject(cur, 0, REP_PORT, &src, buf, 48, &res), 0);
-	return res.action == INNET_DROP ? (int)res.drop_reason : -(int)res.action;
+	return res.action == INNET_DROP || res.cpu_drop_reason != 0 ? (int)reason_of(&res)
+								     : -(int)res.action;
 }
 
-/* An accepted report is consumed, or handed to the control thread when a
- * connection sweep is due (reports are the sweep's clock): either way not
- * dropped. */
+/* A report that passes the handler's cheap checks goes to the control thread
+ * (TO_CPU), which verifies its MAC and the rest; the switch is not started,
+ * so the injection ran on_cpu before returning: accepted if on_cpu counted
+ * no drop reason. */
 #define ACCEPTED 1
 static int norm(int rc)
 {
-	return rc == -(int)INNET_CONSUMED || rc == -(int)INNET_TO_CPU ? ACCEPTED : rc;
+	return rc == -(int)INNET_TO_CPU ? ACCEPTED : rc;
 }
 
 static void ok_report(uint16_t server, uint8_t kind, uint8_t state, uint8_t load)
@@ -231,6 +245,21 @@ static uint64_t lb_stat(unsigned st)
 	uint64_t v = 0;
 	innet_cp_reg_read(lbcp(), innet_cp_reg_find(lbcp(), "lb_stats"), st, &v);
 	return v;
+}
+
+/* On the XDP target, the eBPF program took every packet of the test
+ * (nothing was passed up to the user-space engine: the verdicts and bytes
+ * checked are the eBPF program's). */
+static void assert_all_in_xdp(void)
+{
+	test_assert_xdp_ran(lbcp());
+	if (!test_target_xdp())
+		return;
+	struct innet_prog_stats st;
+	innet_cp_stats(lbcp(), &st);
+	printf("# xdp: %llu of %llu packets handled by the eBPF program\n",
+	       (unsigned long long)st.xdp_rx_pkts, (unsigned long long)st.rx_pkts);
+	assert_int_equal(st.xdp_rx_pkts, st.rx_pkts);
 }
 
 #define NFLOWS 2000
@@ -302,6 +331,7 @@ static void test_pcc(void **state)
 	assert_int_equal(ctl("show", &j), 0);
 	assert_non_null(strstr(json_string_value(json_object_get(j, "text")), "removed"));
 	json_decref(j);
+	assert_all_in_xdp();
 }
 
 static void test_policies(void **state)
@@ -509,21 +539,34 @@ static void test_reports(void **state)
 	innet_lb_report_seal(&r, &key, buf, sizeof(buf));
 	struct innet_addr src = { .ip = unit_ip(0), .udp = 9 };
 	innet_switch_inject(cur, 0, REP_PORT, &src, buf, 40, &res);
+	assert_int_equal(res.action, INNET_DROP); /* the handler's own checks */
 	assert_int_equal(res.drop_reason, LB_DR_REPORT_LENGTH);
 	buf[20] ^= 1;
 	innet_switch_inject(cur, 0, REP_PORT, &src, buf, 48, &res);
-	assert_int_equal(res.drop_reason, LB_DR_REPORT_MAC);
+	assert_int_equal(res.action, INNET_TO_CPU); /* the MAC: the control thread's */
+	assert_int_equal(reason_of(&res), LB_DR_REPORT_MAC);
 	buf[20] ^= 1;
 	buf[2] = INNET_SVC_AGG;
 	innet_switch_inject(cur, 0, REP_PORT, &src, buf, 48, &res);
+	assert_int_equal(res.action, INNET_DROP);
 	assert_int_equal(res.drop_reason, LB_DR_REPORT_SERVICE);
-	/* Counted under their names. */
+	/* Counted under their names, whichever side refused them. */
 	assert_int_equal(prog_drops(LB_DR_REPORT_REPLAY), 2);
 	assert_int_equal(prog_drops(LB_DR_REPORT_MAC), 2);
 	assert_int_equal(prog_drops(LB_DR_REPORT_UNKNOWN), 2);
 	assert_int_equal(prog_drops(LB_DR_REPORT_KIND), 1);
 	assert_int_equal(prog_drops(LB_DR_REPORT_LENGTH), 1);
+	assert_int_equal(prog_drops(LB_DR_REPORT_SERVICE), 1);
 	assert_int_equal(lb_stat(LB_ST_REPORTS_OK), 3);
+	/* The views agree: every report the handler passed on is a to_cpu verdict
+	 * and one on_cpu call (3 accepted, 7 refused there); the two the handler
+	 * refused are drop verdicts. */
+	struct innet_prog_stats st;
+	innet_cp_stats(lbcp(), &st);
+	assert_int_equal(st.actions[INNET_TO_CPU], 10);
+	assert_int_equal(st.cpu_pkts, 10);
+	assert_int_equal(st.actions[INNET_DROP], 2);
+	assert_all_in_xdp();
 	assert_string_equal(innet_cp_drop_reason_name(lbcp(), LB_DR_REPORT_MAC), "report_bad_mac");
 	assert_string_equal(innet_cp_drop_reason_name(lbcp(), LB_DR_REPORT_REPLAY), "report_replayed");
 	teardown(NULL);
@@ -584,6 +627,7 @@ static void test_full_nat(void **state)
 	assert_int_equal(res.drop_reason, LB_DR_NAT_EXHAUSTED);
 	/* The old flows still work. */
 	assert_int_equal(send_client(6, 101), 0);
+	assert_all_in_xdp();
 }
 
 static void test_full_table(void **state)
@@ -1177,10 +1221,13 @@ static void test_packet_mode(void **state)
 	put16(f + 14 + 20 + 4, 8 + 48);
 	put16(f + 14 + 20 + 6, 0);
 	pk_inject(1, f, n + 48);
-	assert_true(res.action == INNET_CONSUMED || res.action == INNET_TO_CPU);
+	assert_int_equal(res.action, INNET_TO_CPU);
+	assert_int_equal(res.cpu_drop_reason, 0);
 	assert_int_equal(lb_stat(LB_ST_REPORTS_OK), 1);
 	pk_inject(1, f, n + 48);
-	assert_int_equal(res.drop_reason, LB_DR_REPORT_REPLAY);
+	assert_int_equal(res.action, INNET_TO_CPU);
+	assert_int_equal(reason_of(&res), LB_DR_REPORT_REPLAY);
+	assert_all_in_xdp();
 }
 
 /* The pure helpers behind packet mode's checksum handling, on 2000 random

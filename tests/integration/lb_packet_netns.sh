@@ -48,6 +48,14 @@
 #      the sweep (every 200 ms here, run by the control thread when a frame or
 #      report finds it due) removed exactly the 20 closed TCP connections.
 #
+# LB_PACKET_TARGET=xdp runs the same switch on the XDP target: lb's eBPF
+# object on the three raw ports (the hosts' veth ends carry an XDP_PASS
+# program, as a veth must to take frames an XDP program sends into it), the
+# same checks, and the frames must have been handled by eBPF (xdp_rx_pkts);
+# the frames of the sweep's slow path and the reports reach the control
+# thread through the hand-off ring. tests/integration/lb_packet_xdp.sh runs it
+# so.
+#
 # Needs root (netns, AF_PACKET): prints "SKIP: needs root" and exits 0
 # without. Bounded (~2 s, ~5 s with INNET=build-san-thread/innet; every step
 # has a timeout); the traps kill what this script started (by PID) and delete
@@ -65,6 +73,7 @@ for tool in ip ethtool; do
 	command -v "$tool" >/dev/null || { echo "FAIL: $tool not installed (scripts/install-deps)" >&2; exit 1; }
 done
 
+TARGET=${LB_PACKET_TARGET:-udp}
 C=ilp-c SW=ilp-sw S0=ilp-s0 S1=ilp-s1
 NSS="$C $SW $S0 $S1"
 TMP=$(mktemp -d /tmp/ilp-lb.XXXXXX)
@@ -127,6 +136,20 @@ done
 ethtool_tx=$(ip netns exec $C ethtool -k ilp-c0 | awk '/^tx-checksumming:/ {print $2}')
 echo "client veth tx-checksumming: $ethtool_tx"
 
+if [ "$TARGET" = xdp ]; then
+	XT=$(realpath "${XDPTOOL:-./build/bench/xdptool}")
+	[ -x "$XT" ] || fail "build/bench/xdptool is not built (make)"
+	for pair in "$C ilp-c0 c" "$S0 ilp-s00 s0" "$S1 ilp-s10 s1"; do
+		set -- $pair
+		ip netns exec "$1" timeout 120 "$XT" pass "$2" --seconds 110 >"$TMP/pass-$3.log" 2>&1 &
+		srv_pids+=($!)
+	done
+	for f in c s0 s1; do
+		for _ in $(seq 100); do grep -q ready "$TMP/pass-$f.log" 2>/dev/null && break; sleep 0.05; done
+		grep -q ready "$TMP/pass-$f.log" || fail "pass-$f: $(cat "$TMP/pass-$f.log")"
+	done
+fi
+
 echo "--- servers: UDP :5300 and TCP :8080 in ilp-s0 (tag s0) and ilp-s1 (tag s1)"
 cat >"$TMP/server.py" <<'EOF'
 import socket, sys, threading
@@ -159,7 +182,7 @@ for s in 0 1; do
 	srv_pids+=($!)
 done
 
-echo "--- the switch: examples/lb-packet.json (raw ports ilp-swc, ilp-sw0, ilp-sw1; 2 workers)"
+echo "--- the switch ($TARGET): examples/lb-packet.json (raw ports ilp-swc, ilp-sw0, ilp-sw1; 2 workers)"
 head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/key"
 # The example, with this run's key, a short closing timeout and a 200 ms
 # sweep (so that frames take the sweep's slow path during the test).
@@ -168,7 +191,7 @@ sed -e "s#/tmp/innet-lb.key#$TMP/key#" -e 's#"tcp_closing_ms": 2000,#"tcp_closin
 grep -q "$TMP/key" "$TMP/topo.json" && grep -q '"sweep_ms": 200' "$TMP/topo.json" ||
 	fail "examples/lb-packet.json: no key_file or tcp_closing_ms to replace"
 ip netns exec $SW timeout 60 "$INNET" switch --topology "$TMP/topo.json" --name lbp0 --ctl "$CTL" \
-	>"$TMP/switch.log" 2>&1 &
+	--target "$TARGET" >"$TMP/switch.log" 2>&1 &
 sw_pid=$!
 for _ in $(seq 100); do
 	grep -q ready "$TMP/switch.log" 2>/dev/null && break
@@ -395,7 +418,12 @@ if partial and lb["csum_completed"] < 40 * 3 * 2:
           file=sys.stderr); ok = False
 if not partial and lb["csum_completed"] != 0:
     print("csum_completed %d with offload off" % lb["csum_completed"], file=sys.stderr); ok = False
+if "xdp_rx_pkts" in prog:   # the XDP target: eBPF handled every frame
+    print("lb in eBPF: %d of %d frames, hand-offs %r" % (prog["xdp_rx_pkts"], prog["rx_pkts"],
+                                                        {k: v for k, v in prog["handoffs"].items() if v}))
+    if prog["xdp_rx_pkts"] != prog["rx_pkts"] or prog["rx_pkts"] == 0:
+        print("frames not handled by eBPF", file=sys.stderr); ok = False
 sys.exit(0 if ok else 1)
 EOF
 ! grep -qE "runtime error|AddressSanitizer|ThreadSanitizer" "$TMP/switch.log" || fail "sanitizer report in the switch log"
-echo "PASS lb_packet_netns"
+echo "PASS lb_packet_netns ($TARGET)"
