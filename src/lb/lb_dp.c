@@ -95,6 +95,7 @@
  * count. The control thread writes unit registers with atomic stores and
  * frees NAT bits with an atomic and.
  */
+#include "lb/wire.h"
 #include "innet/dp.h"
 #include "lb/lb.h"
 #include "lb/frame.h"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "innet/lb.h"
+#include "lb/wire.h"
 
 _Static_assert(sizeof(crypto_auth_hmacsha256_state) <= sizeof(((struct innet_lb_key *)0)->state),
 	       "the HMAC state fits struct innet_lb_key");
