@@ -334,6 +334,21 @@ static uint64_t fetch_max(struct innet_cp *cp, unsigned r, uint32_t idx, uint64_
 	return cur;
 }
 
+/* innet_lb_report_open's error (negated INNET_LB_E_*) as the drop reason
+ * counted for it: one row per error, so neither list's order matters. */
+static unsigned report_drop_reason(int rc)
+{
+	switch (-rc) {
+	case INNET_LB_E_TOO_SHORT:     return LB_DR_REPORT_LENGTH;
+	case INNET_LB_E_BAD_MAGIC:     return LB_DR_REPORT_MAGIC;
+	case INNET_LB_E_WRONG_SERVICE: return LB_DR_REPORT_SERVICE;
+	case INNET_LB_E_BAD_TYPE:      return LB_DR_REPORT_TYPE;
+	case INNET_LB_E_BAD_MAC:       return LB_DR_REPORT_MAC;
+	case INNET_LB_E_BAD_FIELD:
+	default:                       return LB_DR_REPORT_FIELD;
+	}
+}
+
 /* An agent report the handler passed on (its cheap checks done): verify it
  * and, accepted, write the unit's state. 0, or the drop reason to count. */
 static unsigned report_apply(struct innet_cp *cp, struct lb_priv *p, const uint8_t *data,
@@ -344,7 +359,7 @@ static unsigned report_apply(struct innet_cp *cp, struct lb_priv *p, const uint8
 	struct innet_lb_report r;
 	int rc = innet_lb_report_open(data, len, &p->key, &r);
 	if (rc != 0)
-		return LB_DR_REPORT_LENGTH + (unsigned)(-rc) - INNET_LB_E_TOO_SHORT;
+		return report_drop_reason(rc);
 	uint32_t srv = (uint32_t)rd(cp, R_SRV_BY_ID, r.server);
 	if (srv == 0 || r.unit >= LB_UNITS_PER_SERVER)
 		return LB_DR_REPORT_UNKNOWN;
