@@ -22,13 +22,12 @@
 # at load average 11 (importing torch in 7 processes is most of it). Skips
 # (77) without python3-torch.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 # (found, not imported: importing torch takes seconds; gloo is checked by the ranks)
 if ! "$PY" -c 'import importlib.util as u, sys
 sys.exit(not all(u.find_spec(m) for m in ("torch", "numpy", "sklearn")))'; then
-	echo "skip: needs python3-torch, python3-numpy and python3-sklearn (scripts/install-deps)"
-	exit 77
+	skip "needs python3-torch, python3-numpy and python3-sklearn (scripts/install-deps)"
 fi
 make -s build/innet build/libinnet-agg.so
 INNET=${INNET:-$PWD/build/innet}
@@ -38,8 +37,6 @@ cleanup() {
 	if [ -n "$sw_pid" ]; then kill "$sw_pid" 2>/dev/null || true; wait "$sw_pid" 2>/dev/null || true; fi
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 ACC_MIN=0.90
 ACC_TOL=0.02

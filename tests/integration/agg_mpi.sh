@@ -12,10 +12,10 @@
 #      handler, fatal by default) within the timeout instead of hanging.
 # Addresses 127.210.P.0/24 (P from the pid). Skips (77) without mpicc/mpirun.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 for t in mpicc mpirun; do
-	command -v "$t" >/dev/null || { echo "skip: needs $t (openmpi-bin, libopenmpi-dev)"; exit 77; }
+	need_cmd "$t"
 done
 make -s build/innet build/libinnet-mpi.so
 INNET=${INNET:-$ROOT/build/innet}
@@ -25,8 +25,6 @@ cleanup() {
 	if [ -n "$sw_pid" ]; then kill "$sw_pid" 2>/dev/null || true; wait "$sw_pid" 2>/dev/null || true; fi
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 P=$(($$ % 250 + 1))
 NET=127.210.$P

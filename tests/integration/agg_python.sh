@@ -5,11 +5,10 @@
 # loopback (127.209.P.0/24): src/agg/python/test_innet_agg.py. A few seconds.
 # Skips (77) without Debian's python3-numpy / python3-sklearn.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy, sklearn' 2>/dev/null; then
-	echo "skip: needs python3-numpy and python3-sklearn"
-	exit 77
+	skip "needs python3-numpy and python3-sklearn"
 fi
 make -s build/innet build/libinnet-agg.so
 export INNET="${INNET:-$PWD/build/innet}"

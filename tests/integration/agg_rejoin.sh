@@ -14,7 +14,7 @@
 #      behind (-ESTALE), rejoins (--rejoin) and finishes the job in step.
 # Bounded: every process under timeout; the trap kills what is left.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 INNET=${INNET:-$ROOT/build/innet}
 TMP=$(mktemp -d /tmp/innet-agg-rejoin.XXXXXX)
@@ -25,8 +25,7 @@ cleanup() {
 	for p in "${pids[@]}" $sw_pid; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$TMP"/*.out; do echo "== $f"; cat "$f"; done >&2; exit 1; }
+fail_details() { for f in "$TMP"/*.out; do echo "== $f"; cat "$f"; done >&2; }
 
 P=$(($$ % 250 + 1))
 NET=127.211.$P

@@ -24,8 +24,11 @@
 # switch port w; it sends to its own port's address. Jobs (one slot range each):
 #   1, 2  no straggler timer       3% loss, 3% duplicates, 25% reordered, both directions:
 #                                   int32 bit-exact (job 1), float32 within the bound (job 2)
-#   3  timer 20 ms                 worker 3 sleeps 60 ms every 10th call (--rejoin): partial
-#                                   sums closed by the timer, which fires in user space
+#   3  timer 20 ms                 worker 3 sleeps 150 ms every 10th call (--rejoin): partial
+#                                   sums closed by the timer, which fires in user space; the
+#                                   others move on several rounds per slot, so the straggler
+#                                   is out of step (a slot keeps only its last round's result)
+#                                   and rejoins
 #   4  timer 50 ms                 worker 3 killed (kill -9) mid-job, restarted with --join
 #   5  (agg/big) k = 2232          jumbo contributions: fragments, passed up to user space
 # Each case checks `innet allreduce --check` on every worker, and from `innet
@@ -37,23 +40,18 @@
 # what is left and deletes the namespaces (their veths, qdiscs and XDP
 # programs go with them).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 PY=/usr/bin/python3
-if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
-	echo "skip: needs root and ip netns"
-	exit 77
-fi
-command -v clang >/dev/null || { echo "skip: needs clang (the XDP_PASS program)"; exit 77; }
+need_root_netns
+need_cmd clang
 N=iax$$
 DIR=$(mktemp -d /tmp/innet-agg-xdp.XXXXXX)
 CTL=$DIR/ctl.sock
 sw_pid=""
 pids=()
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$DIR"/*.out "$DIR"/switch.err; do [ -f "$f" ] && { echo "== $f"; tail -n 5 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	for p in "${pids[@]}" $sw_pid; do kill "$p" 2>/dev/null || true; done
@@ -61,7 +59,6 @@ cleanup() {
 	for ns in sw w0 w1 w2 w3; do ip netns del "$N-$ns" 2>/dev/null || true; done
 	rm -rf "$DIR"
 }
-trap cleanup EXIT
 in_ns() { local ns=$1; shift; ip netns exec "$N-$ns" "$@"; }
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$2"; }
 summary() { # FILE KEY...: "KEY=value ..." of a RESULT line
@@ -112,7 +109,7 @@ char LICENSE[] SEC("license") = "GPL";
 EOF
 for o in pass faults; do
 	clang -O2 -target bpf -I/usr/include/x86_64-linux-gnu -c "$DIR/$o.c" -o "$DIR/$o.o" ||
-		{ echo "skip: clang cannot build eBPF objects here"; exit 77; }
+		skip "clang cannot build eBPF objects here"
 done
 
 echo "--- namespaces: sw and w0..w3, veths of MTU 3500"
@@ -228,9 +225,9 @@ for w in 0 1 2 3; do
 done
 echo "    packets held back (reordered) in the ifbs: $held"
 
-echo "--- 2. straggler timer (20 ms) on XDP: worker 3 sleeps 60 ms every 10th call"
+echo "--- 2. straggler timer (20 ms) on XDP: worker 3 sleeps 150 ms every 10th call"
 run_workers strag 3 47800 60 --slots 16 --k 858 --timeout-ms 20000 --check --rejoin --type int32 \
-	--count 30000 --iters 60 --delay-worker 3 --delay-ms 60 --delay-every 10
+	--count 30000 --iters 60 --delay-worker 3 --delay-ms 150 --delay-every 10
 wait_workers strag
 st=$(stats)
 read -r tho fires emitted < <(jq_py 'p("agg")["handoffs"]["timer"], p("agg")["timer_fires"], p("agg")["emitted"]' <<<"$st" | tr -d '(),')

@@ -5,11 +5,10 @@
 # ratio panels; --all draws every benchmark in a directory; a benchmark
 # without results, or a call without a name, is an error that says so.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/innet-plot.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || { echo "skip: no python3-matplotlib"; exit 77; }
+cleanup() { rm -rf "$tmp"; }
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || skip "no python3-matplotlib"
 for i in 1 2; do
 	cat >"$tmp/consensus-2026112${i}T100000Z.json" <<EOF
 {"benchmark": "consensus", "timestamp": "2026-11-2${i}T10:00:00Z", "git": {"commit": "abcdef0123", "dirty": false},

@@ -9,7 +9,7 @@
 # on its socket, then continued, so its recvmmsg returns full bursts and it
 # has runs of equal sizes to coalesce. Loopback only (127.0.91.0/24).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 RELAY=${RAWRELAY:-./build/bench/rawrelay}
 [ -x "$RELAY" ] || { echo "build/bench/rawrelay missing (make)" >&2; exit 1; }
 

@@ -13,12 +13,11 @@
 # can be (forwarding --udp-port, LBP_NET) so a real benchmark run elsewhere
 # on the machine does not collide with this one.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 OUT=$(mktemp -d /tmp/innet-bench-smoke.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+cleanup() { rm -rf "$OUT"; }
 export BENCH_NO_DEPS=1 BENCH_RESULTS_DIR="$OUT/results"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 echo "== git: no result file tracked, result files ignored"
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then

@@ -10,10 +10,9 @@
 #   3. a compiler that fails (an unknown -W option): its error is shown and
 #      the exit status is not 0
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 O=$(mktemp -d /tmp/innet-build-progress.XXXXXX)
-trap 'rm -rf "$O"' EXIT
+cleanup() { rm -rf "$O"; }
 targets=("$O/src/lb/maglev.o" "$O/src/lb/frame.o" "$O/src/lb/report.o")
 
 echo "--- 1. a fresh build of 3 objects"

@@ -17,7 +17,7 @@
 # tshark or python3 is missing.
 set -euo pipefail
 
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PYTHON=${PYTHON:-/usr/bin/python3}
 LUA=tools/wireshark/innet.lua
@@ -30,8 +30,7 @@ UDP_HEUR=9177       # not registered: only the heuristic finds it
 
 for tool in tshark "$PYTHON" timeout; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "SKIP: $tool not installed"
-		exit 77
+		skip "$tool not installed"
 	fi
 done
 if [[ ! -x $INNET ]]; then
@@ -52,15 +51,12 @@ cleanup() {
 	fi
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
-fail() {
-	echo "FAIL: $*"
+fail_details() {
 	if [[ -f $TMP/switch.log ]]; then
 		echo "--- switch log"
 		cat "$TMP/switch.log"
 	fi
-	exit 1
 }
 
 ctl() {

@@ -4,10 +4,9 @@
 # exits 0. Nothing here starts a long-running process: the few invocations
 # that could start a switch are bounded by --duration and timeout.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 checks=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # expect STATUS SUBSTRING ARGS...: innet ARGS exits STATUS and prints SUBSTRING.
 expect() {
@@ -83,7 +82,7 @@ head -n 1 <<<"$progs" | grep -q "^program  *model  *summary" || fail "innet prog
 checks=$((checks + 1))
 # innet dnn infer with a test set of another shape names both shapes
 tmp=$(mktemp -d /tmp/innet-cli-errors.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { rm -rf "$tmp"; }
 "$INNET" dnn compile examples/dnn-digits.innet examples/dnn-spine-leaf.json --leaves leaf1,leaf2,leaf3 \
 	--out "$tmp/dnn.json" >/dev/null
 expect 1 "are 3x32x32 (CxHxW); the model deployed in $tmp/dnn.json expects 1x8x8" \
@@ -92,7 +91,7 @@ expect 1 "are 3x32x32 (CxHxW); the model deployed in $tmp/dnn.json expects 1x8x8
 # A second switch on an address already in use is a run-time failure (1).
 "$INNET" switch --name cli-a --port 127.0.0.197 --program forward@46002 --duration 5 --ctl "" 2>/dev/null &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
 sleep 0.3
 expect 1 "cannot bind 127.0.0.197:46002" switch --name cli-b --port 127.0.0.197 --program forward@46002 --duration 1 --ctl ""
 echo "PASS ($checks checks)"

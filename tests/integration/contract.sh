@@ -17,10 +17,9 @@
 # The verifier step needs root (loading eBPF); without it that part is
 # skipped and said so.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 O=$(mktemp -d /tmp/innet-contract.XXXXXX)
-trap 'rm -rf "$O"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+cleanup() { rm -rf "$O"; }
 
 check() { # fixture, expect ok|refused, message fragment
 	local f=$1 want=$2 frag=$3 out rc

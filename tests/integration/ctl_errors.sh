@@ -18,7 +18,7 @@
 # it) when python3 is missing.
 set -euo pipefail
 
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PYTHON=${PYTHON:-/usr/bin/python3}
 NET=${INNET_CTL_NET:-127.$((100 + RANDOM % 100)).$((1 + RANDOM % 250))}
@@ -27,8 +27,7 @@ UDP_CNT=9100
 UDP_FWD=9101
 
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
-	echo "SKIP: $PYTHON not installed"
-	exit 77
+	skip "$PYTHON not installed"
 fi
 if [[ ! -x $INNET ]]; then
 	echo "FAIL: $INNET not built (run make)"
@@ -47,15 +46,12 @@ cleanup() {
 	fi
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
-fail() {
-	echo "FAIL: $*"
+fail_details() {
 	if [[ -f $TMP/switch.log ]]; then
 		echo "--- switch log"
 		cat "$TMP/switch.log"
 	fi
-	exit 1
 }
 
 extra=()

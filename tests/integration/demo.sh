@@ -13,8 +13,7 @@
 # demo. Everything the demo started is gone afterwards: its state directory
 # and every process naming it.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 INNET=./build/innet
 if [ "$(id -u)" -eq 0 ] && [ -z "${DEMO_TEST_PRIVATE_TMP:-}" ] && command -v unshare >/dev/null; then
 	exec unshare --mount --propagation private -- env DEMO_TEST_PRIVATE_TMP=1 bash "$0" "$@"
@@ -42,7 +41,7 @@ if [ -n "${DEMO_TEST_PRIVATE_TMP:-}" ]; then
 		timeout 30 "$INNET" fabric up "/tmp/decoy-$name.json" >/dev/null || fail "decoy $name did not come up"
 		decoys+=("/tmp/decoy-$name.json")
 	done
-	trap 'for f in "${decoys[@]}"; do timeout 30 "$INNET" fabric down "$f" >/dev/null 2>&1 || true; done' EXIT
+	cleanup() { for f in "${decoys[@]}"; do timeout 30 "$INNET" fabric down "$f" >/dev/null 2>&1 || true; done; }
 	echo "decoy fabrics up: spine-leaf in /tmp/innet-spine-leaf, kv in $kv_state"
 else
 	echo "(not root: the decoy-fabric check is skipped)"

@@ -20,14 +20,13 @@
 #      through a 3-leaf fabric: bit-exact.
 # Uses $INNET (default ./build/innet). Bounded; the trap takes the fabric down.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 M=examples/mini-alexnet
 tmp=$(mktemp -d /tmp/innet-dnn-alexnet.XXXXXX)
 FAB=$tmp/fab.json
 SFAB=$tmp/strided-fab.json
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	for f in "$FAB" "$SFAB"; do
 		[ -f "$f" ] && timeout 30 "$INNET" fabric down "$f" >/dev/null 2>&1 || true
@@ -39,7 +38,6 @@ cleanup() {
 	fi
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 
 echo "--- the generator is deterministic"
 timeout 60 $PY tools/dnn/randmodel.py $M.json --out "$tmp/ma" || fail "randmodel.py"

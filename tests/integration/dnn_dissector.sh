@@ -5,10 +5,10 @@
 # match n (flagged malformed), written to a pcap by python and read back by
 # tshark field by field. Skips (77) without tshark.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-command -v tshark >/dev/null || { echo "skip: tshark not installed"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+need_cmd tshark
 tmp=$(mktemp -d /tmp/innet-dnn-dis.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { rm -rf "$tmp"; }
 /usr/bin/python3 - "$tmp/dnn.pcap" <<'PYEOF'
 import struct, sys
 def ip_udp(payload, sport, dport):

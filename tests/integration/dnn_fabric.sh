@@ -17,7 +17,7 @@
 #
 # Uses $INNET (default ./build/innet). Bounded; the trap takes fabrics down.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 M=examples/dnn-digits
@@ -25,14 +25,12 @@ tmp=$(mktemp -d /tmp/innet-dnn-fabric.XXXXXX)
 FAB=$tmp/fab.json
 LOSSY=$tmp/lossy-fab.json
 MUL=$tmp/mul-fab.json
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	for f in "$FAB" "$LOSSY" "$MUL"; do
 		[ -f "$f" ] && timeout 30 "$INNET" fabric down "$f" >/dev/null 2>&1 || true
 	done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 
 # stat SWITCH TOPO PYEXPR over the switch's stats JSON (d)
 stat() {

@@ -8,15 +8,14 @@
 # difference there is only reported (float sums may round differently with another BLAS).
 # (The fabric level is tests/integration/dnn_fabric.sh.)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 M=examples/dnn-digits
-fail() { echo "FAIL: $*" >&2; exit 1; }
-$PY -c 'import numpy, sklearn' 2>/dev/null || { echo "numpy/sklearn missing (scripts/install-deps)"; exit 77; }
+$PY -c 'import numpy, sklearn' 2>/dev/null || skip "numpy/sklearn missing (scripts/install-deps)"
 tmp=$(mktemp -d /tmp/innet-dnn-levels.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { rm -rf "$tmp"; }
 
 timeout 60 "$INNET" dnn ref $M.innet $M.testset >"$tmp/ref.txt" 2>"$tmp/ref.err" || fail "innet dnn ref: $(cat "$tmp/ref.err")"
 cat "$tmp/ref.err"

@@ -14,7 +14,7 @@
 #      with the C reference.
 # Uses $INNET (default ./build/innet). Bounded; the trap takes the fabric down.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 TSV=examples/paper-alexnet-table1.tsv
@@ -23,12 +23,10 @@ TESTSET_SHA=94f0eb546d8861833c7b8d5327e146e1d9f6d97da87bad99bb2b82877ff28af3
 tmp=$(mktemp -d /tmp/innet-dnn-paper.XXXXXX)
 FAB=$tmp/fab.json
 M=$tmp/pa
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	[ -f "$FAB" ] && timeout 30 "$INNET" fabric down "$FAB" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 
 echo "--- generate the paper's network (random weights, deterministic)"
 timeout 120 $PY tools/dnn/randmodel.py examples/paper-alexnet.json --out "$M" || fail "randmodel.py"

@@ -28,7 +28,7 @@
 # Bounded: every step has a timeout; the traps kill what this script started
 # (by PID) and delete the namespaces.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 PY=/usr/bin/python3
 
@@ -46,10 +46,8 @@ A=ie-a SW=ie-sw B=ie-b
 TMP=$(mktemp -d /tmp/ie-raw.XXXXXX)
 CTL=$TMP/sw.sock
 sw_pid="" srv_pids=()
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	if [ -f "$TMP/switch.log" ]; then sed 's/^/  switch: /' "$TMP/switch.log" >&2; fi
-	exit 1
 }
 cleanup() {
 	for p in "${srv_pids[@]}" $sw_pid; do kill "$p" 2>/dev/null || true; done
@@ -57,7 +55,6 @@ cleanup() {
 	for ns in $A $SW $B; do ip netns del "$ns" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # Leftovers of an interrupted run.

@@ -12,9 +12,8 @@
 #      message says where; ping afterwards says the fabric is not running.
 # Bounded (~10 s); the trap takes the fabric down whatever happens.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
-fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
 
 TMP=$(mktemp -d /tmp/innet-fabric-cli.XXXXXX)
@@ -24,7 +23,6 @@ cleanup() {
 	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 n=$(($$ % 200 + 20))
 /usr/bin/python3 tools/topology/relocate.py examples/single.json "$TOPO" --name "fabric-cli-$$" \
 	--state-dir "$STATE" --addr-base "127.93.$n.0" --hosts "127.94.$n"

@@ -11,18 +11,14 @@
 # Needs root (ip netns); exits 77 (skip) without it. Every address is inside
 # the namespaces this script creates and deletes; nothing leaves them.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 TOPO=$(realpath examples/two-machines.json)
 PY=/usr/bin/python3
 
-if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
-	echo "skip: needs root and ip netns"
-	exit 77
-fi
+need_root_netns
 M1=innet-m1-$$ M2=innet-m2-$$
 echo_pid=""
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	if [ -n "$echo_pid" ]; then kill "$echo_pid" 2>/dev/null || true; fi
 	ip netns exec "$M1" timeout 20 "$INNET" fabric down "$TOPO" --machine m1 >/dev/null 2>&1 || true
@@ -30,7 +26,6 @@ cleanup() {
 	ip netns del "$M1" 2>/dev/null || true
 	ip netns del "$M2" 2>/dev/null || true
 }
-trap cleanup EXIT
 
 ip netns add "$M1"
 ip netns add "$M2"

@@ -18,19 +18,17 @@
 # Uses $INNET (default ./build/innet). Exit 0 = pass. Bounded: each step has
 # a timeout; the trap brings the fabric down whatever happens.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 TOPO=examples/spine-leaf.json
 STATE=/tmp/innet-spine-leaf
 N_SWITCHES=12
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
 
 [ -x "$INNET" ] || fail "$INNET not built (run make)"
 
 cleanup() { timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
 
 # Gone = no /proc entry, or a zombie waiting to be reaped.
 pid_gone() {

@@ -15,18 +15,16 @@
 #
 # Uses $INNET (default ./build/innet). Bounded; the trap takes fabrics down.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 SL=examples/spine-leaf.json
 LOSSY=examples/lossy.json
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	timeout 30 "$INNET" fabric down "$SL" >/dev/null 2>&1 || true
 	timeout 30 "$INNET" fabric down "$LOSSY" >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
 cleanup
 
 # stat SWITCH TOPO PYEXPR: evaluate PYEXPR over the switch's stats JSON (d).

@@ -18,17 +18,13 @@
 #
 # Needs root (namespaces, XDP); exits 77 (skip) without it.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 PY=/usr/bin/python3
-if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
-	echo "skip: needs root and ip netns"
-	exit 77
-fi
+need_root_netns
 NAME=xsl$$
 DIR=$(mktemp -d /tmp/innet-xsl.XXXXXX)
 TOPO=$DIR/topo.json
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
 	for ns in $(ip netns list | awk '{print $1}' | grep "^innet-$NAME-" || true); do
@@ -36,7 +32,6 @@ cleanup() {
 	done
 	rm -rf "$DIR"
 }
-trap cleanup EXIT
 in_ns() { local ns=$1; shift; ip netns exec "innet-$NAME-$ns" "$@"; }
 ctl() { "$INNET" ctl --fabric "$TOPO" --switch "$1" --json stats; }
 jq_py() { $PY -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

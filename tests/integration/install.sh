@@ -11,10 +11,9 @@
 #     through its switch and comes back;
 #   - `man innet-kv` renders from the installed pages; completion completes.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/innet-install.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { rm -rf "$tmp"; }
 P=/usr/local
 D=$tmp/root
 make -s install DESTDIR="$D" PREFIX=$P >"$tmp/install.log" 2>&1 || fail "make install: $(tail -n 5 "$tmp/install.log")"

@@ -15,11 +15,11 @@
 #      message in well under 30 s (exit != 0).
 # Bounded (~15 s). Root only (apt-get update's lock directory), skipped otherwise.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 PY=/usr/bin/python3
-[ "$(id -u)" -eq 0 ] || { echo "skip: needs root (apt-get update)"; exit 77; }
-command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || { echo "skip: not a Debian system"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (apt-get update)"
+command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || skip "not a Debian system"
 
 T=$(mktemp -d /tmp/innet-install-deps-test.XXXXXX)
 holder=""
@@ -30,8 +30,6 @@ cleanup() {
 	fi
 	rm -rf "$T"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 echo "--- a sandboxed apt: one local repository with a dummy package"
 mkdir -p "$T/pkg/DEBIAN" "$T/repo" "$T/lists/partial" "$T/cache/archives/partial" \

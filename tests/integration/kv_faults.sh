@@ -21,22 +21,19 @@
 #      replica ends with the same state; and the same history with one final
 #      read falsified must be rejected.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 TOPO=examples/kv-faults.json
 STATE=/tmp/innet-kv-faults
 PORT=6390
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
+
+[ "${KV_FAULTS_TARGET:-udp}" = xdp ] && need_root_netns
 
 tmp=$(mktemp -d /tmp/innet-kv-faults-test.XXXXXX)
 IN=()   # how to run a client: on loopback as is, in netns mode from r0's namespace
 if [ "${KV_FAULTS_TARGET:-udp}" = xdp ]; then
-	if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
-		echo "skip: the XDP target needs root and ip netns"
-		rm -rf "$tmp"
-		exit 77
-	fi
 	STATE=$tmp/state
 	"$PY" tools/topology/relocate.py "$TOPO" "$tmp/topology.json" --target xdp --name "kvx$$" \
 		--state-dir "$STATE" ${KV_FAULTS_RATES:+--rates "$KV_FAULTS_RATES"}
@@ -49,13 +46,12 @@ elif [ -n "${KV_FAULTS_RATES:-}" ]; then
 fi
 [ -n "${KV_FAULTS_RATES:-}" ] && echo "every emulated link at loss,dup,reorder = $KV_FAULTS_RATES"
 load=""
-fail() { echo "FAIL: $*" >&2; for f in "$STATE"/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; exit 1; }
+fail_details() { for f in "$STATE"/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; }
 cleanup() {
 	[ -n "$load" ] && kill "$load" 2>/dev/null || true
 	timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 
 timeout 60 "$INNET" kv up "$TOPO" --port $PORT >/dev/null

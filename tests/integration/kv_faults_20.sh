@@ -4,5 +4,5 @@
 # same kills (an acceptor, then the coordinator switch) and the same checks
 # (linearizable history, no acknowledged write lost, identical replicas).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 KV_FAULTS_RATES=0.2,0.1,0.1 exec bash tests/integration/kv_faults.sh

@@ -8,5 +8,5 @@
 # acknowledged write lost, the backup coordinator took over, identical
 # replicas. Needs root (skips without it).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 KV_FAULTS_TARGET=xdp exec bash tests/integration/kv_faults.sh

@@ -5,11 +5,10 @@
 # undone) fail with exit 1, bad input exits 2, and a large concurrent history
 # generated from a real register is checked in bounded time.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 LC=tools/linearizability/lincheck.py
 D=tools/linearizability/testdata
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for f in "$D"/good_*.jsonl; do
 	"$PY" "$LC" "$f" >/dev/null || fail "$f: want linearizable"
@@ -23,7 +22,7 @@ for f in "$D"/bad_*.jsonl; do
 done
 [ "$n" -ge 5 ] || fail "only $n known-bad histories"
 tmp=$(mktemp -d /tmp/innet-lincheck.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() { rm -rf "$tmp"; }
 echo '{"key": "x", "op": "cas"}' >"$tmp/junk.jsonl"
 rc=0; "$PY" "$LC" "$tmp/junk.jsonl" 2>/dev/null || rc=$?
 [ "$rc" -eq 2 ] || fail "malformed history: want exit 2, got $rc"

@@ -11,25 +11,22 @@
 #      key and no value, an unknown command, a command over one value): each
 #      reply in order, as redis gives it, and only the good commands proposed.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 STATE=/tmp/innet-kv-pipeline
 PORT=6394
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
 
 tmp=$(mktemp -d /tmp/innet-kv-pipeline-test.XXXXXX)
 TOPO=$tmp/topo.json
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$STATE"/kv-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 "$PY" tools/topology/relocate.py examples/kv.json "$TOPO" --name kv-pipeline --state-dir "$STATE" \
 	--addr-base 127.70.40.0 --hosts 127.70.41
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true

@@ -10,15 +10,14 @@
 #      all replicas still agree.
 # Skips (77) without redis-cli (scripts/install-deps installs redis-tools).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 TOPO=examples/kv.json
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
 
-fail() { echo "FAIL: $*" >&2; for f in /tmp/innet-kv/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; exit 1; }
+fail_details() { for f in /tmp/innet-kv/kv-*.log; do echo "--- $f"; tail -5 "$f"; done >&2; }
 cleanup() { timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true; }
-trap cleanup EXIT
 cleanup
 
 R0=127.3.71.1 R1=127.3.71.2 R2=127.3.71.3

@@ -20,27 +20,24 @@
 #      every key at every replica is linearizable (no acknowledged write lost)
 #      and the replicas end identical.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 STATE=/tmp/innet-kv-rejoin-lossy
 PORT=6395
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
 
 tmp=$(mktemp -d /tmp/innet-kv-rejoin-lossy-test.XXXXXX)
 TOPO=$tmp/topo.json
 load=""
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$STATE"/kv-*.log "$STATE"/a1.log; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	[ -n "$load" ] && kill "$load" 2>/dev/null || true
 	timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 "$PY" tools/topology/relocate.py examples/kv-faults.json "$TOPO" --name kv-rejoin-lossy \
 	--state-dir "$STATE" --addr-base 127.70.10.0 --hosts 127.70.11
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true

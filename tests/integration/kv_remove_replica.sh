@@ -21,28 +21,25 @@
 # by hand: kv remove stops the replica it removes first); bad names are
 # usage errors.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 STATE=/tmp/innet-kv-remove-replica
 PORT=6397
 RING=512
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
 
 tmp=$(mktemp -d /tmp/innet-kv-remove-replica-test.XXXXXX)
 TOPO=$tmp/topo.json
 load=""
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$STATE"/kv-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	[ -n "$load" ] && kill "$load" 2>/dev/null || true
 	timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 "$PY" tools/topology/relocate.py examples/kv.json "$TOPO" --name kv-remove-replica \
 	--state-dir "$STATE" --addr-base 127.70.20.0 --hosts 127.70.21
 "$PY" - "$TOPO" $RING <<'PYEOF'

@@ -18,25 +18,22 @@
 # skipped alike by every replica, counted as entries_bad, and the replicas
 # stay identical.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 STATE=/tmp/innet-kv-snapshot
 PORT=6393
 PY=/usr/bin/python3
-command -v redis-cli >/dev/null || { echo "skip: redis-cli not installed (redis-tools)"; exit 77; }
+need_cmd redis-cli
 
 tmp=$(mktemp -d /tmp/innet-kv-snapshot-test.XXXXXX)
 TOPO=$tmp/topo.json
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$STATE"/kv-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
 "$PY" tools/topology/relocate.py examples/kv.json "$TOPO" --name kv-snapshot --state-dir "$STATE" \
 	--addr-base 127.65.30.0 --hosts 127.65.31
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true

@@ -31,17 +31,15 @@
 # Bounded (~25 s; every process has its own --duration and is killed by PID
 # on exit). Loopback 127.61.0.0/16 only.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 INNET=${INNET:-$ROOT/build/innet}
 PY=/usr/bin/python3
 
 TMP=$(mktemp -d /tmp/innet-lb-agents.XXXXXX)
 PIDS=()
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$TMP"/*.err; do [ -f "$f" ] && { echo "--- $f"; tail -n 12 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	local p
@@ -50,7 +48,6 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 spawn() { # VAR tag cmd...: background (the command bounds itself), pid into VAR and PIDS
 	local var=$1 tag=$2
 	shift 2

@@ -16,21 +16,19 @@
 # Bounded (~20 s); every process started here is killed by PID on exit.
 # Skips (77) without nsd or dnsperf (scripts/install-deps installs them).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 INNET=${INNET:-$ROOT/build/innet}
 PY=/usr/bin/python3
-command -v nsd >/dev/null || { echo "skip: nsd not installed (scripts/install-deps)"; exit 77; }
-command -v dnsperf >/dev/null || { echo "skip: dnsperf not installed (scripts/install-deps)"; exit 77; }
+need_cmd nsd
+need_cmd dnsperf
 # shellcheck source=tools/lb/lbenv.sh
 source "$ROOT/tools/lb/lbenv.sh"
 
 TMP=$(mktemp -d /tmp/innet-lb-dnsperf.XXXXXX)
 PIDS=()
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$TMP"/*.err "$TMP"/*/nsd.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 8 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	local p
@@ -39,7 +37,6 @@ cleanup() {
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 spawn() { # tag secs cmd...: run bounded in the background, pid appended to PIDS
 	local tag=$1 secs=$2
 	shift 2

@@ -25,18 +25,16 @@
 # 127.60.10-12.x and 127.61.0.x as on the page. Skips (77) without dig, nsd
 # or dnsperf (scripts/install-deps installs them).
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 PY=/usr/bin/python3
 for c in dig nsd dnsperf xxd; do
-	command -v $c >/dev/null || { echo "skip: $c not installed (scripts/install-deps)"; exit 77; }
+	command -v $c >/dev/null || skip "$c not installed (scripts/install-deps)"
 done
 
 TMP=$(mktemp -d /tmp/innet-lb-docs.XXXXXX)
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	for f in "$TMP"/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }; done >&2
-	exit 1
 }
 cleanup() {
 	local f g
@@ -49,7 +47,6 @@ cleanup() {
 	done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
 # block HEADING: the first ```sh block after the line that starts with HEADING.
 block() {

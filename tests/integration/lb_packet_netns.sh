@@ -61,7 +61,7 @@
 # has a timeout); the traps kill what this script started (by PID) and delete
 # the namespaces.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 PY=/usr/bin/python3
 
@@ -79,15 +79,13 @@ NSS="$C $SW $S0 $S1"
 TMP=$(mktemp -d /tmp/ilp-lb.XXXXXX)
 CTL=$TMP/sw.sock
 sw_pid="" srv_pids=()
-fail() {
-	echo "FAIL: $*" >&2
+fail_details() {
 	if [ -n "$sw_pid" ] && kill -0 "$sw_pid" 2>/dev/null; then
 		timeout 5 "$INNET" ctl -s "$CTL" prog lb show 2>&1 | sed 's/^/  show: /' >&2 || true
 		timeout 5 "$INNET" ctl -s "$CTL" --json stats 2>&1 | sed 's/^/  stats: /' >&2 || true
 	fi
 	if [ -f "$TMP/switch.log" ]; then sed 's/^/  switch: /' "$TMP/switch.log" >&2; fi
 	for f in "$TMP"/srv*.log; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f" >&2; done
-	exit 1
 }
 cleanup() {
 	for p in "${srv_pids[@]}" $sw_pid; do kill "$p" 2>/dev/null || true; done
@@ -95,7 +93,6 @@ cleanup() {
 	for ns in $NSS; do ip netns del "$ns" 2>/dev/null || true; done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 # Leftovers of an interrupted run.

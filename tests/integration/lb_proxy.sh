@@ -12,7 +12,7 @@
 #      keeps its backend, new flows avoid the drained/removed one.
 # Bounded (~15 s); everything started here is killed by PID on exit.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 T=$(mktemp -d /tmp/innet-lb-proxy.XXXXXX)
@@ -23,8 +23,7 @@ cleanup() {
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$T"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- switch log" >&2; cat "$T/sw.log" >&2 || true; exit 1; }
+fail_details() { echo "--- switch log" >&2; cat "$T/sw.log" >&2 || true; }
 
 SW=127.60.200.1 B0=127.60.200.2 B1=127.60.200.3
 head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/key"

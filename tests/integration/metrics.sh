@@ -35,7 +35,7 @@
 # scripts/install-deps cannot install it.
 set -euo pipefail
 
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 ROOT=$PWD
 INNET=${INNET:-$ROOT/build/innet}
 PY=/usr/bin/python3
@@ -52,8 +52,7 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
 		timeout 900 scripts/install-deps >/dev/null 2>&1 || true
 	fi
 	if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
-		echo "skip: prometheus/promtool not installed and scripts/install-deps could not install them"
-		exit 77
+		skip "prometheus/promtool not installed and scripts/install-deps could not install them"
 	fi
 fi
 
@@ -76,15 +75,12 @@ cleanup() {
 	done
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
 
-fail() {
-	echo "FAIL: $*"
+fail_details() {
 	local f
 	for f in "$TMP"/state/*.log "$TMP"/kvstate/*.log "$TMP"/*.log; do
 		[[ -f $f ]] && { echo "--- $f"; tail -n 15 "$f"; }
 	done
-	exit 1
 }
 
 step() { echo "--- $* (at ${SECONDS}s)"; }

@@ -15,18 +15,14 @@
 #
 # Needs root; exits 77 (skip) without it.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib.sh"
 INNET=$(realpath "${INNET:-./build/innet}")
 PY=/usr/bin/python3
-if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
-	echo "skip: needs root and ip netns"
-	exit 77
-fi
+need_root_netns
 NAME=xco$$
 DIR=$(mktemp -d /tmp/innet-xco.XXXXXX)
 TOPO=$DIR/topo.json
 pids=()
-fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
@@ -35,7 +31,6 @@ cleanup() {
 	done
 	rm -rf "$DIR"
 }
-trap cleanup EXIT
 in_ns() { local ns=$1; shift; ip netns exec "innet-$NAME-$ns" "$@"; }
 stats() { "$INNET" ctl --fabric "$TOPO" --switch co --json stats; }
 jq_py() { $PY -c "import json,sys; d=json.load(sys.stdin); print($1)"; }

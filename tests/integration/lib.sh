@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# lib.sh — what the integration tests share. Each test sources it first,
+#
+#     set -euo pipefail
+#     . "$(dirname "$0")/lib.sh"
+#
+# and draws its own topology in its header. lib.sh moves to the repository
+# root and sets ROOT, INNET (build/innet unless the environment says) and PY
+# (Debian's /usr/bin/python3, which sees Debian's python3-* packages). It
+# owns the EXIT trap: at exit it runs the test's cleanup() if the test
+# defines one, then stops what spawn started (by pid, SIGTERM then SIGKILL).
+#
+#   fail MSG...          "FAIL: MSG" on stderr, then the last lines of the
+#                        logs fail_logs named and the test's fail_details()
+#                        if it defines one; exit 1
+#   fail_logs GLOB...    logs worth seeing when the test fails; quote the
+#                        globs ('"$STATE"/kv-*.log'): they are expanded then
+#   skip MSG...          "skip: MSG", exit 77 (tests/run counts a skip)
+#   need_root_netns      skip unless root with a working `ip netns` (netns,
+#                        XDP tests)
+#   need_cmd CMD...      skip unless every CMD is on PATH
+#   spawn VAR CMD...     CMD in the background, its pid in VAR, stopped at exit
+#   in_ns NS CMD...      CMD inside network namespace NS
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$PWD
+INNET=${INNET:-./build/innet}
+PY=/usr/bin/python3
+FAIL_TAIL=${FAIL_TAIL:-10}
+_lib_logs=()
+_lib_pids=()
+
+fail() {
+	echo "FAIL: $*" >&2
+	local g f
+	for g in "${_lib_logs[@]}"; do
+		for f in $(eval "echo $g"); do
+			[ -f "$f" ] && { echo "--- $f"; tail -n "$FAIL_TAIL" "$f"; }
+		done
+	done >&2
+	if declare -F fail_details >/dev/null; then
+		fail_details >&2 || true
+	fi
+	exit 1
+}
+
+fail_logs() { _lib_logs+=("$@"); }
+
+skip() { echo "skip: $*"; exit 77; }
+
+need_root_netns() {
+	if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
+		skip "needs root and ip netns"
+	fi
+}
+
+need_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || skip "$c is not installed (scripts/install-deps)"
+	done
+}
+
+spawn() {
+	local var=$1
+	shift
+	"$@" &
+	_lib_pids+=($!)
+	printf -v "$var" '%s' "$!"
+}
+
+in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+_lib_exit() {
+	local rc=$? p
+	set +eu   # a test may exit (skip, fail) before cleanup's variables are set
+	if declare -F cleanup >/dev/null; then
+		cleanup
+	fi
+	for p in "${_lib_pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${_lib_pids[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null
+	done
+	exit "$rc"
+}
+trap _lib_exit EXIT
