@@ -182,12 +182,22 @@ $(O)/tests/contract-load: tests/contract/load.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< -lbpf -lelf -lz
 
-FUZZ_O := build-fuzz
+# The fuzz targets: the library compiled once with coverage and sanitizers
+# into build-fuzz/obj, each target linked against those objects.
+FUZZ_O      := build-fuzz
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
+               -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_O)/obj/%.o) $(FUZZ_O)/obj/bpf-objects.o
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
-$(FUZZ_O)/%: tests/fuzz/%.c $(LIB_SRC) $(FUZZ_O)/bpf/objects.c
+$(FUZZ_O)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
-	  -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(FUZZ_O)/bpf/objects.c $(LDLIBS)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+$(FUZZ_O)/obj/bpf-objects.o: $(FUZZ_O)/bpf/objects.c
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -c -o $@ $<
+$(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 # (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
 # this one must not replace its recipe, or the make calls itself for ever)
 ifneq ($(O),$(FUZZ_O))
@@ -235,4 +245,4 @@ clean:
 	rm -rf build build-san-* build-fuzz
 
 .PHONY: all check clean fuzz dp-check install uninstall
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
