@@ -8,7 +8,9 @@
 #   - forwarding: ratio = innet / the best relay (raw with GSO or without);
 #   - lb-policies: gain_static, gain_varying, and gain = their minimum;
 #   - allreduce: several rounds, medians and the spread;
-#   - stragglers: medians and the straggler's fate beside the means.
+#   - stragglers: medians and the straggler's fate beside the means;
+#   - lb-qps (root): the XDP/nftables/dnsdist part, its keys and ratio, and
+#     that it removes its namespaces.
 # Loopback only; addresses moved off the benchmarks' defaults where they
 # can be (forwarding --udp-port, LBP_NET) so a real benchmark run elsewhere
 # on the machine does not collide with this one.
@@ -98,4 +100,22 @@ grep -q '"scenario": "varying"' "$OUT/results/lb-policies-latest.json" || fail "
 grep -q '"accel_slowdowns": [1-9]' "$OUT/results/lb-policies-latest.json" ||
 	fail "lb-policies: the accelerator never slowed down in the varying scenario"
 echo "ok: gain_static, gain_varying, gain = their minimum"
+if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1 && command -v nft >/dev/null &&
+	command -v dnsdist >/dev/null && command -v nsd >/dev/null && command -v dnsperf >/dev/null; then
+	line=$(run lb-qps --target xdp --quick)
+	echo "$line"
+	need "$line" xdp_qps nft_qps dnsdist_netns_qps xdp_nft_ratio xdp_dnsdist_ratio xdp_nft_met \
+		xdp_dnsdist_met targets_missed nsd_direct_netns_qps xdp_client_limit_fraction xdp_ebpf_ns_per_frame
+	for k in xdp_qps nft_qps dnsdist_netns_qps; do
+		awk -v q="$(key "$line" $k)" 'BEGIN { exit !(q > 0) }' || fail "lb-qps: $k is not > 0"
+	done
+	want=$(awk -v a="$(key "$line" xdp_qps)" -v b="$(key "$line" nft_qps)" 'BEGIN { printf "%.2f", a / b }')
+	close "$(key "$line" xdp_nft_ratio)" "$want" || fail "lb-qps: xdp_nft_ratio is not xdp_qps / nft_qps ($want)"
+	# nothing left behind: namespaces, the nft table in them went with them
+	left=$(ip netns list | grep -c '^innet-lbq' || true)
+	[ "$left" -eq 0 ] || fail "lb-qps: $left namespaces left behind"
+	echo "ok: lb-qps on XDP against nftables and dnsdist, ratio = xdp / nft, namespaces removed"
+else
+	echo "== lb-qps --target xdp: skipped (needs root, netns, nft, dnsdist, nsd, dnsperf)"
+fi
 echo "bench_smoke: all checks passed"
