@@ -157,13 +157,14 @@ $(O)/bench/%.bpf.o: bench/src/%.bpf.c
 # Aggregation (docs/aggregation.md): the host library as a shared object for
 # src/agg/python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
 # OpenMPI). Not part of `all`: make build/libinnet-agg.so build/libinnet-mpi.so
-AGG_SO_DEPS := src/agg/host.c src/agg/wire.h include/innet/agg.h include/innet/wire.h
+AGG_SO_DEPS := src/agg/host.c src/runtime/clock.c src/agg/wire.h include/innet/agg.h include/innet/wire.h \
+	include/innet/clock.h
 $(O)/libinnet-agg.so: $(AGG_SO_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/host.c -lm -pthread
+	$(CC) $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/host.c src/runtime/clock.c -lm -pthread
 $(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
 	@mkdir -p $(@D)
-	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c -lm -pthread
+	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c src/runtime/clock.c -lm -pthread
 
 # The contract on one file (tests/contract/*.c, tests/integration/contract.sh):
 #   make dp-check DP=FILE   both builds of FILE, as for a program's NAME_dp.c

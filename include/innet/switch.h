@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "innet/program.h"
+#include "innet/clock.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,9 +117,7 @@ struct innet_switch_conf {
 
 struct innet_switch;
 
-/* CLOCK_MONOTONIC in nanoseconds: the clock of the engine, the timers and
- * the host libraries (the one helper for it). */
-uint64_t innet_now_ns(void);
+/* innet_now_ns(): innet/clock.h, included above. */
 
 /* Build a switch from conf: runs every program's setup (settings are checked
  * here), allocates state, opens the sockets. Nothing runs until start.

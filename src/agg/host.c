@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "innet/agg.h"
+#include "innet/clock.h"
 #include "agg/wire.h"
 
 #define RX_BATCH 64
@@ -114,12 +115,6 @@ struct innet_agg {
 	size_t async_n;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int ceil_log2(uint32_t n)
 {
@@ -522,7 +517,7 @@ static int run_call(struct call *c)
 	/* The output may alias the input: chunk j's result overwrites chunk j
 	 * only, after chunk j's packet was built; the exponent of chunk j + W is
 	 * read before, its elements after, and neither is chunk j. */
-	uint64_t now = mono_ns();
+	uint64_t now = innet_now_ns();
 	uint64_t last_progress = now;
 	uint32_t done = 0;
 	int rc = 0;
@@ -539,7 +534,7 @@ static int run_call(struct call *c)
 	struct mmsghdr *msgs = a->rx_msgs;
 	uint64_t next_check = now + (uint64_t)a->conf.rto_us * 1000u;
 	while (done < c->w) {
-		now = mono_ns();
+		now = innet_now_ns();
 		int wait_ms = 0;
 		if (next_check > now)
 			wait_ms = (int)((next_check - now + 999999) / 1000000);
@@ -555,7 +550,7 @@ static int run_call(struct call *c)
 			int m = recvmmsg(a->fd, msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 			if (m <= 0)
 				break;
-			now = mono_ns();
+			now = innet_now_ns();
 			for (int i = 0; i < m; i++) {
 				uint32_t len = msgs[i].msg_len;
 				const struct innet_hdr *h = (const struct innet_hdr *)a->rx_iov[i].iov_base;
@@ -603,7 +598,7 @@ static int run_call(struct call *c)
 			if (m < RX_BATCH)
 				break;
 		}
-		now = mono_ns();
+		now = innet_now_ns();
 		if (now >= next_check) {
 			next_check = UINT64_MAX;
 			for (uint32_t s = 0; s < c->w; s++) {
@@ -680,10 +675,10 @@ static int join_query(struct innet_agg *a, struct innet_agg_join_rec *recs)
 		rc = -ENOMEM;
 		goto out;
 	}
-	uint64_t start = mono_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
+	uint64_t start = innet_now_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
 	uint32_t left = n_batches;
 	while (left > 0) {
-		uint64_t now = mono_ns();
+		uint64_t now = innet_now_ns();
 		if (now - start > (uint64_t)a->conf.timeout_ms * 1000000u) {
 			rc = -ETIMEDOUT;
 			goto out;

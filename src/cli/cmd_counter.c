@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/parse.h"
 #include "innet/switch.h"
 #include "innet/wire.h"
 #include "cli/cmds.h"
@@ -137,17 +138,6 @@ static void counter_usage(FILE *f)
 		   "Exit status: 0 ok, 1 error or timeout (load: a lost increment), 2 usage.\n");
 }
 
-static int parse_num(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-' || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 int cmd_counter(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -166,39 +156,30 @@ int cmd_counter(int argc, char **argv)
 	optind = 1;
 	opterr = 0; /* BAD says what is wrong */
 	while ((c = getopt_long(argc, argv, "+t:f:W:n:T:h", opts, NULL)) != -1) {
-		struct in_addr ia;
 		switch (c) {
 		case 't': {
-			char buf[64];
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			char *colon = strchr(buf, ':');
-			uint64_t port;
-			if (colon) {
-				*colon = '\0';
-				if (parse_num(colon + 1, 65535, &port) != 0 || port == 0)
-					BAD("bad UDP port in --to '%s'", optarg);
-				to.sin_port = htons((uint16_t)port);
-			}
-			if (inet_pton(AF_INET, buf, &to.sin_addr) != 1)
-				BAD("bad address in --to '%s' (want IPv4[:UDP])", optarg);
+			struct innet_addr a;
+			if (innet_parse_addr(optarg, ntohs(to.sin_port), &a) != 0)
+				BAD("bad --to '%s' (want IPv4[:UDP], UDP 1..65535)", optarg);
+			to.sin_addr.s_addr = htonl(a.ip);
+			to.sin_port = htons(a.udp);
 			have_to = true;
 			break;
 		}
 		case 'f':
-			if (inet_pton(AF_INET, optarg, &ia) != 1)
+			if (innet_parse_ip(optarg, &from_ip) != 0)
 				BAD("bad --from address '%s'", optarg);
-			from_ip = ntohl(ia.s_addr);
 			break;
 		case 'W':
-			if (parse_num(optarg, 600000, &timeout_ms) != 0 || timeout_ms == 0)
+			if (innet_parse_u64(optarg, 0, 600000, &timeout_ms) != 0 || timeout_ms == 0)
 				BAD("--timeout wants 1..600000 ms, not '%s'", optarg);
 			break;
 		case 'n':
-			if (parse_num(optarg, 100000000, &count) != 0 || count == 0)
+			if (innet_parse_u64(optarg, 0, 100000000, &count) != 0 || count == 0)
 				BAD("--count wants 1..100000000, not '%s'", optarg);
 			break;
 		case 'T':
-			if (parse_num(optarg, 64, &threads) != 0 || threads == 0)
+			if (innet_parse_u64(optarg, 0, 64, &threads) != 0 || threads == 0)
 				BAD("--threads wants 1..64, not '%s'", optarg);
 			break;
 		case 'h': counter_usage(stdout); return 0;
@@ -214,7 +195,7 @@ int cmd_counter(int argc, char **argv)
 				BAD("%s needs a value", argv[i]);
 			bool is_count = argv[i][2] == 'c';
 			uint64_t *dst = is_count ? &count : &threads;
-			if (parse_num(argv[i + 1], is_count ? 100000000 : 64, dst) != 0 || *dst == 0)
+			if (innet_parse_u64(argv[i + 1], 0, is_count ? 100000000 : 64, dst) != 0 || *dst == 0)
 				BAD("%s wants 1..%s, not '%s'", argv[i], is_count ? "100000000" : "64",
 				    argv[i + 1]);
 			i++;
@@ -233,12 +214,12 @@ int cmd_counter(int argc, char **argv)
 	if (npos < 2)
 		BAD("%s needs INDEX", pos[0]);
 	uint64_t index, delta = 1;
-	if (parse_num(pos[1], UINT32_MAX, &index) != 0)
+	if (innet_parse_u64(pos[1], 0, UINT32_MAX, &index) != 0)
 		BAD("INDEX must be an integer in [0, 4294967295], not '%s'", pos[1]);
 
 	if (!strcmp(pos[0], "inc") || !strcmp(pos[0], "read")) {
 		bool inc = pos[0][0] == 'i';
-		if (inc && npos == 3 && parse_num(pos[2], UINT64_MAX, &delta) != 0)
+		if (inc && npos == 3 && innet_parse_u64(pos[2], 0, UINT64_MAX, &delta) != 0)
 			BAD("DELTA must be an unsigned integer, not '%s'", pos[2]);
 		if (!inc && npos != 2)
 			BAD("read takes only INDEX, not '%s'", pos[2]);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "innet/lb.h"
+#include "innet/parse.h"
 #include "lbhost/lbhost.h"
 #include "cli/cmds.h"
 
@@ -54,19 +55,6 @@ static int usage_err(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-static int num(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (!s || !*s || s[0] == '-')
-		return -EINVAL;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int real(const char *s, double lo, double hi, double *out)
 {
 	char *end;
@@ -77,15 +65,6 @@ static int real(const char *s, double lo, double hi, double *out)
 	if (errno || *end || !isfinite(v) || v < lo || v > hi)
 		return -EINVAL;
 	*out = v;
-	return 0;
-}
-
-static int ipv4(const char *s, uint32_t *out)
-{
-	struct in_addr ia;
-	if (inet_pton(AF_INET, s, &ia) != 1)
-		return -EINVAL;
-	*out = ntohl(ia.s_addr);
 	return 0;
 }
 
@@ -137,24 +116,24 @@ static int lb_backend(int argc, char **argv)
 			have_bind = true;
 			break;
 		case 's':
-			if (num(optarg, 0, 10000000, &v))
+			if (innet_parse_u64(optarg, 0, 10000000, &v))
 				return usage_err("backend", "bad --service-us '%s' (0..10000000)", optarg);
 			c.service_us = (uint32_t)v;
 			break;
 		case 'q':
-			if (num(optarg, 1, 1000000, &v))
+			if (innet_parse_u64(optarg, 1, 1000000, &v))
 				return usage_err("backend", "bad --queue '%s' (1..1000000)", optarg);
 			c.queue = (uint32_t)v;
 			break;
 		case 'f': c.busy_file = optarg; break;
 		case 'B':
-			if (num(optarg, 0, 10000000, &v))
+			if (innet_parse_u64(optarg, 0, 10000000, &v))
 				return usage_err("backend", "bad --busy-service-us '%s' (0..10000000)", optarg);
 			c.busy_service_us = (uint32_t)v;
 			have_busy_us = true;
 			break;
 		case 'T':
-			if (num(optarg, 1, LBH_MAX_THREADS, &v))
+			if (innet_parse_u64(optarg, 1, LBH_MAX_THREADS, &v))
 				return usage_err("backend", "bad --threads '%s' (1..16)", optarg);
 			c.threads = (uint32_t)v;
 			break;
@@ -170,11 +149,11 @@ static int lb_backend(int argc, char **argv)
 			break;
 		}
 		case 'a':
-			if (ipv4(optarg, &c.answer) || c.answer == 0)
+			if (innet_parse_ip(optarg, &c.answer) || c.answer == 0)
 				return usage_err("backend", "bad --answer '%s' (IPv4, not 0.0.0.0)", optarg);
 			break;
 		case 't':
-			if (num(optarg, 0, 0x7fffffff, &v))
+			if (innet_parse_u64(optarg, 0, 0x7fffffff, &v))
 				return usage_err("backend", "bad --ttl '%s'", optarg);
 			c.ttl = (uint32_t)v;
 			break;
@@ -267,27 +246,27 @@ static int lb_load(int argc, char **argv)
 				return usage_err("load", "bad --duration '%s' (seconds)", optarg);
 			break;
 		case 't':
-			if (num(optarg, 1, LBH_MAX_THREADS, &v))
+			if (innet_parse_u64(optarg, 1, LBH_MAX_THREADS, &v))
 				return usage_err("load", "bad --threads '%s' (1..16)", optarg);
 			c.threads = (uint32_t)v;
 			break;
 		case 'f':
-			if (num(optarg, 1, 1024, &v))
+			if (innet_parse_u64(optarg, 1, 1024, &v))
 				return usage_err("load", "bad --flows '%s' (1..1024)", optarg);
 			c.flows = (uint32_t)v;
 			break;
 		case 'F':
-			if (num(optarg, 0, 3600000, &v))
+			if (innet_parse_u64(optarg, 0, 3600000, &v))
 				return usage_err("load", "bad --flow-ms '%s'", optarg);
 			c.flow_ms = (uint32_t)v;
 			break;
 		case 'w':
-			if (num(optarg, 1, 600000, &v))
+			if (innet_parse_u64(optarg, 1, 600000, &v))
 				return usage_err("load", "bad --timeout-ms '%s' (1..600000)", optarg);
 			c.timeout_ms = (uint32_t)v;
 			break;
 		case 'b':
-			if (ipv4(optarg, &c.bind_ip))
+			if (innet_parse_ip(optarg, &c.bind_ip))
 				return usage_err("load", "bad --bind '%s' (IPv4)", optarg);
 			break;
 		case 'q':
@@ -298,7 +277,7 @@ static int lb_load(int argc, char **argv)
 			c.qnames[c.nqnames++] = optarg;
 			break;
 		case 'R':
-			if (num(optarg, 10, 3600000, &v))
+			if (innet_parse_u64(optarg, 10, 3600000, &v))
 				return usage_err("load", "bad --report-ms '%s' (>= 10)", optarg);
 			c.report_ms = (uint32_t)v;
 			break;
@@ -395,13 +374,13 @@ static int lb_agent(int argc, char **argv)
 			have_sw = true;
 			break;
 		case 's':
-			if (num(optarg, 0, 65535, &v))
+			if (innet_parse_u64(optarg, 0, 65535, &v))
 				return usage_err("agent", "bad --server '%s' (0..65535)", optarg);
 			c.server = (uint16_t)v;
 			have_server = true;
 			break;
 		case 'u':
-			if (num(optarg, 0, 65535, &v))
+			if (innet_parse_u64(optarg, 0, 65535, &v))
 				return usage_err("agent", "bad --unit '%s' (0..65535)", optarg);
 			c.unit = (uint16_t)v;
 			have_unit = true;
@@ -421,31 +400,31 @@ static int lb_agent(int argc, char **argv)
 			break;
 		case 'K': key_file = optarg; break;
 		case 'b':
-			if (ipv4(optarg, &c.bind_ip))
+			if (innet_parse_ip(optarg, &c.bind_ip))
 				return usage_err("agent", "bad --bind '%s' (IPv4)", optarg);
 			break;
 		case 'i':
-			if (num(optarg, 1, 600000, &v))
+			if (innet_parse_u64(optarg, 1, 600000, &v))
 				return usage_err("agent", "bad --interval-ms '%s' (1..600000)", optarg);
 			c.interval_ms = (uint32_t)v;
 			break;
 		case 'H':
-			if (num(optarg, 1, 3600000, &v))
+			if (innet_parse_u64(optarg, 1, 3600000, &v))
 				return usage_err("agent", "bad --heartbeat-ms '%s' (1..3600000)", optarg);
 			c.heartbeat_ms = (uint32_t)v;
 			break;
 		case 'B':
-			if (num(optarg, 1, 100000000, &v))
+			if (innet_parse_u64(optarg, 1, 100000000, &v))
 				return usage_err("agent", "bad --busy-us '%s'", optarg);
 			c.busy_us = (uint32_t)v;
 			break;
 		case 'I':
-			if (num(optarg, 0, 100000000, &v))
+			if (innet_parse_u64(optarg, 0, 100000000, &v))
 				return usage_err("agent", "bad --idle-us '%s'", optarg);
 			c.idle_us = (uint32_t)v;
 			break;
 		case 'w':
-			if (num(optarg, 1, 600000, &v))
+			if (innet_parse_u64(optarg, 1, 600000, &v))
 				return usage_err("agent", "bad --probe-timeout-ms '%s' (1..600000)", optarg);
 			c.probe_timeout_ms = (uint32_t)v;
 			break;
@@ -454,22 +433,22 @@ static int lb_agent(int argc, char **argv)
 				return usage_err("agent", "bad --alpha '%s' (0 < A <= 1)", optarg);
 			break;
 		case 'n':
-			if (num(optarg, 1, LBH_AGENT_MAX_BURST, &v))
+			if (innet_parse_u64(optarg, 1, LBH_AGENT_MAX_BURST, &v))
 				return usage_err("agent", "bad --burst '%s' (1..15)", optarg);
 			c.burst = (uint32_t)v;
 			break;
 		case 'W':
-			if (num(optarg, 1, 1024, &v))
+			if (innet_parse_u64(optarg, 1, 1024, &v))
 				return usage_err("agent", "bad --window '%s' (1..1024)", optarg);
 			c.window = (uint32_t)v;
 			break;
 		case 'P':
-			if (num(optarg, 1, 0x7fffffff, &v))
+			if (innet_parse_u64(optarg, 1, 0x7fffffff, &v))
 				return usage_err("agent", "bad --pid '%s'", optarg);
 			c.pid = (int)v;
 			break;
 		case 'C':
-			if (num(optarg, 1, 100, &v))
+			if (innet_parse_u64(optarg, 1, 100, &v))
 				return usage_err("agent", "bad --busy-cpu '%s' (1..100)", optarg);
 			c.busy_cpu_pct = (uint32_t)v;
 			break;

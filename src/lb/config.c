@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "innet/parse.h"
 #include "lb/lb_pvt.h"
 
 static const char *const policy_names[LB_POL_COUNT] = {
@@ -41,30 +42,6 @@ const char *lb_policy_name(unsigned p)
 	return p < LB_POL_COUNT ? policy_names[p] : "?";
 }
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	struct in_addr in;
-	if (inet_pton(AF_INET, s, &in) != 1)
-		return -1;
-	*ip = ntohl(in.s_addr);
-	return 0;
-}
-
-int lb_parse_ipport(const char *s, uint32_t *ip, uint16_t *port)
-{
-	char buf[64];
-	const char *colon = strrchr(s, ':');
-	if (colon == NULL || (size_t)(colon - s) >= sizeof(buf) || colon[1] == '\0')
-		return -1;
-	memcpy(buf, s, (size_t)(colon - s));
-	buf[colon - s] = '\0';
-	char *end;
-	unsigned long u = strtoul(colon + 1, &end, 10);
-	if (*end != '\0' || u == 0 || u > 65535 || parse_ip(buf, ip) != 0)
-		return -1;
-	*port = (uint16_t)u;
-	return 0;
-}
 
 int lb_parse_mac(const char *s, uint64_t *mac)
 {
@@ -155,8 +132,11 @@ static int parse_unit(struct innet_decl *d, struct lb_priv *p, json_t *u, const 
 	else if (kind != NULL && strcmp(kind, "cpu"))
 		return innet_decl_error(d, "%s.kind must be \"cpu\" or \"accelerator\", not \"%s\"",
 					where, kind);
-	if (lb_parse_ipport(addr, &ui->ip, &ui->udp) != 0)
+	struct innet_addr ua;
+	if (innet_parse_addr(addr, 0, &ua) != 0)
 		return innet_decl_error(d, "%s.address must be \"IPv4:PORT\", not \"%s\"", where, addr);
+	ui->ip = ua.ip;
+	ui->udp = ua.udp;
 	ui->weight = (uint16_t)weight;
 	ui->port = (uint16_t)port;
 	ui->pool = pool;
@@ -280,7 +260,7 @@ static int parse_vips(struct innet_decl *d, struct lb_priv *p, json_t *vips)
 			return innet_decl_error(d, "%s: TCP VIPs need packet mode (proxy mode is UDP)",
 						where);
 		vp->ip = 0;
-		if (addr != NULL && parse_ip(addr, &vp->ip) != 0)
+		if (addr != NULL && innet_parse_ip(addr, &vp->ip) != 0)
 			return innet_decl_error(d, "%s.address must be an IPv4 address", where);
 		if (c->mode == LB_MODE_PACKET && addr == NULL)
 			return innet_decl_error(d, "%s needs 'address' in packet mode", where);

@@ -39,15 +39,10 @@
 #include <unistd.h>
 
 #include "innet/lb.h"
+#include "innet/parse.h"
 #include "innet/switch.h"
 #include "lb/lb_pvt.h"
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Element idx of register r, for atomic access from the control thread. */
 static void *elem(struct innet_cp *cp, unsigned r, uint32_t idx)
@@ -157,7 +152,7 @@ static int set_unit(struct innet_cp *cp, const struct lb_unit_init *u, uint8_t f
 	wr(cp, R_UNIT_ADDR, slot, lb_addr(u->ip, u->udp, u->port));
 	wr(cp, R_UNIT_MAC, slot, u->mac);
 	wr(cp, R_UNIT_STATE, slot, LB_US_UNKNOWN); /* until its agent reports */
-	wr(cp, R_UNIT_SEEN, slot, mono_ns());      /* "unreported": "grace" counts from now */
+	wr(cp, R_UNIT_SEEN, slot, innet_now_ns());      /* "unreported": "grace" counts from now */
 	wr(cp, R_UNIT_META, slot, lb_meta(flags, u->kind, u->weight, u->pool));
 	return 0;
 }
@@ -183,7 +178,7 @@ int lb_init(struct innet_cp *cp, void *priv)
 	struct lb_priv *p = priv;
 	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
 	/* The first sweep is one interval after start. */
-	wr(cp, R_SWEEP, 1, mono_ns());
+	wr(cp, R_SWEEP, 1, innet_now_ns());
 	/* Packet mode sends frames from the egress port's own MAC. */
 	for (uint32_t pt = 0; pt < sc->n_ports && pt < INNET_MAX_PORTS; pt++)
 		if (sc->ports[pt].iface[0] != '\0')
@@ -251,7 +246,7 @@ static int sweep_collect(const void *key, const void *val, void *arg)
 static uint32_t lb_sweep(struct innet_cp *cp, const struct lb_conf *c)
 {
 	struct sweep_ctx s = {
-		.c = c, .now = (uint32_t)(mono_ns() / 1000000u),
+		.c = c, .now = (uint32_t)(innet_now_ns() / 1000000u),
 		.max = 65536,
 	};
 	s.items = malloc(sizeof(*s.items) * s.max);
@@ -310,7 +305,7 @@ static bool sweep_due(struct innet_cp *cp, const struct lb_conf *c)
 	uint64_t *last = elem(cp, R_SWEEP, 1);
 	if (last == NULL)
 		return false;
-	uint64_t now = mono_ns(), seen = __atomic_load_n(last, __ATOMIC_ACQUIRE);
+	uint64_t now = innet_now_ns(), seen = __atomic_load_n(last, __ATOMIC_ACQUIRE);
 	if (now - seen < (uint64_t)c->sweep_ms * 1000000u)
 		return false;
 	return __atomic_compare_exchange_n(last, &seen, now, false, __ATOMIC_SEQ_CST,
@@ -374,7 +369,7 @@ static unsigned report_apply(struct innet_cp *cp, struct lb_priv *p, const uint8
 		return LB_DR_REPORT_REPLAY;
 	wr(cp, R_UNIT_STATE, slot, LB_US_REPORTED | (uint32_t)r.load << 8 | r.state);
 	wr(cp, R_UNIT_LAT, slot, r.latency_us);
-	wr(cp, R_UNIT_SEEN, slot, mono_ns());
+	wr(cp, R_UNIT_SEEN, slot, innet_now_ns());
 	stat_add(cp, LB_ST_REPORTS_OK, 1);
 	return 0;
 }
@@ -516,7 +511,7 @@ static json_t *stats_json(struct innet_cp *cp, FILE *t)
 static int cmd_show(struct innet_cp *cp, struct lb_priv *p, json_t *reply, FILE *t)
 {
 	const struct lb_conf *c = &p->conf;
-	uint64_t now = mono_ns();
+	uint64_t now = innet_now_ns();
 	fprintf(t, "lb '%s': mode %s, report port %u, key %s, maglev %u, conn capacity %u, "
 		"idle %u ms, down after %u ms, unreported units %s\n", innet_cp_name(cp),
 		c->mode == LB_MODE_PROXY ? "proxy" : "packet", c->report_port,
@@ -572,16 +567,6 @@ static int cmd_show(struct innet_cp *cp, struct lb_priv *p, json_t *reply, FILE 
 	return 0;
 }
 
-static int parse_u(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **argv,
 		    json_t *reply, FILE *t, char *err, size_t errlen)
 {
@@ -592,12 +577,12 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 	}
 	const char *op = argv[0];
 	uint32_t srv;
-	unsigned long uid;
+	uint64_t uid;
 	if (find_server(p, argv[1], &srv) != 0) {
 		snprintf(err, errlen, "unknown server '%s' (servers are fixed in the settings)", argv[1]);
 		return -1;
 	}
-	if (parse_u(argv[2], LB_UNITS_PER_SERVER - 1, &uid) != 0) {
+	if (innet_parse_u64(argv[2], 0, LB_UNITS_PER_SERVER - 1, &uid) != 0) {
 		snprintf(err, errlen, "unit id must be 0..%u, not '%s'", LB_UNITS_PER_SERVER - 1, argv[2]);
 		return -1;
 	}
@@ -629,16 +614,19 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 			snprintf(err, errlen, "kind must be cpu or accelerator, not '%s'", argv[3]);
 			return -1;
 		}
-		if (lb_parse_ipport(argv[4], &u.ip, &u.udp) != 0) {
+		struct innet_addr ua;
+		if (innet_parse_addr(argv[4], 0, &ua) != 0) {
 			snprintf(err, errlen, "address must be IPv4:PORT, not '%s'", argv[4]);
 			return -1;
 		}
+		u.ip = ua.ip;
+		u.udp = ua.udp;
 		for (int i = 5; i + 1 < argc; i += 2) {
-			unsigned long v;
-			if (!strcmp(argv[i], "weight") && parse_u(argv[i + 1], 65535, &v) == 0)
+			uint64_t v;
+			if (!strcmp(argv[i], "weight") && innet_parse_u64(argv[i + 1], 0, 65535, &v) == 0)
 				u.weight = (uint16_t)v;
 			else if (!strcmp(argv[i], "port") &&
-				 parse_u(argv[i + 1], innet_switch_conf(innet_cp_switch(cp))->n_ports - 1,
+				 innet_parse_u64(argv[i + 1], 0, innet_switch_conf(innet_cp_switch(cp))->n_ports - 1,
 					 &v) == 0)
 				u.port = (uint16_t)v;
 			else if (!strcmp(argv[i], "mac") && lb_parse_mac(argv[i + 1], &u.mac) == 0)
@@ -684,8 +672,8 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 		else if (!strcmp(op, "undrain"))
 			fl &= (uint8_t)~LB_UF_DRAINED;
 		else if (!strcmp(op, "weight")) {
-			unsigned long v;
-			if (argc != 4 || parse_u(argv[3], 65535, &v) != 0) {
+			uint64_t v;
+			if (argc != 4 || innet_parse_u64(argv[3], 0, 65535, &v) != 0) {
 				snprintf(err, errlen, "usage: unit weight SERVER UNIT W (0..65535)");
 				return -1;
 			}
@@ -727,7 +715,7 @@ static int list_one(const void *key, const void *val, void *arg)
 	char cl[32];
 	snprintf(cl, sizeof(cl), "%s:%u", inet_ntoa(in), k->cport);
 	uint32_t srv = v->unit / LB_UNITS_PER_SERVER;
-	uint32_t now = (uint32_t)(mono_ns() / 1000000u);
+	uint32_t now = (uint32_t)(innet_now_ns() / 1000000u);
 	json_array_append_new(l->arr, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "client", cl,
 						"vip", l->c->vips[k->vip % l->c->n_vips].name, "proto",
 						k->proto == 6 ? "tcp" : "udp", "server",
@@ -782,8 +770,8 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 		json_object_set_new(reply, "capacity", json_integer(ti.capacity));
 		fprintf(t, "%u connections (capacity %u)\n", ti.entries, ti.capacity);
 	} else if (!strcmp(w0, "conn") && argc >= 2 && !strcmp(argv[1], "list") && argc <= 3) {
-		unsigned long n = 20;
-		if (argc == 3 && parse_u(argv[2], 1000, &n) != 0) {
+		uint64_t n = 20;
+		if (argc == 3 && innet_parse_u64(argv[2], 0, 1000, &n) != 0) {
 			snprintf(err, errlen, "conn list N: N must be 0..1000");
 			rc = -1;
 		} else {

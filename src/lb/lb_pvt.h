@@ -58,7 +58,6 @@ struct lb_priv {
 int lb_conf_parse(struct innet_decl *d, struct innet_args *a, struct lb_priv *p);
 int lb_policy_parse(const char *s);
 const char *lb_policy_name(unsigned p);
-int lb_parse_ipport(const char *s, uint32_t *ip, uint16_t *port);
 int lb_parse_mac(const char *s, uint64_t *mac);
 
 /* maglev.c */

@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "innet/metrics.h"
+#include "innet/parse.h"
 #include "innet/resources.h"
 #include "runtime/switch_pvt.h"
 #include "xdp/xdp.h"
@@ -158,39 +159,10 @@ static struct shown show(const char *word)
 	return w;
 }
 
-/*
- * Parse an unsigned number: decimal, or hex with a 0x prefix; nothing else
- * (no sign, no spaces, no octal, no trailing characters). 0, -EINVAL (not a
- * number) or -ERANGE (greater than max).
- */
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	int base = 10;
-	const char *p = s;
-	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
-		base = 16;
-		p += 2;
-	}
-	if (*p == '\0')
-		return -EINVAL;
-	for (const char *q = p; *q; q++)
-		if (base == 16 ? !isxdigit((unsigned char)*q) : !isdigit((unsigned char)*q))
-			return -EINVAL;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, base);
-	if (*end != '\0')
-		return -EINVAL;
-	if (errno == ERANGE || v > max)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
-
-/* parse_u64 with an error message naming the argument `what`. */
+/* innet_parse_u64 with an error message naming the argument `what`. */
 static int req_u64(struct ctl_req *r, const char *what, const char *s, uint64_t max, uint64_t *out)
 {
-	int rc = parse_u64(s, max, out);
+	int rc = innet_parse_u64(s, 0, max, out);
 	if (rc == -EINVAL)
 		return fail(r, "bad %s '%s': expected a decimal or 0x-hex number", what, show(s).s);
 	if (rc == -ERANGE)
@@ -744,14 +716,14 @@ static int parse_member(struct ctl_req *r, const char *s, struct innet_member *m
 	if (colon == NULL)
 		return fail(r, "bad MEMBER '%s': expected PORT@IP:UDP", show(s).s);
 	*colon = '\0';
-	struct in_addr a;
-	if (inet_pton(AF_INET, at + 1, &a) != 1)
+	uint32_t ip;
+	if (innet_parse_ip(at + 1, &ip) != 0)
 		return fail(r, "bad MEMBER '%s': '%s' is not a dotted-quad IPv4 address", show(s).s,
 			    show(at + 1).s);
 	uint64_t udp;
 	if (req_u64(r, "MEMBER UDP port", colon + 1, 65535, &udp) != 0)
 		return -1;
-	m->ip = ntohl(a.s_addr);
+	m->ip = ip;
 	m->udp = (uint16_t)udp;
 	return 0;
 }

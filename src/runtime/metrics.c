@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "innet/metrics.h"
+#include "innet/parse.h"
 #include "innet/switch.h"
 #include "innet/version.h"
 
@@ -522,8 +523,8 @@ int innet_metrics_addr_parse(const char *s, uint32_t *ip, uint16_t *port, char *
 	}
 	memcpy(host, s, hl);
 	host[hl] = '\0';
-	struct in_addr a;
-	if (inet_pton(AF_INET, host, &a) != 1) {
+	uint32_t a;
+	if (innet_parse_ip(host, &a) != 0) {
 		snprintf(err, errlen, "bad metrics address '%.60s': '%s' is not an IPv4 address "
 				      "(a dotted quad)", s, host);
 		return -EINVAL;
@@ -533,21 +534,19 @@ int innet_metrics_addr_parse(const char *s, uint32_t *ip, uint16_t *port, char *
 		snprintf(err, errlen, "bad metrics address '%.60s': no port after the ':'", s);
 		return -EINVAL;
 	}
-	unsigned long v = 0;
-	for (const char *q = p; *q != '\0'; q++) {
-		if (*q < '0' || *q > '9' || q - p >= 6) {
-			snprintf(err, errlen, "bad metrics address '%.60s': port '%.20s' is not a "
-					      "number in 0..65535", s, p);
-			return -EINVAL;
-		}
-		v = v * 10 + (unsigned long)(*q - '0');
-	}
-	if (v > 65535) {
-		snprintf(err, errlen, "bad metrics address '%.60s': port %lu is out of range "
-				      "0..65535", s, v);
+	uint64_t v = 0;
+	int rc = innet_parse_u64(p, 0, 65535, &v);
+	if (rc == -EINVAL) {
+		snprintf(err, errlen, "bad metrics address '%.60s': port '%.20s' is not a "
+				      "number in 0..65535", s, p);
 		return -EINVAL;
 	}
-	*ip = ntohl(a.s_addr);
+	if (rc != 0) {
+		snprintf(err, errlen, "bad metrics address '%.60s': port %.20s is out of range "
+				      "0..65535", s, p);
+		return -EINVAL;
+	}
+	*ip = a;
 	*port = (uint16_t)v;
 	return 0;
 }

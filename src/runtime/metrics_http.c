@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/clock.h"
 #include "innet/metrics.h"
 
 #define HTTP_MAX_CLIENTS  64u
@@ -87,12 +88,6 @@ struct innet_metrics_http {
 	char tag_timer;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void timer_set(struct innet_metrics_http *h, bool on)
 {
@@ -178,7 +173,7 @@ static void respond(struct innet_metrics_http *h, struct http_client *c, int sta
 	c->out_len = (size_t)hl + blen;
 	c->out_off = 0;
 	c->state = HTTP_WRITING;
-	c->deadline_ns = now_ns() + HTTP_WRITE_MS * 1000000ull;
+	c->deadline_ns = innet_now_ns() + HTTP_WRITE_MS * 1000000ull;
 	client_interest(h, c, EPOLLOUT);
 }
 
@@ -367,7 +362,7 @@ static void client_write(struct innet_metrics_http *h, struct http_client *c)
 	c->out = NULL;
 	shutdown(c->fd, SHUT_WR);
 	c->state = HTTP_DRAINING;
-	c->deadline_ns = now_ns() + HTTP_DRAIN_MS * 1000000ull;
+	c->deadline_ns = innet_now_ns() + HTTP_DRAIN_MS * 1000000ull;
 	client_interest(h, c, EPOLLIN);
 }
 
@@ -440,7 +435,7 @@ static void accept_clients(struct innet_metrics_http *h)
 		memset(c, 0, offsetof(struct http_client, req));
 		c->fd = fd;
 		c->state = HTTP_READING;
-		c->deadline_ns = now_ns() + HTTP_READ_MS * 1000000ull;
+		c->deadline_ns = innet_now_ns() + HTTP_READ_MS * 1000000ull;
 		c->events = EPOLLIN;
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
 		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
@@ -470,7 +465,7 @@ static void tick(struct innet_metrics_http *h)
 		if (epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->listen_fd, &e) == 0)
 			h->accept_paused = false;
 	}
-	uint64_t t = now_ns();
+	uint64_t t = innet_now_ns();
 	struct http_client *c = h->clients;
 	while (c != NULL) {
 		struct http_client *next = c->next;

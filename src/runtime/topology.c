@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "innet/metrics.h"
+#include "innet/parse.h"
 #include "innet/topology.h"
 #include "runtime/switch_pvt.h"
 
@@ -336,17 +337,16 @@ static int get_addr(struct parser *p, json_t *obj, const char *path, const char 
 {
 	char kp[PATH_LEN];
 	const char *s;
-	struct in_addr a;
+	uint32_t ip;
 	int r = get_str(p, obj, path, key, required, &s);
 
 	if (r <= 0)
 		return r;
 	path_key(kp, path, key);
-	if (inet_pton(AF_INET, s, &a) != 1) {
+	if (innet_parse_ip(s, &ip) != 0) {
 		errs_add(&p->e, kp, "bad address '%.80s': expected dotted IPv4 like 127.0.0.1", s);
 		return -1;
 	}
-	uint32_t ip = ntohl(a.s_addr);
 	if (ip == 0 || ip == UINT32_MAX || (ip >> 28) == 0xe) {
 		errs_add(&p->e, kp, "bad address %s: not a unicast address", s);
 		return -1;

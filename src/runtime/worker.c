@@ -44,13 +44,6 @@
 #include "runtime/switch_pvt.h"
 #include "xdp/xdp.h"
 
-uint64_t innet_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void innet_worker_set_now(struct innet_worker *w)
 {
 	w->now_ns = innet_now_ns();
