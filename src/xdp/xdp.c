@@ -961,6 +961,12 @@ int innet_xdp_group_sync(struct innet_switch *sw, uint32_t prog, uint32_t group,
 	 * member: every member must have a port of its own and be reachable
 	 * without the kernel's neighbour table. Otherwise user space sends. */
 	uint32_t mode = n == 0 ? INNET_XDP_GROUP_EMPTY : INNET_XDP_GROUP_DEVMAP;
+	/* INNET_XDP_MULTICAST=slow: every group through the user-space engine
+	 * (the measured alternative, docs/xdp.md "Multicast: devmap or the
+	 * slow path"). */
+	const char *mc = getenv("INNET_XDP_MULTICAST");
+	if (mode == INNET_XDP_GROUP_DEVMAP && mc != NULL && strcmp(mc, "slow") == 0)
+		mode = INNET_XDP_GROUP_SLOW;
 	uint64_t seen = 0;
 	for (uint32_t i = 0; i < n && mode == INNET_XDP_GROUP_DEVMAP; i++) {
 		const struct innet_xdp_port *pi = &x->port_info[m[i].port];
