@@ -102,7 +102,6 @@ ar_xdp_k=""
 ar_xdp_slots=""
 ar_mpi_mtus="9000,3500"
 ar_perf=0
-AR_BPF_STATS_OLD=""
 AR_NS=()
 AR_PREFIX="iag-ar$$"
 
@@ -162,10 +161,7 @@ ar_parse() {
 # Namespaces are ours only (prefix with our pid); removed on exit.
 ar_cleanup_ns() {
 	local ns
-	if [ -n "$AR_BPF_STATS_OLD" ]; then
-		sysctl -qw kernel.bpf_stats_enabled="$AR_BPF_STATS_OLD" 2>/dev/null || true
-		AR_BPF_STATS_OLD=""
-	fi
+	bench_bpf_stats_off
 	for ns in "${AR_NS[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
@@ -635,18 +631,12 @@ bench_main() {
 	if [ "$xdp" = 1 ]; then
 		# the eBPF program's own time per run (bpftool prog show: run_time_ns),
 		# counted by the kernel only while this is on; put back at the end
-		if command -v bpftool >/dev/null; then
-			AR_BPF_STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo "")
-			[ -n "$AR_BPF_STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
-		fi
+		bench_bpf_stats_on || true
 		bench_log "xdp: the switch on the XDP target, $ar_rate per link and direction (switch -> worker shaped at the worker's ingress), MTU $ar_xdp_mtu, k $ar_xdp_k"
 		ar_xdp_mode_run
 		bench_log "xdp: unshaped veths; innet on XDP (MTU $ar_xdp_mtu), innet on the user-space engine (MTU $ar_mtu), MPI at MTU $ar_mpi_mtus"
 		ar_veth_mode_run
-		if [ -n "$AR_BPF_STATS_OLD" ]; then
-			sysctl -qw kernel.bpf_stats_enabled="$AR_BPF_STATS_OLD"
-			AR_BPF_STATS_OLD=""
-		fi
+		bench_bpf_stats_off
 	fi
 	if [ "$ar_mode" = loopback ] || [ "$ar_mode" = both ] || [ "$ar_mode" = all ]; then
 		bench_log "loopback (no rate limit, one machine's CPUs)"

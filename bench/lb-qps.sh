@@ -217,10 +217,7 @@ LBQ_NSD=()                 # the two nsd's pids
 # Namespaces are deleted on exit (with whatever runs in them stopped first).
 lbq_ns_cleanup() {
 	local ns
-	if [ -n "$LBQ_BPF_STATS_OLD" ]; then
-		sysctl -qw kernel.bpf_stats_enabled="$LBQ_BPF_STATS_OLD" 2>/dev/null || true
-		LBQ_BPF_STATS_OLD=""
-	fi
+	bench_bpf_stats_off
 	for ns in "${LBQ_NSES[@]}"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
@@ -390,9 +387,8 @@ lbq_ns_begin() {
 		# the warm-up measures lb's own time in eBPF (bpftool prog show:
 		# run_time_ns; the kernel counts only while bpf_stats_enabled is on,
 		# two clock reads per run, so not during the measured runs)
-		if [ "$tag" = warmup-ns-xdp ] && command -v bpftool >/dev/null; then
-			LBQ_BPF_STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo "")
-			[ -n "$LBQ_BPF_STATS_OLD" ] && sysctl -qw kernel.bpf_stats_enabled=1
+		if [ "$tag" = warmup-ns-xdp ]; then
+			bench_bpf_stats_on || true
 		fi
 		;;
 	nft)
@@ -427,10 +423,9 @@ print("lb in eBPF: %d of %d frames; drops %s; hand-offs %s" % (p.get("xdp_rx_pkt
 		else
 			bench_log "warning: $tag: ctl stats failed: $(tail -n 1 "$BENCH_TMP/$tag-stats.json")"
 		fi
-		if [ -n "$LBQ_BPF_STATS_OLD" ]; then
+		if bench_bpf_stats_is_on; then
 			lbq_ebpf_stats "$tag"
-			sysctl -qw kernel.bpf_stats_enabled="$LBQ_BPF_STATS_OLD"
-			LBQ_BPF_STATS_OLD=""
+			bench_bpf_stats_off
 		fi
 		bench_stop "$LBQ_XSW" || true
 		LBQ_XSW=""
@@ -448,7 +443,6 @@ print("lb in eBPF: %d of %d frames; drops %s; hand-offs %s" % (p.get("xdp_rx_pkt
 
 # lbq_ebpf_stats TAG: lb's time per frame in eBPF (the XDP program on the
 # balancer's veths, tail calls included) -> LBQ_EBPF_NS
-LBQ_BPF_STATS_OLD=""
 LBQ_EBPF_NS=""
 lbq_ebpf_stats() {
 	local tag=$1 id st

@@ -84,9 +84,33 @@ bench_begin() {
 	bench_log "started; scratch files in $BENCH_TMP"
 }
 
+# The kernel's BPF run-time statistics (bpftool prog show: run_cnt,
+# run_time_ns) are counted only while kernel.bpf_stats_enabled is on (two
+# clock reads per program run, so not during measured runs):
+# bench_bpf_stats_on turns them on for a window (1 without bpftool or the
+# sysctl), bench_bpf_stats_is_on says whether they are, bench_bpf_stats_off
+# puts the old setting back; bench_cleanup does that too.
+BENCH_BPF_STATS_OLD=""
+bench_bpf_stats_on() {
+	[ -z "$BENCH_BPF_STATS_OLD" ] || return 0
+	command -v bpftool >/dev/null || return 1
+	BENCH_BPF_STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || BENCH_BPF_STATS_OLD=""
+	[ -n "$BENCH_BPF_STATS_OLD" ] || return 1
+	sysctl -qw kernel.bpf_stats_enabled=1
+}
+bench_bpf_stats_is_on() {
+	[ -n "$BENCH_BPF_STATS_OLD" ]
+}
+bench_bpf_stats_off() {
+	[ -n "$BENCH_BPF_STATS_OLD" ] || return 0
+	sysctl -qw kernel.bpf_stats_enabled="$BENCH_BPF_STATS_OLD" 2>/dev/null || true
+	BENCH_BPF_STATS_OLD=""
+}
+
 bench_cleanup() {
 	local rc=$? pid
 	trap - EXIT INT TERM
+	bench_bpf_stats_off
 	for pid in "${BENCH_PIDS[@]}"; do
 		if kill -0 "$pid" 2>/dev/null; then
 			bench_stop "$pid"
