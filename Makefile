@@ -129,14 +129,19 @@ $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
 # The eBPF objects, embedded in the library, and the list of user-space-only
 # data paths with their reasons (innet programs shows both); and the
-# runtime's own eBPF (netns mode's link faults: src/runtime/linkfault.bpf.c).
-BPF_AUX := $(O)/bpf/linkfault.bpf.o
+# runtime's own eBPF (netns mode's link faults: src/runtime/linkfault.bpf.c;
+# the Paxos learner filter: src/consensus/learnfilter.bpf.c).
+BPF_AUX := $(O)/bpf/linkfault.bpf.o $(O)/bpf/learnfilter.bpf.o
 $(O)/bpf/linkfault.bpf.o: src/runtime/linkfault.bpf.c
 	@mkdir -p $(@D)
 	$(BPF_CLANG) -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I/usr/include/$(shell $(CC) -print-multiarch) -c -o $@ $<
+$(O)/bpf/learnfilter.bpf.o: src/consensus/learnfilter.bpf.c src/consensus/learnfilter.h
+	@mkdir -p $(@D)
+	$(BPF_CLANG) -target bpf -mcpu=v3 -O2 -g -Wall -Werror -Isrc -I/usr/include/$(shell $(CC) -print-multiarch) -c -o $@ $<
 $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	@mkdir -p $(@D)
-	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o $(O)/bpf $(DP_SRC) > $@
+	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o \
+	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
 $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka

@@ -32,6 +32,17 @@
 #   processes in netns), ratio_w* = innet / host and xdp_ratio_w* = xdp /
 #   host, with xdp_target_met_w16 (target: xdp_ratio_w16 >= 3, P4xos's 4.3x
 #   the anchor).
+#
+#   The xdp contender's learner also uses eBPF (as Electrode does; issue 12):
+#   `innet paxos bench --learner-filter all` attaches the learner filter
+#   (src/consensus/learnfilter.bpf.c) to l0's veths for the run; in mode
+#   quorum (default) it passes one 2B per quorum, marked, and drops the other
+#   two, so the load generator takes 2 datagrams per command instead of 4.
+#   The udp and host contenders' learners count every 2B themselves, as
+#   before: the host baseline is unchanged. Key learner_filter=MODE (none,
+#   quorum or redundant: --learner-filter); the filter's counters are logged.
+#   --compare-filter adds the xdp fabric without the filter as a contender in
+#   the same alternation (xdp_nofilter_w*, filter_gain_w* = xdp / that).
 
 bench_usage() {
 	cat <<'EOF2'
@@ -41,6 +52,10 @@ usage: bench/run consensus [options]
   --outstanding L   comma-separated requests in flight (default 1,16)
   --target T        udp (loopback, default) or xdp (root: netns; XDP, user-space
                     engine and host processes over veth)
+  --learner-filter M  the xdp contender's learner filter: quorum (default),
+                    redundant (drop only the 2Bs after a quorum) or none
+  --compare-filter  (xdp) a fourth contender, xdpnf: the xdp fabric without the
+                    filter; keys xdp_nofilter_w*, filter_gain_w* = xdp / xdpnf
   --quick           1 round of 1 s
 EOF2
 }
@@ -49,6 +64,8 @@ cs_rounds=3
 cs_duration=3
 cs_loads=1,16
 cs_target=udp
+cs_filter=quorum
+cs_compare=0
 
 cs_topology() { # file [NAME TARGET]: loopback (no NAME), or netns mode with TARGET
 	local name=${2:-bench-consensus} extra=""
@@ -155,15 +172,20 @@ cs_nshost_down() {
 cs_run() {
 	local impl=$1 w=$2 round=$3 tag="$1-w$2-r$3" topo
 	case $impl in
-	innet | xdp | udp)
+	innet | xdp | xdpnf | udp)
 		topo=$BENCH_TMP/topo.json
 		[ "$impl" = xdp ] && topo=$BENCH_TMP/topo-xdp.json
+		[ "$impl" = xdpnf ] && topo=$BENCH_TMP/topo-xdp.json
 		[ "$impl" = udp ] && topo=$BENCH_TMP/topo-udp.json
 		CS_UP=$topo
 		"$BENCH_INNET_BIN" fabric up "$topo" >"$BENCH_TMP/$tag-fabric.out" 2>&1 ||
 			cs_die "fabric up failed: $(tail -n 3 "$BENCH_TMP/$tag-fabric.out")"
+		local -a lf=()
+		if [ "$impl" = xdp ] && [ "$cs_filter" != none ]; then
+			lf=(--learner-filter all --filter-mode "$cs_filter")
+		fi
 		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) "$BENCH_INNET_BIN" paxos bench \
-			--topology "$topo" --name l0 --duration "$cs_duration" --outstanding "$w"
+			--topology "$topo" --name l0 --duration "$cs_duration" --outstanding "$w" "${lf[@]}"
 		;;
 	host)
 		cs_host_up "$tag"
@@ -195,9 +217,12 @@ cs_run() {
 		cs_nshost_down
 		bench_log "$tag host leader: $(grep -o 'requests.*sendmmsg' "$BENCH_TMP/nshost-leader-$tag.err" || echo 'no I/O summary')"
 		;;
-	xdp)
+	xdp | xdpnf)
 		# every command's messages in eBPF? (hand-offs would show here)
 		bench_log "$tag: $("$BENCH_INNET_BIN" ctl --fabric "$topo" --switch a0 stats | grep -E '^prog' | head -n 1)"
+		if [ "$impl" = xdp ] && [ "$cs_filter" != none ]; then
+			bench_log "$tag: $(grep -o 'learner_filter .*' "$BENCH_TMP/$tag.err" || echo 'learner_filter: no counters')"
+		fi
 		;;
 	esac
 	if [ -n "${CS_UP:-}" ]; then
@@ -231,6 +256,8 @@ bench_main() {
 		--duration) cs_duration=$2; shift 2 ;;
 		--outstanding) cs_loads=$2; shift 2 ;;
 		--target) cs_target=$2; shift 2 ;;
+		--learner-filter) cs_filter=$2; shift 2 ;;
+		--compare-filter) cs_compare=1; shift ;;
 		--quick) cs_rounds=1; cs_duration=1; shift ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
@@ -242,8 +269,13 @@ bench_main() {
 	xdp)
 		[ "$(id -u)" -eq 0 ] || bench_usage_error "--target xdp needs root (network namespaces, XDP)"
 		impls=(xdp udp nshost)
+		if [ "$cs_compare" = 1 ]; then impls=(xdp xdpnf udp nshost); fi
 		;;
 	*) bench_usage_error "--target is udp or xdp" ;;
+	esac
+	case $cs_filter in
+	quorum | redundant | none) ;;
+	*) bench_usage_error "--learner-filter is quorum, redundant or none" ;;
 	esac
 	bench_build innet
 	cs_topology "$BENCH_TMP/topo.json"
@@ -259,6 +291,7 @@ bench_main() {
 	bench_param outstanding "$cs_loads"
 	bench_param value_bytes 16
 	bench_param acceptors 3
+	if [ "$cs_target" = xdp ]; then bench_param learner_filter "$cs_filter"; fi
 	local w r impl order i n=${#impls[@]}
 	local -a loads
 	IFS=, read -r -a loads <<<"$cs_loads"
@@ -288,9 +321,14 @@ bench_main() {
 			cs_medians innet "$w" udp; ir=$cs_med
 			cs_medians host "$w" nshost; hr=$cs_med
 			cs_keys+=("xdp_ratio_w${w}=$(bench_calc %.2f "$xr / $hr")")
+			if [ "$cs_compare" = 1 ]; then
+				cs_medians xdp_nofilter "$w" xdpnf
+				cs_keys+=("filter_gain_w${w}=$(bench_calc %.2f "$xr / $cs_med")")
+			fi
 			[ "$w" = 16 ] && cs_keys+=("xdp_target_met_w16=$(bench_calc %d "($xr / $hr) >= 3")")
 		fi
 		cs_keys+=("ratio_w${w}=$(bench_calc %.2f "$ir / $hr")")
 	done
+	if [ "$cs_target" = xdp ]; then cs_keys+=("learner_filter=$cs_filter"); fi
 	bench_result "${cs_keys[@]}"
 }

@@ -139,6 +139,13 @@ int innet_paxos_trim_as(struct innet_paxos *p, uint16_t learner_id);
  * everything below it); forgets buffered votes. */
 void innet_paxos_restart_at(struct innet_paxos *p, uint64_t next);
 void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out);
+/* Trust the quorum mark on 2Bs (PAXOS_F_QUORUM, docs/protocol.md): a 2B
+ * carrying it counts as a majority's votes. Only for a learner whose every
+ * 2B comes through the learner filter it attached itself (innet paxos bench
+ * --learner-filter: an XDP program that counts the 2Bs, passes one per
+ * quorum with the mark and clears it on the others); otherwise anyone could
+ * forge it. Off by default. */
+void innet_paxos_trust_filter(struct innet_paxos *p, bool on);
 
 /* The learner's deduplication state (per client id: the highest sequence
  * delivered and the 64 below it), which a snapshot taken at

@@ -11,9 +11,17 @@
  *   innet paxos bench (--topology FILE --name HOST |
  *                      --bind IP:PORT --coordinator IP:PORT --acceptor IP:PORT...)
  *                     [--duration S] [--outstanding W] [--size B]
+ *                     [--learner-filter IFACE[,IFACE...]|all [--filter-mode M]]
  *       proposer + learner: W requests in flight (W client ids, one each, as
  *       KV connections), for S seconds; prints
  *       "cmds_per_s=X p50_us=Y p99_us=Z timeouts=N" as its last line.
+ *       --learner-filter (root) attaches the learner filter
+ *       (src/consensus/learnfilter.bpf.c, XDP) to the learner's interfaces
+ *       for the run (in its namespace with --topology): mode quorum (default)
+ *       passes one 2B per quorum, marked, and the learner trusts the mark;
+ *       mode redundant only drops the 2Bs after a quorum. Its counters go to
+ *       stderr at the end ("learner_filter seen=..."); it is detached on exit
+ *       (also after SIGINT/SIGTERM), the interfaces' programs put back.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +36,7 @@
 #include "innet/switch.h"
 #include "consensus/hostacc.h"
 #include "consensus/kv.h"
+#include "consensus/learnfilter.h"
 #include "innet/parse.h"
 #include "innet/consensus.h"
 #include "innet/hist.h"
@@ -47,7 +56,9 @@ static void px_usage(FILE *f)
 		   "       innet paxos leader --bind IP:PORT --acceptor IP:PORT... [--active] [--id N]\n"
 		   "       innet paxos bench (--topology FILE --name HOST | --bind IP:PORT\n"
 		   "                         --coordinator IP:PORT --acceptor IP:PORT...)\n"
-		   "                         [--duration S] [--outstanding W] [--size B]\n\n"
+		   "                         [--duration S] [--outstanding W] [--size B]\n"
+		   "                         [--learner-filter IFACE[,IFACE...]|all\n"
+		   "                          [--filter-mode quorum|redundant]]\n\n"
 		   "Paxos roles as host processes (the host-based baseline) and a load generator.\n"
 		   "See docs/consensus.md. Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
@@ -81,7 +92,8 @@ static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
 	innet_hist_record(&b->lat, innet_now_ns() - b->sent_ns[c]);
 }
 
-static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size)
+static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size,
+		     const char *filter, bool quorum_mark)
 {
 	static struct bench b;
 	if (innet_hist_init(&b.lat, 60000000000ull, INNET_HIST_DEFAULT_BITS) != 0) {
@@ -98,6 +110,20 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	if (p == NULL) {
 		fprintf(stderr, "innet paxos bench: %s\n", err);
 		return 1;
+	}
+	struct learnfilter *lf = NULL;
+	if (filter != NULL) {
+		lf = learnfilter_attach(filter, pc->bind_udp, pc->n_acceptors, quorum_mark, err,
+					sizeof(err));
+		if (lf == NULL) {
+			fprintf(stderr, "innet paxos bench: learner filter: %s\n", err);
+			innet_paxos_destroy(p);
+			return 1;
+		}
+		/* Every 2B to this socket now comes through the filter. */
+		innet_paxos_trust_filter(p, quorum_mark);
+		fprintf(stderr, "innet paxos bench: learner filter on %s (mode %s)\n", filter,
+			quorum_mark ? "quorum" : "redundant");
 	}
 	static uint8_t value[INNET_PAXOS_VALUE_MAX];
 	memset(value, 'v', sizeof(value));
@@ -135,9 +161,25 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	       (unsigned long long)(innet_hist_percentile(&b.lat, 99) / 1000),
 	       (unsigned long)b.timeouts);
 	fflush(stdout);
+	int rc = n > 0 ? 0 : 1;
+	if (lf != NULL) {
+		innet_paxos_trust_filter(p, false);
+		struct lf_stats fs;
+		learnfilter_stats(lf, &fs);
+		int drc = learnfilter_detach(lf);
+		fprintf(stderr, "learner_filter seen=%llu passed_quorum=%llu dropped_before=%llu "
+				"dropped_redundant=%llu passed_before=%llu passed_other=%llu "
+				"mark_cleared=%llu detached=%s\n",
+			(unsigned long long)fs.seen, (unsigned long long)fs.passed_quorum,
+			(unsigned long long)fs.dropped_before, (unsigned long long)fs.dropped_redundant,
+			(unsigned long long)fs.passed_before, (unsigned long long)fs.passed_other,
+			(unsigned long long)fs.mark_cleared, drc == 0 ? "yes" : strerror(-drc));
+		if (drc != 0)
+			rc = 1;
+	}
 	innet_paxos_destroy(p);
 	innet_hist_fini(&b.lat);
-	return n > 0 ? 0 : 1;
+	return rc;
 }
 
 int cmd_paxos(int argc, char **argv)
@@ -151,6 +193,8 @@ int cmd_paxos(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "outstanding", required_argument, NULL, 'w' },
 		{ "size", required_argument, NULL, 's' },     { "help", no_argument, NULL, 'h' },
+		{ "learner-filter", required_argument, NULL, 'F' },
+		{ "filter-mode", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct innet_addr bind_a = { 0 }, coord = { 0 }, acc[INNET_PAXOS_MAX_ACCEPTORS], lrn[64];
@@ -158,7 +202,8 @@ int cmd_paxos(int argc, char **argv)
 	unsigned long id = 0;
 	bool active = false;
 	double duration = 3;
-	const char *topo = NULL, *name = NULL;
+	const char *topo = NULL, *name = NULL, *filter = NULL;
+	bool quorum_mark = true;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -181,6 +226,15 @@ int cmd_paxos(int argc, char **argv)
 		case 'd': duration = strtod(optarg, NULL); if (duration <= 0 || duration > 3600) goto bad; break;
 		case 'w': w = (uint32_t)strtoul(optarg, NULL, 10); if (!w || w > BENCH_MAX_W) goto bad; break;
 		case 's': size = (uint32_t)strtoul(optarg, NULL, 10); if (size > INNET_PAXOS_VALUE_MAX) goto bad; break;
+		case 'F': filter = optarg; break;
+		case 'M':
+			if (!strcmp(optarg, "quorum"))
+				quorum_mark = true;
+			else if (!strcmp(optarg, "redundant"))
+				quorum_mark = false;
+			else
+				goto bad;
+			break;
 		case 'h': px_usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -270,7 +324,7 @@ int cmd_paxos(int argc, char **argv)
 			pc.learner_id = 0;
 			pc.proposer_id = 1;
 		}
-		return run_bench(&pc, duration, w, size);
+		return run_bench(&pc, duration, w, size, filter, quorum_mark);
 	}
 bad:
 	px_usage(stderr);

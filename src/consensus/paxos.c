@@ -38,8 +38,10 @@
 #include "innet/switch.h"
 #include "innet/consensus.h"
 #include "consensus/wire.h"
+#include "consensus/learnfilter.h"
 
 _Static_assert(INNET_PAXOS_VALUE_MAX == PAXOS_VALUE_MAX, "one value limit");
+_Static_assert(LF_F_QUORUM == PAXOS_F_QUORUM, "the filter's mark is the protocol's");
 
 #define RECOVER_BATCH 64u
 #define MAX_PENDING   256u
@@ -113,6 +115,7 @@ struct innet_paxos {
 	int wait_status;
 	uint64_t wait_inst;
 	bool wait_done;
+	bool trust_filter;        /* PAXOS_F_QUORUM on a 2B means a majority voted */
 	struct innet_paxos_stats st;
 };
 
@@ -372,7 +375,12 @@ static void on_vote(struct innet_paxos *p, const struct paxos_msg *m, uint32_t v
 		return;
 	}
 	p->st.votes++;
-	if (ballot > e->ballot) {
+	/* The local filter saw a majority at (inst, ballot) and dropped the
+	 * other 2Bs. If this learner saw a higher ballot meanwhile, a value
+	 * chosen at `ballot` is also the one of every higher ballot (Paxos),
+	 * so it is this packet's either way. */
+	bool quorum = p->trust_filter && (m->h.flags & PAXOS_F_QUORUM) != 0;
+	if (ballot > e->ballot || (quorum && ballot != e->ballot)) {
 		e->ballot = ballot;
 		e->votes = 0;
 		e->req = be64toh(m->p.req_id);
@@ -381,7 +389,7 @@ static void on_vote(struct innet_paxos *p, const struct paxos_msg *m, uint32_t v
 	}
 	if (ballot == e->ballot) {
 		e->votes |= 1ull << a;
-		if ((uint32_t)__builtin_popcountll(e->votes) >= p->majority)
+		if (quorum || (uint32_t)__builtin_popcountll(e->votes) >= p->majority)
 			chosen(p, e);
 	}
 }
@@ -781,6 +789,11 @@ int innet_paxos_dedup_load(struct innet_paxos *p, const void *buf, size_t len)
 		d->below = be64toh(w);
 	}
 	return 0;
+}
+
+void innet_paxos_trust_filter(struct innet_paxos *p, bool on)
+{
+	p->trust_filter = on;
 }
 
 void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats *out)

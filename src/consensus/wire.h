@@ -77,6 +77,11 @@ enum paxos_status {
 };
 
 #define PAXOS_F_RANGE 0x01u  /* 1A: promise for all instances */
+/* 2B: a majority of acceptors voted (instance, ballot), seen by the learner's
+ * own XDP filter (learnfilter.bpf.c), which dropped the other 2Bs. Set only
+ * by that filter, which clears it on every other 2B it passes; a learner
+ * trusts it only when it attached the filter (innet_paxos_trust_filter). */
+#define PAXOS_F_QUORUM 0x02u
 
 struct paxos_hdr {
 	uint8_t type;       /* enum paxos_type */

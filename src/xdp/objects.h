@@ -20,7 +20,9 @@ extern const struct innet_bpf_object innet_bpf_objects[];
  * such as a test's: user-space only). */
 const struct innet_bpf_object *innet_bpf_object_find(const char *name);
 
-/* The runtime's own eBPF: netns mode's link faults (src/runtime/linkfault.bpf.c). */
+/* The runtime's own eBPF: netns mode's link faults (src/runtime/linkfault.bpf.c),
+ * the Paxos learner filter (src/consensus/learnfilter.bpf.c). */
 extern const unsigned char innet_bpf_aux_linkfault[], innet_bpf_aux_linkfault_end[];
+extern const unsigned char innet_bpf_aux_learnfilter[], innet_bpf_aux_learnfilter_end[];
 
 #endif /* INNET_XDP_OBJECTS_H */

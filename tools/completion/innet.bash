@@ -76,7 +76,7 @@ _innet() {
 		fi ;;
 	paxos)
 		if [ "$COMP_CWORD" -eq 2 ]; then words="acceptor leader bench --help"
-		else words="--bind --id --learner --ring --acceptor --active --coordinator --topology --name --duration --outstanding --size"; fi ;;
+		else words="--bind --id --learner --ring --acceptor --active --coordinator --topology --name --duration --outstanding --size --learner-filter --filter-mode"; fi ;;
 	dnn)
 		if [ "$COMP_CWORD" -eq 2 ]; then words="ref time compile infer eval --help"
 		else words="--topology --from --testset --index --timeout --count --window --retries --out --pipes --max-vals --leaves --udp --slots --timeout-ms --multiply --ops-per-pass --quiet --rounds"; files=1; fi ;;
