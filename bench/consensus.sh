@@ -56,6 +56,9 @@ usage: bench/run consensus [options]
                     redundant (drop only the 2Bs after a quorum) or none
   --compare-filter  (xdp) a fourth contender, xdpnf: the xdp fabric without the
                     filter; keys xdp_nofilter_w*, filter_gain_w* = xdp / xdpnf
+  --perf            (xdp) perf record -a (cpu-clock) during the first xdp run at the
+                    highest load; the breakdown by process and object goes to the
+                    log (where the time goes)
   --quick           1 round of 1 s
 EOF2
 }
@@ -66,6 +69,9 @@ cs_loads=1,16
 cs_target=udp
 cs_filter=quorum
 cs_compare=0
+cs_perf=0
+cs_perf_pid=""
+cs_lpid=""          # bench_spawn sets it
 
 cs_topology() { # file [NAME TARGET]: loopback (no NAME), or netns mode with TARGET
 	local name=${2:-bench-consensus} extra=""
@@ -186,6 +192,14 @@ cs_run() {
 		fi
 		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) "$BENCH_INNET_BIN" paxos bench \
 			--topology "$topo" --name l0 --duration "$cs_duration" --outstanding "$w" "${lf[@]}"
+		if [ "$impl" = xdp ] && [ "$cs_perf" = 1 ] && [ -z "${CS_PERF_DONE:-}" ] &&
+			[ "$w" = "${cs_loads##*,}" ]; then
+			# the measured window only (the bench warms up for 0.5 s)
+			CS_PERF_DONE=1
+			sleep 0.7
+			bench_spawn cs_perf_pid perf "" 60 perf record -a -e cpu-clock -F 999 \
+				-o "$BENCH_TMP/perf.data" -- sleep "$(bench_calc %.1f "$cs_duration * 0.8")"
+		fi
 		;;
 	host)
 		cs_host_up "$tag"
@@ -207,6 +221,14 @@ cs_run() {
 		;;
 	esac
 	bench_wait "$cs_lpid" || cs_die "$tag: load generator failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
+	if [ -n "${cs_perf_pid:-}" ]; then
+		bench_wait "$cs_perf_pid" || true
+		cs_perf_pid=""
+		perf report -i "$BENCH_TMP/perf.data" --no-children --sort comm,dso --stdio 2>/dev/null |
+			grep '%' | head -n 25 >"$BENCH_TMP/perf-$tag.txt" || true
+		bench_log "perf (cpu-clock, all CPUs, the measured window of $tag), by process and object:"
+		sed 's/^/    /' "$BENCH_TMP/perf-$tag.txt" >&2
+	fi
 	case $impl in
 	host)
 		cs_host_down
@@ -258,6 +280,9 @@ bench_main() {
 		--target) cs_target=$2; shift 2 ;;
 		--learner-filter) cs_filter=$2; shift 2 ;;
 		--compare-filter) cs_compare=1; shift ;;
+		--perf)
+			command -v perf >/dev/null || bench_usage_error "--perf needs perf (Debian: linux-perf)"
+			cs_perf=1; shift ;;
 		--quick) cs_rounds=1; cs_duration=1; shift ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
