@@ -38,6 +38,11 @@ usage: bench/run kv [options]
                     x4 at -P 16)
   --clients N       redis-benchmark -c (default 50)
   --quick           1 round, 10000 requests
+  --mtu M           (xdp) the links' MTU in both namespace topologies (default the
+                    topology's, 1500; at most 3500, one XDP buffer). A replica's log
+                    entries fit one frame of it (innet kv in netns mode)
+  --perf            (xdp) perf record -a (cpu-clock) for 1 s of the first xdp run at
+                    -P 16; the breakdown by process and object goes to the log
   --window N        innet kv --window (entries of a replica in flight; default 8)
   --target T        udp (loopback, default) or xdp (root: netns; XDP switches, user-space
                     switches and redis-server over veth)
@@ -49,6 +54,11 @@ kvb_n=50000
 kvb_c=50
 kvb_window=8
 kvb_target=udp
+kvb_perf=0
+kvb_mtu=""
+kvb_perf_pid=""
+kvb_lpid=""         # bench_spawn sets these
+kvb_redis=""
 KVB_PORT=6392
 KVB_REDIS=127.0.0.1
 
@@ -94,7 +104,21 @@ kvb_run() {
 	[ "$p" -gt 1 ] && n=$((kvb_n * 4))
 	bench_spawn kvb_lpid "$tag" "" 300 "${in[@]}" redis-benchmark -h "$host" -p "$port" -t set,get \
 		-n "$n" -c "$kvb_c" -P "$p" --csv
+	if [ "$target" = xdp ] && [ "$p" -gt 1 ] && [ "$kvb_perf" = 1 ] && [ -z "${KVB_PERF_DONE:-}" ]; then
+		KVB_PERF_DONE=1
+		sleep 0.2
+		bench_spawn kvb_perf_pid perf "" 60 perf record -a -e cpu-clock -F 999 \
+			-o "$BENCH_TMP/perf.data" -- sleep 1
+	fi
 	bench_wait "$kvb_lpid" || kvb_die "$tag: redis-benchmark failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
+	if [ -n "$kvb_perf_pid" ]; then
+		bench_wait "$kvb_perf_pid" || true
+		kvb_perf_pid=""
+		perf report -i "$BENCH_TMP/perf.data" --no-children --sort pid,dso --stdio 2>/dev/null |
+			grep '%' | head -n 30 >"$BENCH_TMP/perf-$tag.txt" || true
+		bench_log "perf (cpu-clock, all CPUs, 1 s of $tag), by process and object:"
+		sed 's/^/    /' "$BENCH_TMP/perf-$tag.txt" >&2
+	fi
 	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 	kvb_set=$(awk -F'"' '$2 == "SET" { print $4 }' "$BENCH_TMP/$tag.out")
 	kvb_get=$(awk -F'"' '$2 == "GET" { print $4 }' "$BENCH_TMP/$tag.out")
@@ -113,6 +137,10 @@ bench_main() {
 		--requests) kvb_n=$2; shift 2 ;;
 		--clients) kvb_c=$2; shift 2 ;;
 		--quick) kvb_rounds=1; kvb_n=10000; shift ;;
+		--mtu) kvb_mtu=$2; shift 2 ;;
+		--perf)
+			command -v perf >/dev/null || bench_usage_error "--perf needs perf (Debian: linux-perf)"
+			kvb_perf=1; shift ;;
 		--window) kvb_window=$2; shift 2 ;;
 		--target) kvb_target=$2; shift 2 ;;
 		-h|--help) bench_usage; exit 0 ;;
@@ -160,6 +188,14 @@ bench_main() {
 			--state-dir "$BENCH_TMP/fabric-xdp" --target xdp
 		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-udp.json" --name bench-kvu \
 			--state-dir "$BENCH_TMP/fabric-udp" --netns
+		if [ -n "$kvb_mtu" ]; then
+			for t in xdp udp; do
+				$py -c 'import json, sys
+p = sys.argv[1]; d = json.load(open(p)); d["mtu"] = int(sys.argv[2])
+json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kvb_die "--mtu: cannot set it"
+			done
+		fi
+		bench_param mtu "${kvb_mtu:-1500}"
 		for t in xdp udp; do
 			timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo-$t.json" --port "$KVB_PORT" \
 				--window "$kvb_window" >"$BENCH_TMP/kv-up-$t.out" 2>&1 ||

@@ -24,6 +24,9 @@ struct kv_conf {
 	uint32_t trim_ms;                   /* report the watermark this often (default 50) */
 	uint32_t window;                    /* entries of this replica in flight, 1..KV_MAX_WINDOW
 	                                     * (0: KV_WINDOW_DEFAULT) */
+	uint32_t entry_max;                 /* bytes of one log entry at most, batching stops
+	                                     * there (0: PAXOS_VALUE_MAX); a single connection's
+	                                     * group larger than it still goes, alone */
 	uint32_t n_learners;                /* replicas of the log: learner ids 0..n-1 (REPLICA
 	                                     * REMOVE|ADD); 0 = not known, 64 accepted */
 	struct innet_addr peers[KV_MAX_PEERS]; /* other replicas' RESP addresses (ip, TCP port):
@@ -61,6 +64,11 @@ uint32_t kv_topology_acceptors(const struct innet_topology *t, uint32_t h, struc
 uint32_t kv_topology_trim_learners(const struct innet_topology *t);
 /* Backup coordinator h's proposer id: 0xfe, 0xfd, ... in topology order,
  * so that two backups never use the same ballot. */
+/* Netns mode: the largest log entry that fits one frame of the topology's
+ * smallest link MTU (IP, UDP and the Paxos header taken off), so that no
+ * entry is fragmented — fragments cost reassembly at every hop and, on the
+ * XDP target, leave the fast path. 0 (no limit) on loopback. */
+uint32_t kv_topology_entry_max(const struct innet_topology *t);
 uint8_t kv_topology_leader_id(const struct innet_topology *t, uint32_t h);
 
 /* ---- exposed for tests ---------------------------------------------------- */

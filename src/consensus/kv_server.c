@@ -145,6 +145,7 @@ struct server {
 	uint32_t client;          /* this replica's client id (entries' request ids) */
 	uint32_t seq;
 	uint32_t window;          /* entries of ours in flight at most */
+	uint32_t entry_max;       /* bytes of one entry at most (batching stops there) */
 	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
 	uint32_t n_queue;
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
@@ -245,6 +246,7 @@ static void info_text(struct server *s, struct kv_buf *b)
 	kv_buf_str(b, "# innet kv\r\n");
 	info_field(b, "entry_version", KV_ENTRY_VERSION);
 	info_field(b, "value_max", PAXOS_VALUE_MAX);
+	info_field(b, "entry_max", s->entry_max);
 	info_field(b, "window", s->window);
 	info_field(b, "connected_clients", s->n_conns);
 	info_field(b, "log_next", innet_paxos_delivered(s->px));
@@ -596,7 +598,9 @@ static void server_propose(struct server *s)
 		uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
 		size_t pos = KV_ENTRY_HDR;
 		uint32_t ng = 0, ncmds = 0;
-		while (ng < s->n_queue && pos + KV_GROUP_HDR + s->queue[ng]->qlen <= PAXOS_VALUE_MAX) {
+		/* the first group always goes (a group fits PAXOS_VALUE_MAX) */
+		while (ng < s->n_queue &&
+		       pos + KV_GROUP_HDR + s->queue[ng]->qlen <= (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
 			struct conn *c = s->queue[ng++];
 			put32(s->entry + pos, c->client);
 			put16(s->entry + pos + 4, c->inflight_cmds);
@@ -1100,6 +1104,7 @@ int kv_serve(const struct kv_conf *conf)
 	int rc = -ENOMEM;
 	s->c = conf;
 	s->window = conf->window ? conf->window : KV_WINDOW_DEFAULT;
+	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
 	s->scratch = malloc(KV_INBUF_MAX + 1);
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
@@ -1153,8 +1158,9 @@ int kv_serve(const struct kv_conf *conf)
 		fprintf(stderr, "innet kv: metrics on http://%s:%u/metrics\n", inet_ntoa(ma),
 			innet_metrics_http_port(s->metrics));
 	}
-	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, values up to %u bytes)\n",
-		inet_ntoa(a.sin_addr), conf->listen_port, s->window, (unsigned)PAXOS_VALUE_MAX);
+	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, entries up to %u bytes, "
+			"values up to %u)\n", inet_ntoa(a.sin_addr), conf->listen_port, s->window,
+		s->entry_max, (unsigned)PAXOS_VALUE_MAX);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
 	uint64_t last_trim = innet_now_ns();
 	while (!*conf->stop) {

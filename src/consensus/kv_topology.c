@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "consensus/kv.h"
+#include "consensus/wire.h"
 #include "innet/topology.h"
 
 /* Port of switch s whose peer is host h, or -1. */
@@ -194,3 +195,18 @@ bool kv_topology_is_replica(const struct innet_topology *t, uint32_t h)
 	return false;
 }
 
+
+uint32_t kv_topology_entry_max(const struct innet_topology *t)
+{
+	if (!t->netns)
+		return 0;
+	uint32_t mtu = 0;
+	for (uint32_t i = 0; i < t->n_links; i++)
+		if (t->links[i].mtu != 0 && (mtu == 0 || t->links[i].mtu < mtu))
+			mtu = t->links[i].mtu;
+	uint32_t over = 20 + 8 + PAXOS_HDR_LEN; /* IPv4, UDP, innet + Paxos headers */
+	if (mtu == 0 || mtu <= over + 512)
+		return mtu == 0 ? 0 : 512;
+	uint32_t m = mtu - over;
+	return m < PAXOS_VALUE_MAX ? m : 0;
+}

@@ -23,6 +23,8 @@
 
 #include "unit/testutil.h"
 #include "innet/topology.h"
+#include "consensus/kv.h"
+#include "consensus/wire.h"
 
 /* ------------------------------------------------------------------------ */
 /* A fake registry.                                                          */
@@ -571,6 +573,8 @@ static void test_netns_mode(void **state)
 	assert_memory_equal(p0->peer_mac, mac, 6);
 	assert_true(p0->link.loss == 0);   /* the loss is netem's now */
 	assert_int_equal(t->links[0].mtu, 3000);
+	/* innet kv's log entries fit one frame: no fragments on any hop */
+	assert_int_equal(kv_topology_entry_max(t), 3000 - 20 - 8 - PAXOS_HDR_LEN);
 	assert_true(t->links[0].emu.loss > 0.09);
 	/* s1's port 0 faces s0's port 1 */
 	const struct innet_port_conf *q = &t->nodes[1].conf->ports[0];
@@ -588,6 +592,7 @@ static void test_netns_mode(void **state)
 	assert_non_null(t);
 	assert_false(t->netns);
 	assert_string_equal(t->nodes[0].conf->ports[0].dev, "");
+	assert_int_equal(kv_topology_entry_max(t), 0);   /* loopback: up to PAXOS_VALUE_MAX */
 	innet_topology_free(t);
 }
 
