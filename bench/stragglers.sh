@@ -6,11 +6,14 @@
 #
 # 4 workers (threads of one `innet allreduce --all`) and an innet switch on
 # loopback (127.0.78.0/24, any user). Worker 3 sleeps --delay-ms before every
-# --every-th call (calls 0, N, 2N, ...). Three cases, same calls:
+# --every-th call (calls 0, N, 2N, ...). Four cases, same calls:
 #   base   nobody delayed, no timer
 #   none   worker 3 delayed, no straggler timer (timeout_us 0): everyone waits
 #   timer  worker 3 delayed, the job's straggler timer at --timeout-us: the
 #          switch emits partial sums and the others go on (docs/aggregation.md)
+#   rejoin the same, and every worker runs with --rejoin: an excluded worker
+#          joins again (at the slots' current rounds) instead of ending with
+#          -ESTALE
 # Figures are the three prompt workers' time per call: mean (sum/calls),
 # median and max, the worst of the three; how many of their calls the timer
 # closed with a partial sum; and what became of the straggler (calls it
@@ -69,7 +72,9 @@ st_parse() {
 st_run() {
 	local c=$1 tmo=0 delay=() sw ar members="" w tag="$1-$st_seq"
 	st_seq=$((st_seq + 1))
-	[ "$c" = timer ] && tmo=$st_timeout
+	local rejoin=()
+	if [ "$c" = timer ] || [ "$c" = rejoin ]; then tmo=$st_timeout; fi
+	[ "$c" = rejoin ] && rejoin=(--rejoin)
 	[ "$c" != base ] && delay=(--delay-worker 3 --delay-ms "$st_delay" --delay-every "$st_every")
 	for w in 0 1 2 3; do members+="${members:+,}\"127.0.78.10:$((30000 + w))\""; done
 	bench_spawn sw "switch-$tag" "" 120 "$BENCH_INNET_BIN" switch --name "st$$" --ctl "" --port 127.0.78.1 \
@@ -78,7 +83,7 @@ st_run() {
 	bench_wait_ready "$sw" "switch-$tag" ready 10
 	bench_spawn ar "ar-$tag" "" 120 "$BENCH_INNET_BIN" allreduce --switch 127.0.78.1 --bind 127.0.78.10:30000 \
 		--job 1 --workers 4 --all --slots 64 --k 256 --type int32 --count "$st_count" --iters "$st_calls" \
-		--rto-us 1000 --timeout-ms 3000 "${delay[@]}"
+		--rto-us 1000 --timeout-ms 3000 "${delay[@]}" "${rejoin[@]}"
 	bench_wait "$ar" || true # the straggler may end with -ESTALE: see its fate below
 	bench_stop "$sw" || true
 	local out="$BENCH_TMP/ar-$tag.out" line secs med mx
@@ -97,7 +102,9 @@ st_run() {
 	ST_DONE=$(sed -n 's/.* done=\([0-9]*\).*/\1/p' <<<"$line")
 	ST_EXCL=$(sed -n 's/.* excluded=\([0-9]*\) .*/\1/p' <<<"$line")
 	ST_RC=$(sed -n 's/.* rc=\(-*[0-9]*\) .*/\1/p' <<<"$line")
+	ST_REJOINS=$(sed -n 's/.* rejoins=\([0-9]*\).*/\1/p' <<<"$line")
 	ST_FATE="done=$ST_DONE/$st_calls,excluded=$ST_EXCL,rc=$ST_RC"
+	[ "$c" = rejoin ] && ST_FATE+=",rejoins=${ST_REJOINS:-0}"
 	# Worker 0's partial results are counted per chunk of k elements:
 	# calls closed by the timer = partial chunks / chunks per call.
 	local partial chunks=$(((st_count + 255) / 256))
@@ -122,8 +129,8 @@ bench_main() {
 	local r c order
 	local -A mean=() med=() mx=() part=() ndone=() excl=() out=() fate=()
 	for ((r = 0; r < st_rounds; r++)); do
-		order=(base none timer)
-		[ $((r % 2)) -eq 1 ] && order=(timer none base)
+		order=(base none timer rejoin)
+		[ $((r % 2)) -eq 1 ] && order=(rejoin timer none base)
 		for c in "${order[@]}"; do
 			st_run "$c"
 			mean[$c]+="$ST_MEAN " med[$c]+="$ST_MED " mx[$c]+="$ST_MAX "
@@ -135,7 +142,7 @@ bench_main() {
 	# Medians over the rounds of each figure.
 	local -A m=()
 	local key v
-	for c in base none timer; do
+	for c in base none timer rejoin; do
 		for key in mean med mx part ndone excl; do
 			declare -n arr=$key
 			# shellcheck disable=SC2086 # a list of numbers
@@ -153,7 +160,12 @@ bench_main() {
 		"straggler_none=${fate[none]}" "straggler_timer=${fate[timer]}" \
 		"straggler_timer_done=$(bench_calc %.0f "${m[timer.ndone]}")/$st_calls" \
 		"straggler_timer_excluded_chunks=$(bench_calc %.0f "${m[timer.excl]}")" \
-		"straggler_timer_out=${out[timer]:-0}/$st_rounds" "straggler_none_out=${out[none]:-0}/$st_rounds"
+		"straggler_timer_out=${out[timer]:-0}/$st_rounds" "straggler_none_out=${out[none]:-0}/$st_rounds" \
+		"rejoin_ms=${m[rejoin.mean]}" "rejoin_median_ms=${m[rejoin.med]}" "rejoin_max_ms=${m[rejoin.mx]}" \
+		"speedup_rejoin=$(bench_calc %.2f "${m[none.mean]} / ${m[rejoin.mean]}")" \
+		"straggler_rejoin=${fate[rejoin]}" \
+		"straggler_rejoin_done=$(bench_calc %.0f "${m[rejoin.ndone]}")/$st_calls" \
+		"straggler_rejoin_out=${out[rejoin]:-0}/$st_rounds"
 	bench_log "timer against none: mean $(bench_calc %.2f "${m[none.mean]} / ${m[timer.mean]}")x faster," \
 		"median $(bench_calc %.2f "${m[none.med]} / ${m[timer.med]}")x; the straggler ended out of the job" \
 		"in ${out[timer]:-0} of $st_rounds timer runs (medians of $st_rounds rounds)"
