@@ -87,26 +87,9 @@ struct learnfilter *learnfilter_attach(const char *ifaces, uint16_t port, uint32
 		free(f);
 		return NULL;
 	}
-	int rc = -ENOENT;
-	struct bpf_map *m;
-	bpf_object__for_each_map(m, f->obj) {
-		if (strstr(bpf_map__name(m), ".rodata") == NULL)
-			continue;
-		struct lf_conf c = { .port = port, .quorum_mark = quorum_mark,
-				     .majority = n_acceptors / 2 + 1 };
-		size_t sz = 0;
-		if (bpf_map__initial_value(m, &sz) == NULL || sz < sizeof(c))
-			break;
-		uint8_t *v = calloc(1, sz);
-		if (v == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		memcpy(v, &c, sizeof(c));
-		rc = bpf_map__set_initial_value(m, v, sz);
-		free(v);
-		break;
-	}
+	struct lf_conf c = { .port = port, .quorum_mark = quorum_mark,
+			     .majority = n_acceptors / 2 + 1 };
+	int rc = innet_bpf_set_rodata(f->obj, ".rodata", &c, sizeof(c));
 	if (rc == 0)
 		rc = bpf_object__load(f->obj);
 	if (rc != 0) {

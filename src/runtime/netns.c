@@ -167,27 +167,10 @@ static int attach_linkfault(const char *dev, const struct innet_link_conf *e)
 							       innet_bpf_aux_linkfault), &oo);
 	if (obj == NULL)
 		return -errno ? -errno : -EINVAL;
-	int rc = -ENOENT;
-	struct bpf_map *m;
-	bpf_object__for_each_map(m, obj) {
-		if (strstr(bpf_map__name(m), ".rodata") == NULL)
-			continue;
-		struct { uint32_t loss, dup, reorder, slow, fast; } c = {
-			prob32(e->loss), prob32(e->dup), prob32(e->reorder), 0x10020u, 0x10010u,
-		};
-		size_t sz = 0;
-		if (bpf_map__initial_value(m, &sz) == NULL || sz < sizeof(c))
-			break;
-		uint8_t *v = calloc(1, sz);
-		if (v == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		memcpy(v, &c, sizeof(c));
-		rc = bpf_map__set_initial_value(m, v, sz);
-		free(v);
-		break;
-	}
+	struct { uint32_t loss, dup, reorder, slow, fast; } c = {
+		prob32(e->loss), prob32(e->dup), prob32(e->reorder), 0x10020u, 0x10010u,
+	};
+	int rc = innet_bpf_set_rodata(obj, ".rodata", &c, sizeof(c));
 	if (rc == 0)
 		rc = bpf_object__load(obj);
 	if (rc == 0) {

@@ -25,4 +25,12 @@ const struct innet_bpf_object *innet_bpf_object_find(const char *name);
 extern const unsigned char innet_bpf_aux_linkfault[], innet_bpf_aux_linkfault_end[];
 extern const unsigned char innet_bpf_aux_learnfilter[], innet_bpf_aux_learnfilter_end[];
 
+/* Write conf (len bytes) at the start of the first of obj's maps whose name
+ * contains `section` (a .rodata section: the object's load-time settings),
+ * the rest zeroed; before bpf_object__load. 0, -ENOENT (no such map),
+ * -EINVAL (the section is smaller than conf), -ENOMEM or libbpf's error
+ * (src/xdp/xdp.c). */
+struct bpf_object;
+int innet_bpf_set_rodata(struct bpf_object *obj, const char *section, const void *conf, size_t len);
+
 #endif /* INNET_XDP_OBJECTS_H */

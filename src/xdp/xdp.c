@@ -261,22 +261,26 @@ static int shape_object(struct innet_xdp *x, struct innet_cp *cp, struct bpf_obj
 	    (rc = set_map(obj, "innet_members", 0,
 			  cp->n_groups ? cp->n_groups * INNET_MAX_GROUP_MEMBERS : 1)) != 0)
 		return rc;
+	/* the section holds innet_layout alone */
+	return innet_bpf_set_rodata(obj, ".rodata.innet", &L, sizeof(L));
+}
+
+int innet_bpf_set_rodata(struct bpf_object *obj, const char *section, const void *conf, size_t len)
+{
 	struct bpf_map *m;
 	bpf_object__for_each_map(m, obj) {
-		if (strstr(bpf_map__name(m), ".rodata.innet") == NULL)
+		if (strstr(bpf_map__name(m), section) == NULL)
 			continue;
-		/* the section holds innet_layout alone */
 		size_t sz = 0;
-		const void *v = bpf_map__initial_value(m, &sz);
-		if (v == NULL || sz < sizeof(L))
+		if (bpf_map__initial_value(m, &sz) == NULL || sz < len)
 			return -EINVAL;
-		uint8_t *nv = calloc(1, sz);
-		if (nv == NULL)
+		uint8_t *v = calloc(1, sz);
+		if (v == NULL)
 			return -ENOMEM;
-		memcpy(nv, &L, sizeof(L));
-		int rc2 = bpf_map__set_initial_value(m, nv, sz);
-		free(nv);
-		return rc2;
+		memcpy(v, conf, len);
+		int rc = bpf_map__set_initial_value(m, v, sz);
+		free(v);
+		return rc;
 	}
 	return -ENOENT;
 }
