@@ -76,6 +76,13 @@ int innet_fabric_stop(const char *file, const char *sw, const struct innet_fabri
 int innet_fabric_start(const char *file, const char *sw, const struct innet_fabric_opts *o);
 int innet_fabric_restart(const char *file, const char *sw, const struct innet_fabric_opts *o);
 
+/* Load and check the topology at file, every problem reported through
+ * o->say (problem = true; o may be NULL: silent). The topology (free with
+ * innet_topology_free), or NULL with errno (EINVAL: not a valid topology,
+ * ENOMEM, or the file's error). */
+struct innet_topology;
+struct innet_topology *innet_fabric_load(const char *file, const struct innet_fabric_opts *o);
+
 /* The resolved topology as JSON text (what `innet fabric show --json`
  * prints; fabric.json has the same plus pids): malloc'ed, or NULL with
  * errno (ENOMEM). file names the topology in it. */

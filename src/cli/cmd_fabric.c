@@ -45,7 +45,6 @@
 #include "runtime/switch_pvt.h"
 #include "cli/cmds.h"
 
-#define ERRBUF          16384  /* room for many parse errors */
 #define MAX_SETS        16
 
 static const char usage_text[] =
@@ -117,24 +116,18 @@ static void ip_str(uint32_t ip, char out[INET_ADDRSTRLEN])
 	inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
 }
 
-/* Load and check FILE, printing every problem. Exit status in *rc on failure. */
+static void say(void *arg, bool problem, const char *line);
+
+/* Load and check FILE, printing every problem (the library's
+ * innet_fabric_load). Exit status in *rc on failure. */
 static struct innet_topology *load(const char *file, int *rc)
 {
-	static char err[ERRBUF];
-	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	const struct innet_fabric_opts lo = { .say = say };
+	struct innet_topology *t = innet_fabric_load(file, &lo);
 
-	if (t != NULL)
-		return t;
-	unsigned n = 1;
-	for (const char *c = err; *c; c++)
-		n += *c == '\n';
-	if (errno == EINVAL)
-		fprintf(stderr, "innet fabric: %s is not a valid topology (%u problem%s):\n%s\n",
-			file, n, n == 1 ? "" : "s", err);
-	else
-		fprintf(stderr, "innet fabric: %s\n", err);
-	*rc = errno == ENOMEM ? 1 : 2;
-	return NULL;
+	if (t == NULL)
+		*rc = errno == ENOMEM ? 1 : 2;
+	return t;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -129,15 +129,17 @@ static struct innet_topology *load(const char *file, int *rc)
 
 	if (t != NULL)
 		return t;
+	int e = errno;
 	unsigned n = 1;
 	for (const char *c = err; *c; c++)
 		n += *c == '\n';
-	if (errno == EINVAL)
+	if (e == EINVAL)
 		say(true, "%s is not a valid topology (%u problem%s):\n%s\n",
 			file, n, n == 1 ? "" : "s", err);
 	else
 		say(true, "%s\n", err);
-	*rc = errno == ENOMEM ? 1 : 2;
+	*rc = e == ENOMEM ? 1 : 2;
+	errno = e;
 	return NULL;
 }
 
@@ -1297,6 +1299,16 @@ static int enter(const struct innet_fabric_opts *po, const char *file, const cha
 		return -EINVAL;
 	}
 	return 0;
+}
+
+struct innet_topology *innet_fabric_load(const char *file, const struct innet_fabric_opts *po)
+{
+	static const struct innet_fabric_opts none;
+	int rc;
+	cur = po ? po : &none;
+	struct innet_topology *t = load(file, &rc);
+	cur = NULL;
+	return t;
 }
 
 int innet_fabric_up(const char *file, const struct innet_fabric_opts *po)
