@@ -545,6 +545,16 @@ static int table_err(struct ctl_req *r, const char *op, const struct innet_table
 	}
 }
 
+/* The reply to a table change: program, table and its entries now. */
+static void table_changed(struct ctl_req *r, struct innet_cp *cp, unsigned id,
+			  struct innet_table_info *ti)
+{
+	jset(r->resp, "program", jstr(cp->name));
+	jset(r->resp, "table", jstr(ti->name));
+	innet_cp_table_info(cp, id, ti);
+	jset(r->resp, "entries", json_integer(ti->entries));
+}
+
 /* table add PROG TABLE KEYHEX VALHEX */
 static int cmd_table_add(struct ctl_req *r, int argc, char **argv)
 {
@@ -573,10 +583,7 @@ static int cmd_table_add(struct ctl_req *r, int argc, char **argv)
 		table_err(r, "add", &ti, e);
 		goto out;
 	}
-	jset(r->resp, "program", jstr(cp->name));
-	jset(r->resp, "table", jstr(ti.name));
-	innet_cp_table_info(cp, id, &ti);
-	jset(r->resp, "entries", json_integer(ti.entries));
+	table_changed(r, cp, id, &ti);
 	rc = 0;
 out:
 	free(key);
@@ -599,10 +606,7 @@ static int cmd_table_del(struct ctl_req *r, int argc, char **argv)
 		table_err(r, "del", &ti, e);
 		goto out;
 	}
-	jset(r->resp, "program", jstr(cp->name));
-	jset(r->resp, "table", jstr(ti.name));
-	innet_cp_table_info(cp, id, &ti);
-	jset(r->resp, "entries", json_integer(ti.entries));
+	table_changed(r, cp, id, &ti);
 	rc = 0;
 out:
 	free(key);
