@@ -113,7 +113,9 @@ static size_t utf8_len(const unsigned char *s)
 	return n;
 }
 
-void innet_prom_escape_label(struct innet_prom *w, const char *s)
+/* Escape s: backslash and newline always, the double quote when quote is
+ * set (label values; help texts keep it), anything not UTF-8 as '?'. */
+static void escape(struct innet_prom *w, const char *s, bool quote)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	while (*p != '\0') {
@@ -124,7 +126,7 @@ void innet_prom_escape_label(struct innet_prom *w, const char *s)
 		} else if (*p == '\\') {
 			put(w, "\\\\", 2);
 			p++;
-		} else if (*p == '"') {
+		} else if (*p == '"' && quote) {
 			put(w, "\\\"", 2);
 			p++;
 		} else if (*p == '\n') {
@@ -137,26 +139,15 @@ void innet_prom_escape_label(struct innet_prom *w, const char *s)
 	}
 }
 
+void innet_prom_escape_label(struct innet_prom *w, const char *s)
+{
+	escape(w, s, true);
+}
+
 /* A help text: backslash and newline escaped, anything not UTF-8 '?'. */
 static void escape_help(struct innet_prom *w, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p != '\0') {
-		size_t n = utf8_len(p);
-		if (n == 0) {
-			put(w, "?", 1);
-			p++;
-		} else if (*p == '\\') {
-			put(w, "\\\\", 2);
-			p++;
-		} else if (*p == '\n') {
-			put(w, "\\n", 2);
-			p++;
-		} else {
-			put(w, (const char *)p, n);
-			p += n;
-		}
-	}
+	escape(w, s, false);
 }
 
 void innet_prom_base_labels(struct innet_prom *w, unsigned n, const char *const *pairs)
