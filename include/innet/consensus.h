@@ -119,6 +119,13 @@ uint32_t innet_paxos_client_new(struct innet_paxos *p);
  * ahead of a pending request of the same client: the learners' dedup window),
  * -errno from send. */
 int innet_paxos_propose(struct innet_paxos *p, uint64_t req_id, const void *value, uint32_t len);
+/* A REQUEST datagram (for the coordinator's UDP port) carrying req_id and
+ * value, written to buf: its length, or -EMSGSIZE (len above
+ * INNET_PAXOS_VALUE_MAX), -EINVAL (req_id 0), -ENOBUFS (cap too small).
+ * For proposers that send from sockets of their own (a load generator's
+ * threads); innet_paxos_propose sends the same bytes. */
+int innet_paxos_request_encode(void *buf, size_t cap, uint64_t req_id, const void *value,
+			       uint32_t len);
 /* Propose and wait: 0 with *instance where it was chosen, -ETIMEDOUT,
  * -EMSGSIZE. Uses this endpoint's own client id. */
 int innet_paxos_submit(struct innet_paxos *p, const void *value, uint32_t len, uint64_t *instance);

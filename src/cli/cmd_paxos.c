@@ -26,10 +26,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +42,7 @@
 #include "consensus/hostacc.h"
 #include "consensus/kv.h"
 #include "consensus/learnfilter.h"
+#include "consensus/wire.h"
 #include "innet/parse.h"
 #include "innet/consensus.h"
 #include "innet/hist.h"
@@ -67,14 +73,181 @@ static void px_usage(FILE *f)
 
 #define BENCH_MAX_W 1024u
 
+#define BENCH_MAX_T 8u       /* proposer threads (--threads) */
+#define BENCH_BATCH 64u       /* REQUESTs per sendmmsg */
+
+/* Client c's state. One thread (the endpoint) proposes: plain fields. With
+ * --threads T, client c belongs to proposer thread c % T, which writes seq,
+ * sent_ns and busy = 1 before it sends; the learner (main thread) reads them
+ * when c's value is delivered and frees the slot (busy = 0, release), then
+ * wakes the owner if it sleeps. */
 struct bench {
-	uint64_t sent_ns[BENCH_MAX_W];
-	uint32_t seq[BENCH_MAX_W];
-	bool busy[BENCH_MAX_W];
-	struct innet_hist lat;    /* ns, while measuring (innet/hist.h) */
+	_Atomic uint64_t sent_ns[BENCH_MAX_W];
+	_Atomic uint32_t seq[BENCH_MAX_W];
+	_Atomic bool busy[BENCH_MAX_W];
+	struct innet_hist lat;    /* ns, while measuring (innet/hist.h); learner thread only */
 	uint64_t timeouts;
-	bool measuring;
+	_Atomic bool measuring;
+	/* --threads */
+	uint32_t threads;
+	_Atomic bool sleeping[BENCH_MAX_T];
+	int wake[BENCH_MAX_T];    /* eventfd per proposer thread */
+	_Atomic uint64_t resends;
+	_Atomic uint64_t send_calls, sent;
 };
+
+/* The threaded generator's completion: the learner delivered req. */
+static void bench_deliver(void *arg, uint64_t inst, uint64_t req, const uint8_t *value,
+			  uint32_t len)
+{
+	struct bench *b = arg;
+	uint32_t c = (uint32_t)(req >> 32) - 1;
+	(void)inst, (void)value, (void)len;
+	if (c >= BENCH_MAX_W || !atomic_load_explicit(&b->busy[c], memory_order_acquire) ||
+	    atomic_load_explicit(&b->seq[c], memory_order_relaxed) != (uint32_t)req)
+		return; /* not ours, or an older request of c delivered late */
+	uint64_t sent = atomic_load_explicit(&b->sent_ns[c], memory_order_relaxed);
+	if (atomic_load_explicit(&b->measuring, memory_order_relaxed))
+		innet_hist_record(&b->lat, innet_now_ns() - sent);
+	atomic_store_explicit(&b->busy[c], false, memory_order_seq_cst);
+	uint32_t t = c % b->threads;
+	if (atomic_exchange(&b->sleeping[t], false)) {
+		uint64_t one = 1;
+		if (write(b->wake[t], &one, sizeof(one)) < 0) {
+			/* the counter is full: the thread is awake anyway */
+		}
+	}
+}
+
+struct proposer {
+	struct bench *b;
+	uint32_t t, w, size, retry_ms;
+	struct innet_addr coord;
+	uint32_t bind_ip;
+	int fd;
+	pthread_t tid;
+};
+
+/* A proposer thread: keeps its clients' requests in flight, REQUESTs sent in
+ * one sendmmsg per pass, resent with the same id after retry_ms (the learner
+ * delivers each id once). Sleeps on its eventfd when every client waits. On
+ * a veth the receivers' XDP runs in the sender's system call, so T threads
+ * spread the in-network path over T CPUs. */
+static void *proposer_main(void *arg)
+{
+	struct proposer *pr = arg;
+	struct bench *b = pr->b;
+	static _Thread_local uint8_t bufs[BENCH_BATCH][PAXOS_HDR_LEN + INNET_PAXOS_VALUE_MAX];
+	struct mmsghdr mm[BENCH_BATCH];
+	struct iovec iov[BENCH_BATCH];
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(pr->coord.ip),
+				  .sin_port = htons(pr->coord.udp) };
+	uint8_t value[INNET_PAXOS_VALUE_MAX];
+	memset(value, 'v', sizeof(value));
+	uint64_t retry_ns = (uint64_t)pr->retry_ms * 1000000ull;
+	uint64_t last_sent[BENCH_MAX_W];
+	memset(last_sent, 0, sizeof(last_sent));
+	while (!px_stop) {
+		uint64_t now = innet_now_ns();
+		uint32_t n = 0;
+		bool all_busy = true;
+		for (uint32_t c = pr->t; c < pr->w && n < BENCH_BATCH; c += b->threads) {
+			uint32_t seq;
+			if (!atomic_load_explicit(&b->busy[c], memory_order_acquire)) {
+				seq = atomic_load_explicit(&b->seq[c], memory_order_relaxed) + 1;
+				atomic_store_explicit(&b->seq[c], seq, memory_order_relaxed);
+				atomic_store_explicit(&b->sent_ns[c], now, memory_order_relaxed);
+				atomic_store_explicit(&b->busy[c], true, memory_order_release);
+			} else if (now - last_sent[c] >= retry_ns) {
+				seq = atomic_load_explicit(&b->seq[c], memory_order_relaxed);
+				atomic_fetch_add(&b->resends, 1);
+			} else {
+				continue;
+			}
+			all_busy = false;
+			last_sent[c] = now;
+			int len = innet_paxos_request_encode(bufs[n], sizeof(bufs[n]),
+							     innet_paxos_req_id(c + 1, seq), value, pr->size);
+			iov[n] = (struct iovec){ .iov_base = bufs[n], .iov_len = (size_t)len };
+			mm[n] = (struct mmsghdr){ .msg_hdr = { .msg_name = &to, .msg_namelen = sizeof(to),
+							       .msg_iov = &iov[n], .msg_iovlen = 1 } };
+			n++;
+		}
+		for (uint32_t off = 0; off < n;) {
+			int k = sendmmsg(pr->fd, mm + off, n - off, 0);
+			atomic_fetch_add(&b->send_calls, 1);
+			if (k <= 0)
+				break; /* dropped: resent after retry_ms */
+			atomic_fetch_add(&b->sent, (uint64_t)k);
+			off += (uint32_t)k;
+		}
+		if (!all_busy)
+			continue;
+		/* Sleep until the learner frees one of ours (or a resend is due). */
+		atomic_store(&b->sleeping[pr->t], true);
+		bool any_free = false;
+		for (uint32_t c = pr->t; c < pr->w; c += b->threads)
+			if (!atomic_load(&b->busy[c]))
+				any_free = true;
+		if (any_free) {
+			atomic_store(&b->sleeping[pr->t], false);
+			continue;
+		}
+		struct pollfd pf = { .fd = b->wake[pr->t], .events = POLLIN };
+		if (poll(&pf, 1, (int)pr->retry_ms) > 0) {
+			uint64_t v;
+			if (read(b->wake[pr->t], &v, sizeof(v)) < 0) {
+				/* nothing to read: woken by the timeout's race */
+			}
+		}
+		atomic_store(&b->sleeping[pr->t], false);
+	}
+	return NULL;
+}
+
+static int proposers_start(struct bench *b, struct proposer *pr, const struct innet_paxos_conf *pc,
+			   uint32_t w, uint32_t size)
+{
+	for (uint32_t t = 0; t < b->threads; t++) {
+		pr[t] = (struct proposer){ .b = b, .t = t, .w = w, .size = size,
+					   .retry_ms = pc->retry_ms, .coord = pc->coordinator,
+					   .bind_ip = pc->bind_ip, .fd = -1 };
+		b->wake[t] = eventfd(0, EFD_CLOEXEC);
+		pr[t].fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(pc->bind_ip) };
+		if (b->wake[t] < 0 || pr[t].fd < 0 || bind(pr[t].fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+			fprintf(stderr, "innet paxos bench: proposer socket: %s\n", strerror(errno));
+			return -1;
+		}
+		int e = pthread_create(&pr[t].tid, NULL, proposer_main, &pr[t]);
+		if (e != 0) {
+			fprintf(stderr, "innet paxos bench: thread: %s\n", strerror(e));
+			close(pr[t].fd);
+			pr[t].fd = -1;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void proposers_stop(struct bench *b, struct proposer *pr)
+{
+	px_stop = 1;
+	for (uint32_t t = 0; t < b->threads; t++) {
+		if (b->wake[t] >= 0) {
+			uint64_t one = 1;
+			if (write(b->wake[t], &one, sizeof(one)) < 0) {
+				/* the thread wakes on its poll timeout */
+			}
+		}
+		if (pr[t].fd >= 0) {
+			pthread_join(pr[t].tid, NULL);
+			close(pr[t].fd);
+		}
+		if (b->wake[t] >= 0)
+			close(b->wake[t]);
+	}
+}
 
 static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
 {
@@ -93,16 +266,20 @@ static void bench_done(void *arg, uint64_t req, int status, uint64_t inst)
 }
 
 static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, uint32_t size,
-		     const char *filter, bool quorum_mark)
+		     const char *filter, bool quorum_mark, uint32_t threads)
 {
 	static struct bench b;
+	static struct proposer pr[BENCH_MAX_T];
 	if (innet_hist_init(&b.lat, 60000000000ull, INNET_HIST_DEFAULT_BITS) != 0) {
 		fprintf(stderr, "innet paxos bench: out of memory\n");
 		return 1;
 	}
-	pc->done = bench_done;
+	b.threads = threads;
+	for (uint32_t t = 0; t < BENCH_MAX_T; t++)
+		b.wake[t] = -1;
+	pc->done = threads ? NULL : bench_done;
+	pc->deliver = threads ? bench_deliver : NULL;
 	pc->arg = &b;
-	pc->deliver = NULL;
 	pc->retry_ms = pc->retry_ms ? pc->retry_ms : 50;
 	pc->window = 8192;
 	char err[256];
@@ -130,7 +307,10 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	uint64_t t0 = innet_now_ns(), warm = t0 + 500000000ull;
 	uint64_t end = warm + (uint64_t)(duration * 1e9), last_trim = 0;
 	uint64_t start_n = 0;
-	while (!px_stop) {
+	int rc = 0;
+	if (threads && proposers_start(&b, pr, pc, w, size) != 0)
+		rc = 1;
+	while (!px_stop && rc == 0) {
 		uint64_t t = innet_now_ns();
 		if (!b.measuring && t >= warm) {
 			b.measuring = true;
@@ -138,7 +318,7 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 		}
 		if (t >= end)
 			break;
-		for (uint32_t c = 0; c < w; c++) {
+		for (uint32_t c = 0; c < w && !threads; c++) {
 			if (b.busy[c])
 				continue;
 			b.busy[c] = true;
@@ -153,6 +333,19 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 		}
 	}
 	(void)start_n;
+	if (threads) {
+		bool stopped = px_stop;
+		proposers_stop(&b, pr);
+		px_stop = stopped;
+		/* Still waiting at the end after more than a second: lost. */
+		uint64_t now = innet_now_ns();
+		for (uint32_t c = 0; c < w; c++)
+			if (atomic_load(&b.busy[c]) && now - atomic_load(&b.sent_ns[c]) > 1000000000ull)
+				b.timeouts++;
+		fprintf(stderr, "innet paxos bench: %u proposer threads: %llu REQUESTs in %llu sendmmsg, "
+				"%llu resent\n", threads, (unsigned long long)b.sent,
+			(unsigned long long)b.send_calls, (unsigned long long)b.resends);
+	}
 	double secs = (double)(end - warm) / 1e9;
 	uint64_t n = b.lat.total;
 	printf("cmds=%llu seconds=%.2f cmds_per_s=%.0f p50_us=%llu p99_us=%llu timeouts=%lu\n",
@@ -161,7 +354,8 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	       (unsigned long long)(innet_hist_percentile(&b.lat, 99) / 1000),
 	       (unsigned long)b.timeouts);
 	fflush(stdout);
-	int rc = n > 0 ? 0 : 1;
+	if (rc == 0)
+		rc = n > 0 ? 0 : 1;
 	if (lf != NULL) {
 		innet_paxos_trust_filter(p, false);
 		struct lf_stats fs;
@@ -195,15 +389,17 @@ int cmd_paxos(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },     { "help", no_argument, NULL, 'h' },
 		{ "learner-filter", required_argument, NULL, 'F' },
 		{ "filter-mode", required_argument, NULL, 'M' },
+		{ "threads", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct innet_addr bind_a = { 0 }, coord = { 0 }, acc[INNET_PAXOS_MAX_ACCEPTORS], lrn[64];
-	uint32_t n_acc = 0, n_lrn = 0, ring = 1024, w = 16, size = 16;
+	uint32_t n_acc = 0, n_lrn = 0, ring = 1024, w = 16, size = 16, threads = 0;
 	unsigned long id = 0;
 	bool active = false;
 	double duration = 3;
 	const char *topo = NULL, *name = NULL, *filter = NULL;
 	bool quorum_mark = true;
+	uint64_t u;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -227,6 +423,11 @@ int cmd_paxos(int argc, char **argv)
 		case 'w': w = (uint32_t)strtoul(optarg, NULL, 10); if (!w || w > BENCH_MAX_W) goto bad; break;
 		case 's': size = (uint32_t)strtoul(optarg, NULL, 10); if (size > INNET_PAXOS_VALUE_MAX) goto bad; break;
 		case 'F': filter = optarg; break;
+		case 'T':
+			if (innet_parse_u64(optarg, 0, BENCH_MAX_T, &u) != 0)
+				goto bad;
+			threads = (uint32_t)u;
+			break;
 		case 'M':
 			if (!strcmp(optarg, "quorum"))
 				quorum_mark = true;
@@ -324,7 +525,9 @@ int cmd_paxos(int argc, char **argv)
 			pc.learner_id = 0;
 			pc.proposer_id = 1;
 		}
-		return run_bench(&pc, duration, w, size, filter, quorum_mark);
+		if (threads > w)
+			threads = w; /* a thread owns at least one client */
+		return run_bench(&pc, duration, w, size, filter, quorum_mark, threads);
 	}
 bad:
 	px_usage(stderr);

@@ -246,13 +246,28 @@ static void pend_done(struct innet_paxos *p, struct pending *pe, int status, uin
 		p->c.done(p->c.arg, req, status, inst);
 }
 
+int innet_paxos_request_encode(void *buf, size_t cap, uint64_t req_id, const void *value,
+			       uint32_t len)
+{
+	if (len > PAXOS_VALUE_MAX)
+		return -EMSGSIZE;
+	if (req_id == 0)
+		return -EINVAL;
+	if (cap < PAXOS_HDR_LEN + len)
+		return -ENOBUFS;
+	struct paxos_msg *m = buf;
+	msg_init(m, PAXOS_REQUEST, 0);
+	m->p.req_id = htobe64(req_id);
+	m->p.vlen = htons((uint16_t)len);
+	if (len)
+		memcpy(m->value, value, len);
+	return (int)(PAXOS_HDR_LEN + len);
+}
+
 static int pend_send(struct innet_paxos *p, struct pending *pe)
 {
 	struct paxos_msg m;
-	msg_init(&m, PAXOS_REQUEST, 0);
-	m.p.req_id = htobe64(pe->req);
-	m.p.vlen = htons((uint16_t)pe->len);
-	memcpy(m.value, pe->value, pe->len);
+	innet_paxos_request_encode(&m, sizeof(m), pe->req, pe->value, pe->len);
 	pe->sent_ns = innet_now_ns();
 	p->st.proposed++;
 	const struct innet_addr *to = p->cur_coord == 0 ? &p->c.coordinator

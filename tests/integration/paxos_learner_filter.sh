@@ -10,14 +10,18 @@
 #           ╲     │     ╱  loss 5%, dup 5%
 #            ns l0: innet paxos bench (proposer + learner, UDP 34953)
 #                   l0's veths: netns mode's XDP_PASS, replaced by the
-#                   filter for the run and put back after
+#                   filter for the run and put back after; its REQUESTs
+#                   to coord cross a link with 2% loss and 2% duplication
 #
 # Checks: every command completes (no timeouts; lost 2Bs come back through
 # the learner's RECOVER, whose answers the filter counts too), the filter
 # passed one 2B per quorum and dropped the others (counters > 0), and the
 # interfaces carry the same XDP programs before and after — also when the
 # bench is stopped by SIGTERM (that run in mode redundant: nothing dropped
-# before a quorum). Needs root; exits 77 (skip) without it.
+# before a quorum). Then, on a fresh fabric, the load generator with
+# proposer threads (--threads 2): every command completes, lost REQUESTs
+# are resent (the resent count is > 0), none counted twice.
+# Needs root; exits 77 (skip) without it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 INNET=$(realpath "$INNET")
@@ -48,7 +52,7 @@ cat >"$TOPO" <<EOF
    $(acc 0), $(acc 1), $(acc 2)],
  "hosts": [{"name": "l0", "node": 101, "addr": "127.3.113.1"}],
  "links": [{"a": "coord", "b": "a0"}, {"a": "coord", "b": "a1"}, {"a": "coord", "b": "a2"},
-           {"a": "l0", "b": "coord"},
+           {"a": "l0", "b": "coord", "loss": 0.02, "dup": 0.02},
            {"a": "l0", "b": "a0", "loss": 0.05, "dup": 0.05},
            {"a": "l0", "b": "a1", "loss": 0.05, "dup": 0.05},
            {"a": "l0", "b": "a2", "loss": 0.05, "dup": 0.05}]}
@@ -92,4 +96,21 @@ grep -q 'detached=yes' "$DIR/term.err" || fail "not detached after SIGTERM"
 [ "$(key dropped_before "$DIR/term.err")" = 0 ] || fail "mode redundant dropped 2Bs before a quorum"
 [ "$(key dropped_redundant "$DIR/term.err")" -gt 0 ] || fail "mode redundant dropped nothing"
 [ "$(progs)" = "$before" ] || fail "l0's XDP programs after SIGTERM: $(progs), before: $before"
-echo "ok: learner filter: $cmds commands, $q quorums, nothing left attached"
+
+# 3. Proposer threads (a fresh fabric: the acceptors trimmed what the runs
+#    above delivered, and a new learner starts at instance 0).
+timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || fail "fabric down"
+timeout 60 "$INNET" fabric up "$TOPO" >"$DIR/up2.err" 2>&1 || fail "fabric up (again)"
+before=$(progs)
+timeout 40 "$INNET" paxos bench --topology "$TOPO" --name l0 --duration 3 --outstanding 16 \
+	--learner-filter all --threads 2 >"$DIR/thr.out" 2>"$DIR/thr.err" || fail "bench --threads failed"
+cat "$DIR/thr.out"
+grep 'proposer threads' "$DIR/thr.err" || fail "no proposer thread summary"
+tcmds=$(key cmds "$DIR/thr.out")
+[ "${tcmds:-0}" -gt 1000 ] || fail "--threads 2: only ${tcmds:-0} commands"
+[ "$(key timeouts "$DIR/thr.out")" = 0 ] || fail "--threads 2: commands lost"
+resent=$(grep -o '[0-9]* resent' "$DIR/thr.err" | cut -d' ' -f1)
+[ "${resent:-0}" -gt 0 ] || fail "--threads 2: no REQUEST resent across a lossy link"
+[ "$(progs)" = "$before" ] || fail "l0's XDP programs after --threads: $(progs), before: $before"
+echo "ok: learner filter: $cmds commands, $q quorums, nothing left attached;" \
+	"proposer threads: $tcmds commands, $resent REQUESTs resent"
