@@ -1,8 +1,15 @@
 /*
  * topology.c — topology files (docs/topology.md): parse the JSON, check it,
  * and resolve it into ports, addresses, emulation, ctl sockets and routes.
- * The typed JSON getters it parses with, and the error list they report
- * into, are topology_json.c (shared through topology_pvt.h).
+ * This file is the walk over the file (the top level, programs, nodes,
+ * links) and innet_topology_parse/load/free/find; the rest is
+ *
+ *   topology_json.c      the typed JSON getters it parses with, and the
+ *                        error list they report into
+ *   topology_resolve.c   step 4 below, and netns mode's names and addresses
+ *   topology_routes.c    routes, and the conf a switch is given
+ *
+ * sharing topology_pvt.h (struct parser: the state of one parse).
  *
  * Parsing is one walk over the JSON tree that reports every problem it finds
  * (with the JSON path of the offending value) instead of stopping at the
@@ -14,7 +21,7 @@
  *   3. links: endpoints, explicit addresses, emulation; ports are appended to
  *      the switches in link order
  *   4. if nothing failed so far: automatic addresses, peers, port names,
- *      seeds, emulation flags
+ *      seeds, emulation flags; then netns mode, and the metrics ports
  *
  * Routes ("routes": "auto") are computed when a switch's conf is asked for:
  * a BFS from the peer of each of the switch's ports, where hosts end paths
@@ -232,7 +239,7 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 /* ------------------------------------------------------------------------ */
 /* Nodes.                                                                    */
 
-static void node_path(const struct innet_topology *t, uint32_t idx, char *out)
+void topo_node_path(const struct innet_topology *t, uint32_t idx, char *out)
 {
 	if (idx < t->n_switches)
 		snprintf(out, PATH_LEN, "$.switches[%u]", idx);
@@ -249,7 +256,7 @@ static int check_unique(struct parser *p, uint32_t idx, const char *path)
 	int ok = 0;
 
 	for (uint32_t j = 0; j < idx; j++) {
-		node_path(t, j, other);
+		topo_node_path(t, j, other);
 		if (n->name[0] && !strcmp(t->nodes[j].name, n->name)) {
 			topo_path_key(kp, path, "name");
 			topo_errs_add(&p->e, kp, "duplicate name '%s' (also %s)", n->name, other);
@@ -290,7 +297,7 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 	n->peers = calloc(INNET_MAX_PORTS, sizeof(*n->peers));
 	if (n->conf == NULL || n->peers == NULL)
 		return -ENOMEM;
-	node_path(p->t, idx, path);
+	topo_node_path(p->t, idx, path);
 	if (!json_is_object(o)) {
 		topo_errs_add(&p->e, path, "expected a switch object, got %s", topo_json_kind(o));
 		return 0;
@@ -346,7 +353,7 @@ static int parse_host(struct parser *p, json_t *o, uint32_t idx)
 	char path[PATH_LEN], kp[PATH_LEN];
 
 	n->kind = INNET_TOPO_HOST;
-	node_path(p->t, idx, path);
+	topo_node_path(p->t, idx, path);
 	if (!json_is_object(o)) {
 		topo_errs_add(&p->e, path, "expected a host object, got %s", topo_json_kind(o));
 		return 0;
@@ -530,239 +537,6 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Resolution (only for a file without errors).                              */
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* The next free automatic address after *next. */
-static int alloc_addr(struct parser *p, uint32_t *next, uint32_t *out)
-{
-	for (;;) {
-		uint32_t ip = ++*next;
-		if (ip == 0 || (!p->t->external_addrs && !topo_is_loopback(ip))) {
-			topo_errs_add(&p->e, "$.addr_base", "ran out of automatic addresses%s",
-				      p->t->external_addrs ? "" : " in 127.0.0.0/8");
-			return -1;
-		}
-		if ((ip & 0xff) == 0 || (ip & 0xff) == 0xff || topo_addr_taken(p, ip))
-			continue;
-		*out = ip;
-		return 0;
-	}
-}
-
-/* Port addresses, peers, names, seeds and emulation flags. */
-static int resolve(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	uint32_t next = t->addr_base;
-
-	for (uint32_t li = 0; li < t->n_links; li++) {
-		struct innet_topo_link *l = &t->links[li];
-		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
-		uint32_t given[2] = { p->a_addr[li], p->b_addr[li] };
-		for (int s = 0; s < 2; s++) {
-			if (ports[s] == INNET_TOPO_NO_PORT)
-				continue;
-			struct innet_port_conf *pc = &t->nodes[ends[s]].conf->ports[ports[s]];
-			if (pc->iface[0] != '\0')
-				continue; /* a raw port: no address, no emulation */
-			pc->ip = given[s];
-			if (pc->ip == 0 && alloc_addr(p, &next, &pc->ip) < 0)
-				return -1;
-			pc->link = l->emu;
-			pc->link.seed = splitmix64(t->seed ^ (((uint64_t)li << 1) | (uint64_t)s));
-		}
-	}
-	for (uint32_t i = 0; i < t->n_switches; i++) {
-		struct innet_topo_node *n = &t->nodes[i];
-		struct innet_switch_conf *c = n->conf;
-		c->seed = splitmix64(t->seed + n->node_id);
-		for (uint32_t k = 0; k < c->n_ports; k++) {
-			struct innet_port_conf *pc = &c->ports[k];
-			const struct innet_topo_peer *pe = &n->peers[k];
-			const struct innet_topo_node *peer = &t->nodes[pe->node];
-			uint32_t dup = 1;
-			for (uint32_t j = 0; j < k; j++)
-				dup += n->peers[j].node == pe->node;
-			if (dup == 1)
-				snprintf(pc->name, sizeof(pc->name), "%s", peer->name);
-			else
-				snprintf(pc->name, sizeof(pc->name), "%.48s#%u", peer->name, dup);
-			pc->peer_ip = peer->kind == INNET_TOPO_HOST ? peer->addr
-								    : peer->conf->ports[pe->port].ip;
-			if (pc->iface[0] != '\0')
-				pc->peer_ip = 0; /* frames go out of the interface as they are */
-			if (innet_link_faulty(&pc->link)) {
-				pc->link.on_egress = true;
-				pc->link.on_ingress = peer->kind == INNET_TOPO_HOST;
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Netns mode.                                                               */
-
-#define XDP_MTU_MAX 3500u   /* a veth with a single-buffer XDP program: one page */
-
-void innet_topology_netns_name(const struct innet_topology *t, uint32_t node, char *out, size_t len)
-{
-	snprintf(out, len, "innet-%s-%s", t->name, t->nodes[node].name);
-}
-
-void innet_topology_mac(uint16_t node_id, uint32_t index, uint8_t mac[6])
-{
-	mac[0] = 0x02;   /* locally administered, unicast */
-	mac[1] = 0x69;
-	mac[2] = 0x6e;
-	mac[3] = (uint8_t)(node_id >> 8);
-	mac[4] = (uint8_t)node_id;
-	mac[5] = (uint8_t)index;
-}
-
-/* Index of link li among node's links (a host's device number). */
-static uint32_t link_index(const struct innet_topo_node *n, uint32_t li)
-{
-	for (uint32_t j = 0; j < n->n_links; j++)
-		if (n->links[j] == li)
-			return j;
-	return 0;
-}
-
-void innet_topology_dev(const struct innet_topology *t, uint32_t node, uint32_t li, char *out,
-			size_t len)
-{
-	const struct innet_topo_node *n = &t->nodes[node];
-	const struct innet_topo_link *l = &t->links[li];
-	if (n->kind == INNET_TOPO_HOST) {
-		snprintf(out, len, "eth%u", link_index(n, li));
-		return;
-	}
-	uint32_t port = l->a == node ? l->a_port : l->b_port;
-	const struct innet_port_conf *pc = &n->conf->ports[port];
-	if (pc->iface[0] != '\0')
-		snprintf(out, len, "%s", pc->iface);
-	else
-		snprintf(out, len, "p%u", port);
-}
-
-/* The MAC of node's end of link li: a switch's port index, a host's link
- * index (node ids are unique, so MACs are). */
-static void end_mac(const struct innet_topology *t, uint32_t node, uint32_t li, uint8_t mac[6])
-{
-	const struct innet_topo_node *n = &t->nodes[node];
-	const struct innet_topo_link *l = &t->links[li];
-	uint32_t idx = n->kind == INNET_TOPO_HOST ? link_index(n, li)
-						  : (l->a == node ? l->a_port : l->b_port);
-	innet_topology_mac(n->node_id, idx, mac);
-}
-
-/* 127.a.b.c -> 10.a.b.c: a loopback address cannot leave lo, so in netns
- * mode the fabric's addresses move to 10.0.0.0/8, one for one. */
-static uint32_t netns_addr(uint32_t ip)
-{
-	return topo_is_loopback(ip) ? (10u << 24) | (ip & 0x00ffffffu) : ip;
-}
-
-/* Two switches on one machine (same "machine" tag) cannot serve metrics on
- * one TCP port of one address (0.0.0.0 takes the port on every address).
- * In netns mode each switch has a network namespace of its own: no check. */
-static void check_metrics_unique(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	if (t->netns)
-		return;
-	for (uint32_t i = 0; i < t->n_switches; i++) {
-		const struct innet_topo_node *a = &t->nodes[i];
-		uint32_t aip, bip;
-		uint16_t aport, bport;
-		char e[160];
-		if (a->conf->metrics_addr[0] == '\0' ||
-		    innet_metrics_addr_parse(a->conf->metrics_addr, &aip, &aport, e, sizeof(e)) != 0 ||
-		    aport == 0)
-			continue;
-		for (uint32_t j = 0; j < i; j++) {
-			const struct innet_topo_node *b = &t->nodes[j];
-			if (b->conf->metrics_addr[0] == '\0' || strcmp(a->machine, b->machine) != 0 ||
-			    innet_metrics_addr_parse(b->conf->metrics_addr, &bip, &bport, e,
-						     sizeof(e)) != 0)
-				continue;
-			if (aport == bport && (aip == bip || aip == 0 || bip == 0)) {
-				char pa[PATH_LEN], pb[PATH_LEN], kp[PATH_LEN];
-				node_path(t, i, pa);
-				node_path(t, j, pb);
-				topo_path_key(kp, pa, "metrics");
-				topo_errs_add(&p->e, kp, "metrics address %s clashes with %s.metrics (%s): "
-					      "one TCP port, one machine", a->conf->metrics_addr, pb,
-					      b->conf->metrics_addr);
-			}
-		}
-	}
-}
-
-static int resolve_netns(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	bool any_xdp = false;
-	for (uint32_t i = 0; i < t->n_switches; i++)
-		any_xdp |= t->nodes[i].target == INNET_TARGET_XDP;
-	t->netns = p->netns < 0 ? any_xdp : p->netns == 1;
-	if (any_xdp && !t->netns) {
-		topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"xdp\" needs network devices: "
-			      "\"netns\": false cannot be");
-		return 0;
-	}
-	for (uint32_t i = 0; i < t->n_switches; i++)
-		t->nodes[i].conf->target = t->nodes[i].target;
-	if (!t->netns)
-		return 0;
-	for (uint32_t k = 0; k < t->n_nodes; k++) {
-		struct innet_topo_node *n = &t->nodes[k];
-		if (n->kind == INNET_TOPO_HOST) {
-			n->addr = netns_addr(n->addr);
-			continue;
-		}
-		for (uint32_t q = 0; q < n->conf->n_ports; q++) {
-			struct innet_port_conf *pc = &n->conf->ports[q];
-			pc->ip = netns_addr(pc->ip);
-			pc->peer_ip = netns_addr(pc->peer_ip);
-		}
-	}
-	for (uint32_t li = 0; li < t->n_links; li++) {
-		const struct innet_topo_link *l = &t->links[li];
-		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
-		for (int s = 0; s < 2; s++) {
-			if (ports[s] == INNET_TOPO_NO_PORT)
-				continue;
-			struct innet_topo_node *n = &t->nodes[ends[s]];
-			struct innet_port_conf *pc = &n->conf->ports[ports[s]];
-			/* the link's faults are the kernel's here (netem on the veths,
-			 * innet_topology_netns_up), not the switch's emulation */
-			memset(&pc->link, 0, sizeof(pc->link));
-			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
-			end_mac(t, ends[1 - s], li, pc->peer_mac);
-			pc->has_peer_mac = true;
-			if (n->target == INNET_TARGET_XDP && l->mtu > XDP_MTU_MAX) {
-				char path[PATH_LEN];
-				snprintf(path, sizeof(path), "$.links[%u].mtu", li);
-				topo_errs_add(&p->e, path, "MTU %u on a port of XDP switch '%s': its eBPF program "
-					      "works on one page per frame, at most MTU %u", l->mtu, n->name,
-					      XDP_MTU_MAX);
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Top level.                                                                */
 
 static int parse_defaults(struct parser *p, json_t *root)
@@ -881,7 +655,7 @@ static int parse_top(struct parser *p, json_t *root)
 		struct innet_topo_node *n = &t->nodes[k];
 		if (n->name[0] == '\0')
 			continue;
-		node_path(t, k, path);
+		topo_node_path(t, k, path);
 		if (n->n_links == 0 && links_ok)
 			topo_errs_add(&p->e, path, "%s '%s' is not linked to anything (see $.links)",
 				      n->kind == INNET_TOPO_HOST ? "host" : "switch", n->name);
@@ -910,11 +684,11 @@ static struct innet_topology *parse_root(json_t *root, struct errs *e)
 	snprintf(p.t->origin, sizeof(p.t->origin), "%s", e->origin);
 	r = parse_top(&p, root);
 	if (r == 0 && p.e.n == 0)
-		r = resolve(&p);
+		r = topo_resolve(&p);
 	if (r == 0 && p.e.n == 0)
-		r = resolve_netns(&p);
+		r = topo_resolve_netns(&p);
 	if (r == 0 && p.e.n == 0)
-		check_metrics_unique(&p);
+		topo_check_metrics_unique(&p);
 	if (r == 0 && p.e.n > 0)
 		r = -EINVAL;
 	if (r == -1)

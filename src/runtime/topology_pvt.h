@@ -1,8 +1,9 @@
 /*
  * topology_pvt.h — the topology parser's private parts, shared by its files:
  * the parser state (struct parser) and the error list (struct errs) of one
- * parse, and the helpers of topology_json.c (typed JSON getters, addresses)
- * that the walk in topology.c calls. Not installed; nothing here is exported
+ * parse, the helpers of topology_json.c (typed JSON getters, addresses)
+ * that the walk in topology.c calls, and the steps of topology_resolve.c it
+ * takes once the file is known good. Not installed; nothing here is exported
  * from libinnet.so (src/libinnet.map), and the topo_ prefix keeps the names
  * apart from the rest of libinnet.a.
  *
@@ -109,5 +110,25 @@ bool topo_is_loopback(uint32_t ip);
 int topo_claim_addr(struct parser *p, uint32_t ip, const char *path);
 /* Some explicit address is ip. */
 bool topo_addr_taken(const struct parser *p, uint32_t ip);
+
+/* ---- topology.c ---------------------------------------------------------- */
+
+/* out (PATH_LEN bytes) = the JSON path of node idx: $.switches[i] or
+ * $.hosts[i]. */
+void topo_node_path(const struct innet_topology *t, uint32_t idx, char *out);
+
+/* ---- topology_resolve.c: only for a file without errors ------------------- */
+
+/* Port addresses (automatic ones from addr_base), peers, names, seeds and
+ * emulation flags. 0, -1 (reported: out of addresses). */
+int topo_resolve(struct parser *p);
+/* Decide netns mode ("netns", else on if any switch is XDP) and give each
+ * switch its target; in netns mode, every port's device, peer MAC and 10/8
+ * addresses (the kernel does the link faults), and XDP ports' MTU checked.
+ * 0 (problems reported). */
+int topo_resolve_netns(struct parser *p);
+/* Report two switches of one machine serving metrics on one TCP port (not
+ * in netns mode: there each switch has a network namespace). */
+void topo_check_metrics_unique(struct parser *p);
 
 #endif /* INNET_TOPOLOGY_PVT_H */
