@@ -1,11 +1,12 @@
 /*
  * ctl_pvt.h — one control request (struct ctl_req) and what its handlers
  * share, private to the control socket's request files: ctl_request.c (the
- * request language, the command table, the helpers below, and the other
- * commands' handlers) and ctl_state.c (reg, table, group). control.c serves
- * the socket and calls innet_control_run (switch_pvt.h). Not installed;
- * nothing here is exported from libinnet.so (src/libinnet.map), and the ctl_
- * prefix keeps the names apart from the rest of libinnet.a.
+ * request language, the command table, the helpers below; ping, info,
+ * programs, prog), ctl_state.c (reg, table, group) and ctl_monitor.c (stats,
+ * metrics, capture, resources). control.c serves the socket and calls
+ * innet_control_run (switch_pvt.h). Not installed; nothing here is exported
+ * from libinnet.so (src/libinnet.map), and the ctl_ prefix keeps the names
+ * apart from the rest of libinnet.a.
  *
  * Threads: the control thread's (or a test's, through innet_control_request);
  * a struct ctl_req belongs to the one request it answers.
@@ -76,5 +77,13 @@ int ctl_cmd_table_get(struct ctl_req *r, int argc, char **argv);    /* PROG TABL
 int ctl_cmd_table_list(struct ctl_req *r, int argc, char **argv);   /* PROG TABLE [MAX] */
 int ctl_cmd_group_set(struct ctl_req *r, int argc, char **argv);    /* PROG GROUP MEMBER... */
 int ctl_cmd_group_get(struct ctl_req *r, int argc, char **argv);    /* PROG GROUP */
+
+/* ctl_monitor.c */
+int ctl_cmd_stats(struct ctl_req *r, int argc, char **argv);
+int ctl_cmd_stats_reset(struct ctl_req *r, int argc, char **argv);
+int ctl_cmd_metrics(struct ctl_req *r, int argc, char **argv);
+int ctl_cmd_capture_start(struct ctl_req *r, int argc, char **argv); /* PORT PATH [MAXPKTS] */
+int ctl_cmd_capture_stop(struct ctl_req *r, int argc, char **argv);  /* PORT */
+int ctl_cmd_resources(struct ctl_req *r, int argc, char **argv);     /* [PROG] */
 
 #endif /* INNET_CTL_PVT_H */
