@@ -1,6 +1,15 @@
 /*
  * topology.c — topology files (docs/topology.md): parse the JSON, check it,
  * and resolve it into ports, addresses, emulation, ctl sockets and routes.
+ * This file is the walk over the file (the top level, programs, nodes,
+ * links) and innet_topology_parse/load/free/find; the rest is
+ *
+ *   topology_json.c      the typed JSON getters it parses with, and the
+ *                        error list they report into
+ *   topology_resolve.c   step 4 below, and netns mode's names and addresses
+ *   topology_routes.c    routes, and the conf a switch is given
+ *
+ * sharing topology_pvt.h (struct parser: the state of one parse).
  *
  * Parsing is one walk over the JSON tree that reports every problem it finds
  * (with the JSON path of the offending value) instead of stopping at the
@@ -12,17 +21,15 @@
  *   3. links: endpoints, explicit addresses, emulation; ports are appended to
  *      the switches in link order
  *   4. if nothing failed so far: automatic addresses, peers, port names,
- *      seeds, emulation flags
+ *      seeds, emulation flags; then netns mode, and the metrics ports
  *
  * Routes ("routes": "auto") are computed when a switch's conf is asked for:
  * a BFS from the peer of each of the switch's ports, where hosts end paths
  * but never carry them; the next hops toward a node are the ports whose peer
  * is nearest to it.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,369 +38,16 @@
 #include "innet/parse.h"
 #include "innet/topology.h"
 #include "runtime/switch_pvt.h"
+#include "runtime/topology_pvt.h"
 
 _Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /
 			       sizeof(((struct innet_switch_conf *)0)->progs[0]) ==
 		       INNET_TOPO_MAX_PROGS,
 	       "INNET_TOPO_MAX_PROGS matches innet_switch_conf.progs");
 
-#define PATH_LEN 256                   /* a JSON path in a message */
 #define DEFAULT_ADDR_BASE 0x7f010000u  /* 127.1.0.0 */
 #define TOPO_FILE_MAX (16u << 20)      /* refuse larger files */
 #define UNREACHABLE UINT32_MAX
-
-/* ------------------------------------------------------------------------ */
-/* Error collection: one message per line, into the caller's buffer.        */
-
-struct errs {
-	char *buf;             /* caller's buffer (may be NULL) */
-	size_t cap;            /* its size */
-	size_t len;            /* bytes used, without the NUL */
-	unsigned n;            /* messages reported (including any cut off) */
-	const char *origin;    /* file name that starts every message */
-};
-
-static void errs_line(struct errs *e, const char *line)
-{
-	e->n++;
-	if (e->buf == NULL || e->cap == 0 || e->len + 1 >= e->cap)
-		return;
-	int w = snprintf(e->buf + e->len, e->cap - e->len, "%s%s", e->len ? "\n" : "", line);
-	if (w >= 0 && (size_t)w < e->cap - e->len) {
-		e->len += (size_t)w;
-		return;
-	}
-	e->len = e->cap - 1;
-	if (e->cap >= 4)
-		memcpy(e->buf + e->cap - 4, "...", 4);
-}
-
-/* Report "ORIGIN: PATH: message". */
-__attribute__((format(printf, 3, 4)))
-static void errs_add(struct errs *e, const char *path, const char *fmt, ...)
-{
-	char msg[512], line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	snprintf(line, sizeof(line), "%s: %s: %s", e->origin, path, msg);
-	errs_line(e, line);
-}
-
-static void set_err(char *err, size_t errlen, const char *msg)
-{
-	if (err != NULL && errlen > 0)
-		snprintf(err, errlen, "%s", msg);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Parser state and typed getters.                                          */
-
-/* Where an address came from, to name both ends of a duplicate. */
-struct addr_owner {
-	uint32_t ip;
-	char path[PATH_LEN];
-};
-
-struct parser {
-	struct errs e;
-	struct innet_topology *t;
-	struct innet_prog_conf def_progs[INNET_TOPO_MAX_PROGS]; /* "defaults" programs */
-	uint32_t n_def_progs;
-	bool have_def_progs;
-	uint32_t def_workers;
-	struct addr_owner *addrs;    /* every explicit address seen */
-	size_t n_addrs;
-	size_t cap_addrs;
-	uint32_t *a_addr, *b_addr;   /* per link: explicit switch-end address or 0 */
-	int netns;                   /* "netns": -1 unset, 0, 1 */
-	uint32_t def_mtu;            /* "mtu" at the top level */
-};
-
-/* out = base.key / base[i], cut short if needed (a long path still points
- * the reader to the right place). */
-static void path_key(char *out, const char *base, const char *key)
-{
-	if (snprintf(out, PATH_LEN, "%s.%s", base, key) >= PATH_LEN)
-		memcpy(out + PATH_LEN - 4, "...", 4);
-}
-
-static void path_idx(char *out, const char *base, size_t i)
-{
-	if (snprintf(out, PATH_LEN, "%s[%zu]", base, i) >= PATH_LEN)
-		memcpy(out + PATH_LEN - 4, "...", 4);
-}
-
-static const char *json_kind(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
-	}
-	return "?";
-}
-
-/* Every key of obj must be in allowed (NULL-terminated) or be "comment". */
-static bool check_keys(struct parser *p, json_t *obj, const char *path, const char *const *allowed)
-{
-	const char *key;
-	json_t *v;
-	bool ok = true;
-
-	json_object_foreach(obj, key, v) {
-		bool known = !strcmp(key, "comment");
-		for (const char *const *a = allowed; *a != NULL && !known; a++)
-			known = !strcmp(key, *a);
-		if (known)
-			continue;
-		char list[512] = "", kp[PATH_LEN];
-		size_t off = 0;
-		for (const char *const *a = allowed; *a != NULL && off < sizeof(list); a++)
-			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
-						a == allowed ? "" : ", ", *a);
-		path_key(kp, path, key);
-		errs_add(&p->e, kp, "unknown key (expected one of: %s)", list);
-		ok = false;
-	}
-	return ok;
-}
-
-/* The getters return 1 (present and valid), 0 (absent; an error if required)
- * or -1 (invalid; reported). */
-
-static int get_value(struct parser *p, json_t *obj, const char *path, const char *key,
-		     bool required, json_t **out)
-{
-	*out = json_object_get(obj, key);
-	if (*out != NULL)
-		return 1;
-	if (required) {
-		errs_add(&p->e, path, "missing required key '%s'", key);
-		return -1;
-	}
-	return 0;
-}
-
-static int get_uint(struct parser *p, json_t *obj, const char *path, const char *key,
-		    bool required, uint64_t min, uint64_t max, uint64_t *out)
-{
-	char kp[PATH_LEN];
-	json_t *v;
-	int r = get_value(p, obj, path, key, required, &v);
-
-	if (r <= 0)
-		return r;
-	path_key(kp, path, key);
-	if (!json_is_integer(v)) {
-		errs_add(&p->e, kp, "expected an integer, got %s", json_kind(v));
-		return -1;
-	}
-	json_int_t x = json_integer_value(v);
-	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
-		errs_add(&p->e, kp, "%lld is out of range [%llu, %llu]", (long long)x,
-			 (unsigned long long)min, (unsigned long long)max);
-		return -1;
-	}
-	*out = (uint64_t)x;
-	return 1;
-}
-
-static int get_str(struct parser *p, json_t *obj, const char *path, const char *key,
-		   bool required, const char **out)
-{
-	char kp[PATH_LEN];
-	json_t *v;
-	int r = get_value(p, obj, path, key, required, &v);
-
-	if (r <= 0)
-		return r;
-	if (!json_is_string(v)) {
-		path_key(kp, path, key);
-		errs_add(&p->e, kp, "expected a string, got %s", json_kind(v));
-		return -1;
-	}
-	*out = json_string_value(v);
-	return 1;
-}
-
-static int get_bool(struct parser *p, json_t *obj, const char *path, const char *key, bool *out)
-{
-	char kp[PATH_LEN];
-	json_t *v;
-	int r = get_value(p, obj, path, key, false, &v);
-
-	if (r <= 0)
-		return r;
-	if (!json_is_boolean(v)) {
-		path_key(kp, path, key);
-		errs_add(&p->e, kp, "expected a boolean, got %s", json_kind(v));
-		return -1;
-	}
-	*out = json_is_true(v);
-	return 1;
-}
-
-/* "target": "udp" or "xdp". 1 if set, 0 if absent, -1 on error. */
-static int get_target(struct parser *p, json_t *obj, const char *path, enum innet_target *out)
-{
-	const char *s;
-	int r = get_str(p, obj, path, "target", false, &s);
-	if (r <= 0)
-		return r;
-	if (!strcmp(s, "udp")) {
-		*out = INNET_TARGET_UDP;
-	} else if (!strcmp(s, "xdp")) {
-		*out = INNET_TARGET_XDP;
-	} else {
-		char kp[PATH_LEN];
-		path_key(kp, path, "target");
-		errs_add(&p->e, kp, "'%.40s' is not a target (udp: the user-space engine, "
-			 "xdp: eBPF on network devices)", s);
-		return -1;
-	}
-	return 1;
-}
-
-static int get_prob(struct parser *p, json_t *obj, const char *path, const char *key, double *out)
-{
-	char kp[PATH_LEN];
-	json_t *v;
-	int r = get_value(p, obj, path, key, false, &v);
-
-	if (r <= 0)
-		return r;
-	path_key(kp, path, key);
-	if (!json_is_number(v)) {
-		errs_add(&p->e, kp, "expected a probability (a number in [0, 1]), got %s",
-			 json_kind(v));
-		return -1;
-	}
-	double x = json_number_value(v);
-	if (!(x >= 0.0 && x <= 1.0)) {
-		errs_add(&p->e, kp, "probability %g is out of [0, 1]", x);
-		return -1;
-	}
-	*out = x;
-	return 1;
-}
-
-/* Names end up in file names and socket paths: keep them plain. */
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > INNET_TOPO_NAME_MAX)
-		return false;
-	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-	      (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
-}
-
-static int get_name(struct parser *p, json_t *obj, const char *path, const char *key,
-		    bool required, char out[INNET_NAME_MAX])
-{
-	char kp[PATH_LEN];
-	const char *s;
-	int r = get_str(p, obj, path, key, required, &s);
-
-	if (r <= 0)
-		return r;
-	if (!name_ok(s)) {
-		path_key(kp, path, key);
-		errs_add(&p->e, kp,
-			 "bad name '%.80s': use 1-%u letters, digits, '_', '-' or '.', "
-			 "starting with a letter or digit",
-			 s, INNET_TOPO_NAME_MAX);
-		return -1;
-	}
-	snprintf(out, INNET_NAME_MAX, "%s", s);
-	return 1;
-}
-
-static bool is_loopback(uint32_t ip)
-{
-	return (ip >> 24) == 127;
-}
-
-static void ip_str(uint32_t ip, char out[INET_ADDRSTRLEN])
-{
-	struct in_addr a = { .s_addr = htonl(ip) };
-	inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
-}
-
-/* An IPv4 address in dotted form; unicast, and in 127/8 unless the topology
- * allows external addresses. */
-static int get_addr(struct parser *p, json_t *obj, const char *path, const char *key,
-		    bool required, uint32_t *out)
-{
-	char kp[PATH_LEN];
-	const char *s;
-	uint32_t ip;
-	int r = get_str(p, obj, path, key, required, &s);
-
-	if (r <= 0)
-		return r;
-	path_key(kp, path, key);
-	if (innet_parse_ip(s, &ip) != 0) {
-		errs_add(&p->e, kp, "bad address '%.80s': expected dotted IPv4 like 127.0.0.1", s);
-		return -1;
-	}
-	if (ip == 0 || ip == UINT32_MAX || (ip >> 28) == 0xe) {
-		errs_add(&p->e, kp, "bad address %s: not a unicast address", s);
-		return -1;
-	}
-	if (!p->t->external_addrs && !is_loopback(ip)) {
-		errs_add(&p->e, kp,
-			 "address %s is outside 127.0.0.0/8 (set \"external_addrs\": true "
-			 "to use real interfaces)", s);
-		return -1;
-	}
-	*out = ip;
-	return 1;
-}
-
-/* Remember an explicit address; report it if already taken. */
-static int claim_addr(struct parser *p, uint32_t ip, const char *path)
-{
-	char s[INET_ADDRSTRLEN];
-
-	for (size_t i = 0; i < p->n_addrs; i++) {
-		if (p->addrs[i].ip != ip)
-			continue;
-		ip_str(ip, s);
-		errs_add(&p->e, path, "address %s is already used by %s", s, p->addrs[i].path);
-		return -1;
-	}
-	if (p->n_addrs == p->cap_addrs) {
-		size_t cap = p->cap_addrs ? 2 * p->cap_addrs : 64;
-		struct addr_owner *a = realloc(p->addrs, cap * sizeof(*a));
-		if (a == NULL)
-			return -ENOMEM;
-		p->addrs = a;
-		p->cap_addrs = cap;
-	}
-	p->addrs[p->n_addrs].ip = ip;
-	snprintf(p->addrs[p->n_addrs].path, PATH_LEN, "%s", path);
-	p->n_addrs++;
-	return 0;
-}
-
-static bool addr_taken(const struct parser *p, uint32_t ip)
-{
-	for (size_t i = 0; i < p->n_addrs; i++)
-		if (p->addrs[i].ip == ip)
-			return true;
-	return false;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Programs.                                                                 */
@@ -427,42 +81,42 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 
 	memset(pc, 0, sizeof(*pc));
 	if (!json_is_object(o)) {
-		errs_add(&p->e, path, "expected a program object, got %s", json_kind(o));
+		topo_errs_add(&p->e, path, "expected a program object, got %s", topo_json_kind(o));
 		return -1;
 	}
-	if (!check_keys(p, o, path, keys))
+	if (!topo_check_keys(p, o, path, keys))
 		ok = -1;
-	if (get_str(p, o, path, "program", true, &prog) > 0) {
+	if (topo_get_str(p, o, path, "program", true, &prog) > 0) {
 		pc->program = innet_program_find(prog);
 		if (pc->program == NULL) {
 			char known[512];
 			known_programs(known, sizeof(known));
-			path_key(kp, path, "program");
-			errs_add(&p->e, kp, "unknown program '%.80s' (known: %s)", prog, known);
+			topo_path_key(kp, path, "program");
+			topo_errs_add(&p->e, kp, "unknown program '%.80s' (known: %s)", prog, known);
 			ok = -1;
 		}
 	} else {
 		ok = -1;
 	}
-	int r = get_name(p, o, path, "name", false, pc->name);
+	int r = topo_get_name(p, o, path, "name", false, pc->name);
 	if (r < 0)
 		ok = -1;
 	else if (r == 0 && pc->program != NULL)
 		snprintf(pc->name, sizeof(pc->name), "%s", pc->program->name);
 
-	if (get_bool(p, o, path, "raw", &pc->raw) < 0)
+	if (topo_get_bool(p, o, path, "raw", &pc->raw) < 0)
 		ok = -1;
-	path_key(kp, path, "udp");
-	int have_udp = get_value(p, o, path, "udp", !pc->raw, &udp);
+	topo_path_key(kp, path, "udp");
+	int have_udp = topo_get_value(p, o, path, "udp", !pc->raw, &udp);
 	if (have_udp < 0 || (have_udp == 0 && !pc->raw)) {
 		ok = -1;
 	} else if (have_udp == 0) {
 		/* a raw program with no UDP port */
 	} else if (!json_is_array(udp) || (json_array_size(udp) == 0 && !pc->raw) ||
 		   json_array_size(udp) > INNET_MAX_PROG_UDP) {
-		errs_add(&p->e, kp, "expected an array of 1 to %u UDP ports or \"A-B\" ranges, got %s",
-			 INNET_MAX_PROG_UDP, json_is_array(udp) ? "a longer or empty array" :
-			 json_kind(udp));
+		topo_errs_add(&p->e, kp, "expected an array of 1 to %u UDP ports or \"A-B\" ranges, got %s",
+			      INNET_MAX_PROG_UDP, json_is_array(udp) ? "a longer or empty array" :
+			      topo_json_kind(udp));
 		ok = -1;
 	} else {
 		size_t i;
@@ -470,7 +124,7 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 		json_array_foreach(udp, i, u) {
 			uint32_t lo, hi;
 			char msg[160];
-			path_idx(ip, kp, i);
+			topo_path_idx(ip, kp, i);
 			if (json_is_integer(u)) {
 				json_int_t x = json_integer_value(u);
 				lo = hi = x < 1 || x > 65535 ? 0 : (uint32_t)x;
@@ -479,22 +133,22 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 				lo = hi = 0;
 			}
 			if (lo == 0 || hi == 0) {
-				errs_add(&p->e, ip, "expected a UDP port (1-65535) or a range \"A-B\"");
+				topo_errs_add(&p->e, ip, "expected a UDP port (1-65535) or a range \"A-B\"");
 				ok = -1;
 				continue;
 			}
 			if (innet_prog_conf_add_udp(pc, lo, hi, msg, sizeof(msg)) != 0) {
-				errs_add(&p->e, ip, "%s", msg);
+				topo_errs_add(&p->e, ip, "%s", msg);
 				ok = -1;
 				if (pc->n_udp >= INNET_MAX_PROG_UDP || hi - lo + 1 > INNET_MAX_PROG_UDP)
 					break;
 			}
 		}
 	}
-	if (get_value(p, o, path, "args", false, &args) > 0) {
+	if (topo_get_value(p, o, path, "args", false, &args) > 0) {
 		if (!json_is_object(args)) {
-			path_key(kp, path, "args");
-			errs_add(&p->e, kp, "expected an object, got %s", json_kind(args));
+			topo_path_key(kp, path, "args");
+			topo_errs_add(&p->e, kp, "expected an object, got %s", topo_json_kind(args));
 			ok = -1;
 		} else if (ok == 0) {
 			pc->args_json = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
@@ -517,13 +171,13 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 
 	*n = 0;
 	if (!json_is_array(arr) || json_array_size(arr) == 0) {
-		errs_add(&p->e, path, "expected a non-empty array of programs, got %s",
-			 json_is_array(arr) ? "an empty array" : json_kind(arr));
+		topo_errs_add(&p->e, path, "expected a non-empty array of programs, got %s",
+			      json_is_array(arr) ? "an empty array" : topo_json_kind(arr));
 		return -1;
 	}
 	if (json_array_size(arr) > INNET_TOPO_MAX_PROGS) {
-		errs_add(&p->e, path, "too many programs: %zu (at most %u per switch)",
-			 json_array_size(arr), INNET_TOPO_MAX_PROGS);
+		topo_errs_add(&p->e, path, "too many programs: %zu (at most %u per switch)",
+			      json_array_size(arr), INNET_TOPO_MAX_PROGS);
 		return -1;
 	}
 	uint8_t *owner = calloc(65536, 1); /* UDP port -> program index + 1 */
@@ -531,7 +185,7 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 		return -ENOMEM;
 	json_array_foreach(arr, i, o) {
 		struct innet_prog_conf *pc = &progs[*n];
-		path_idx(ep, path, i);
+		topo_path_idx(ep, path, i);
 		int r = parse_program(p, o, ep, pc);
 		if (r == -ENOMEM) {
 			free(owner);
@@ -544,14 +198,14 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 		}
 		for (uint32_t j = 0; j + 1 < *n; j++) {
 			if (pc->name[0] && !strcmp(progs[j].name, pc->name)) {
-				path_key(up, ep, "name");
-				errs_add(&p->e, up, "duplicate program name '%s'", pc->name);
+				topo_path_key(up, ep, "name");
+				topo_errs_add(&p->e, up, "duplicate program name '%s'", pc->name);
 				ok = -1;
 			}
 			if (pc->raw && progs[j].raw) {
-				path_key(up, ep, "raw");
-				errs_add(&p->e, up, "program '%s' is raw already: at most one raw "
-					 "program per switch", progs[j].name);
+				topo_path_key(up, ep, "raw");
+				topo_errs_add(&p->e, up, "program '%s' is raw already: at most one raw "
+					      "program per switch", progs[j].name);
 				ok = -1;
 			}
 		}
@@ -559,17 +213,17 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 		uint32_t total = 0;
 		for (uint32_t j = 0; j < *n; j++)
 			total += progs[j].n_udp;
-		path_key(up, ep, "udp");
+		topo_path_key(up, ep, "udp");
 		if (total > INNET_MAX_SWITCH_UDP) {
-			errs_add(&p->e, up, "the switch's programs bind %u UDP ports, more than %u in all",
-				 total, INNET_MAX_SWITCH_UDP);
+			topo_errs_add(&p->e, up, "the switch's programs bind %u UDP ports, more than %u in all",
+				      total, INNET_MAX_SWITCH_UDP);
 			ok = -1;
 		}
 		for (uint32_t k = 0; k < pc->n_udp; k++) {
 			uint8_t o2 = owner[pc->udp[k]];
 			if (o2 != 0) {
-				errs_add(&p->e, up, "UDP port %u is already bound by program '%s'",
-					 pc->udp[k], progs[o2 - 1].name);
+				topo_errs_add(&p->e, up, "UDP port %u is already bound by program '%s'",
+					      pc->udp[k], progs[o2 - 1].name);
 				ok = -1;
 				break; /* one message per program pair is enough */
 			}
@@ -585,7 +239,7 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 /* ------------------------------------------------------------------------ */
 /* Nodes.                                                                    */
 
-static void node_path(const struct innet_topology *t, uint32_t idx, char *out)
+void topo_node_path(const struct innet_topology *t, uint32_t idx, char *out)
 {
 	if (idx < t->n_switches)
 		snprintf(out, PATH_LEN, "$.switches[%u]", idx);
@@ -602,15 +256,15 @@ static int check_unique(struct parser *p, uint32_t idx, const char *path)
 	int ok = 0;
 
 	for (uint32_t j = 0; j < idx; j++) {
-		node_path(t, j, other);
+		topo_node_path(t, j, other);
 		if (n->name[0] && !strcmp(t->nodes[j].name, n->name)) {
-			path_key(kp, path, "name");
-			errs_add(&p->e, kp, "duplicate name '%s' (also %s)", n->name, other);
+			topo_path_key(kp, path, "name");
+			topo_errs_add(&p->e, kp, "duplicate name '%s' (also %s)", n->name, other);
 			ok = -1;
 		}
 		if (n->node_id && t->nodes[j].node_id == n->node_id) {
-			path_key(kp, path, "node");
-			errs_add(&p->e, kp, "duplicate node id %u (also %s)", n->node_id, other);
+			topo_path_key(kp, path, "node");
+			topo_errs_add(&p->e, kp, "duplicate node id %u (also %s)", n->node_id, other);
 			ok = -1;
 		}
 	}
@@ -623,10 +277,10 @@ static void parse_node_common(struct parser *p, json_t *o, const char *path,
 {
 	uint64_t id;
 
-	get_name(p, o, path, "name", true, n->name);
-	if (get_uint(p, o, path, "node", true, 1, 65535, &id) > 0)
+	topo_get_name(p, o, path, "name", true, n->name);
+	if (topo_get_uint(p, o, path, "node", true, 1, 65535, &id) > 0)
 		n->node_id = (uint16_t)id;
-	get_name(p, o, path, "machine", false, n->machine);
+	topo_get_name(p, o, path, "machine", false, n->machine);
 }
 
 static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
@@ -643,37 +297,37 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 	n->peers = calloc(INNET_MAX_PORTS, sizeof(*n->peers));
 	if (n->conf == NULL || n->peers == NULL)
 		return -ENOMEM;
-	node_path(p->t, idx, path);
+	topo_node_path(p->t, idx, path);
 	if (!json_is_object(o)) {
-		errs_add(&p->e, path, "expected a switch object, got %s", json_kind(o));
+		topo_errs_add(&p->e, path, "expected a switch object, got %s", topo_json_kind(o));
 		return 0;
 	}
-	check_keys(p, o, path, keys);
+	topo_check_keys(p, o, path, keys);
 	parse_node_common(p, o, path, n);
-	get_uint(p, o, path, "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w);
+	topo_get_uint(p, o, path, "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w);
 	n->target = p->t->target;
-	get_target(p, o, path, &n->target);
+	topo_get_target(p, o, path, &n->target);
 
 	struct innet_switch_conf *c = n->conf;
 	snprintf(c->name, sizeof(c->name), "%s", n->name);
 	c->node_id = n->node_id;
 	c->n_workers = (uint32_t)w;
 	bool gso = true;
-	get_bool(p, o, path, "gso", &gso);
+	topo_get_bool(p, o, path, "gso", &gso);
 	c->no_gso = !gso;
 	const char *maddr;
-	if (get_str(p, o, path, "metrics", false, &maddr) > 0) {
+	if (topo_get_str(p, o, path, "metrics", false, &maddr) > 0) {
 		char merr[200];
 		uint32_t mip;
 		uint16_t mport;
-		path_key(kp, path, "metrics");
+		topo_path_key(kp, path, "metrics");
 		if (innet_metrics_addr_parse(maddr, &mip, &mport, merr, sizeof(merr)) != 0)
-			errs_add(&p->e, kp, "%s", merr);
+			topo_errs_add(&p->e, kp, "%s", merr);
 		else
 			snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", maddr);
 	}
-	if (get_value(p, o, path, "programs", false, &progs) > 0) {
-		path_key(kp, path, "programs");
+	if (topo_get_value(p, o, path, "programs", false, &progs) > 0) {
+		topo_path_key(kp, path, "programs");
 		if (parse_programs(p, progs, kp, c->progs, &c->n_progs) == -ENOMEM)
 			return -ENOMEM;
 	} else if (p->have_def_progs) {
@@ -686,7 +340,7 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 			c->n_progs++;
 		}
 	} else {
-		errs_add(&p->e, path, "missing program: no 'programs' here and none in $.defaults");
+		topo_errs_add(&p->e, path, "missing program: no 'programs' here and none in $.defaults");
 	}
 	check_unique(p, idx, path);
 	return 0;
@@ -699,16 +353,16 @@ static int parse_host(struct parser *p, json_t *o, uint32_t idx)
 	char path[PATH_LEN], kp[PATH_LEN];
 
 	n->kind = INNET_TOPO_HOST;
-	node_path(p->t, idx, path);
+	topo_node_path(p->t, idx, path);
 	if (!json_is_object(o)) {
-		errs_add(&p->e, path, "expected a host object, got %s", json_kind(o));
+		topo_errs_add(&p->e, path, "expected a host object, got %s", topo_json_kind(o));
 		return 0;
 	}
-	check_keys(p, o, path, keys);
+	topo_check_keys(p, o, path, keys);
 	parse_node_common(p, o, path, n);
-	if (get_addr(p, o, path, "addr", true, &n->addr) > 0) {
-		path_key(kp, path, "addr");
-		if (claim_addr(p, n->addr, kp) == -ENOMEM)
+	if (topo_get_addr(p, o, path, "addr", true, &n->addr) > 0) {
+		topo_path_key(kp, path, "addr");
+		if (topo_claim_addr(p, n->addr, kp) == -ENOMEM)
 			return -ENOMEM;
 	}
 	check_unique(p, idx, path);
@@ -724,12 +378,12 @@ static int link_end(struct parser *p, json_t *o, const char *path, const char *k
 	char kp[PATH_LEN];
 	const char *s;
 
-	if (get_str(p, o, path, key, true, &s) <= 0)
+	if (topo_get_str(p, o, path, key, true, &s) <= 0)
 		return -1;
 	int idx = innet_topology_find(p->t, s);
 	if (idx < 0) {
-		path_key(kp, path, key);
-		errs_add(&p->e, kp, "link to unknown node '%.80s' (not in $.switches or $.hosts)", s);
+		topo_path_key(kp, path, key);
+		topo_errs_add(&p->e, kp, "link to unknown node '%.80s' (not in $.switches or $.hosts)", s);
 		return -1;
 	}
 	return idx;
@@ -740,17 +394,17 @@ static int link_addr(struct parser *p, json_t *o, const char *path, const char *
 		     const struct innet_topo_node *n, uint32_t *out)
 {
 	char kp[PATH_LEN];
-	int r = get_addr(p, o, path, key, false, out);
+	int r = topo_get_addr(p, o, path, key, false, out);
 
 	if (r <= 0)
 		return r;
-	path_key(kp, path, key);
+	topo_path_key(kp, path, key);
 	if (n->kind == INNET_TOPO_HOST) {
-		errs_add(&p->e, kp, "'%s' is a host: its address is its \"addr\"", n->name);
+		topo_errs_add(&p->e, kp, "'%s' is a host: its address is its \"addr\"", n->name);
 		*out = 0;
 		return -1;
 	}
-	return claim_addr(p, *out, kp) == -ENOMEM ? -ENOMEM : 1;
+	return topo_claim_addr(p, *out, kp) == -ENOMEM ? -ENOMEM : 1;
 }
 
 
@@ -763,32 +417,32 @@ static void link_iface(struct parser *p, json_t *o, const char *path, const char
 	char kp[PATH_LEN];
 	const char *s;
 
-	if (get_str(p, o, path, key, false, &s) <= 0)
+	if (topo_get_str(p, o, path, key, false, &s) <= 0)
 		return;
-	path_key(kp, path, key);
+	topo_path_key(kp, path, key);
 	size_t len = strlen(s);
 	if (len == 0 || len >= INNET_IFACE_MAX || strpbrk(s, "/ \t\n:") != NULL) {
-		errs_add(&p->e, kp, "'%.80s' is not an interface name (1 to %u characters, no '/', "
-			 "':' or spaces)", s, INNET_IFACE_MAX - 1);
+		topo_errs_add(&p->e, kp, "'%.80s' is not an interface name (1 to %u characters, no '/', "
+			      "':' or spaces)", s, INNET_IFACE_MAX - 1);
 		return;
 	}
 	if (n->kind != INNET_TOPO_SWITCH) {
-		errs_add(&p->e, kp, "'%s' is a host: only a switch end can be a raw port", n->name);
+		topo_errs_add(&p->e, kp, "'%s' is a host: only a switch end can be a raw port", n->name);
 		return;
 	}
 	if (addr != 0) {
-		errs_add(&p->e, kp, "a raw port has no address: drop the %c_addr of this end",
-			 key[0]);
+		topo_errs_add(&p->e, kp, "a raw port has no address: drop the %c_addr of this end",
+			      key[0]);
 		return;
 	}
 	if (innet_link_faulty(emu)) {
-		errs_add(&p->e, kp, "link emulation is not supported on a raw port");
+		topo_errs_add(&p->e, kp, "link emulation is not supported on a raw port");
 		return;
 	}
 	for (uint32_t k = 0; k < port; k++)
 		if (!strcmp(n->conf->ports[k].iface, s)) {
-			errs_add(&p->e, kp, "switch '%s' already has a raw port on '%s' (port %u)",
-				 n->name, s, k);
+			topo_errs_add(&p->e, kp, "switch '%s' already has a raw port on '%s' (port %u)",
+				      n->name, s, k);
 			return;
 		}
 	snprintf(n->conf->ports[port].iface, sizeof(n->conf->ports[port].iface), "%s", s);
@@ -800,8 +454,8 @@ static int add_port(struct parser *p, uint32_t sw, uint32_t peer, uint32_t li, c
 	struct innet_topo_node *n = &p->t->nodes[sw];
 
 	if (n->conf->n_ports == INNET_MAX_PORTS) {
-		errs_add(&p->e, path, "too many ports: switch '%s' already has %u (INNET_MAX_PORTS)",
-			 n->name, INNET_MAX_PORTS);
+		topo_errs_add(&p->e, path, "too many ports: switch '%s' already has %u (INNET_MAX_PORTS)",
+			      n->name, INNET_MAX_PORTS);
 		return -1;
 	}
 	*port = n->conf->n_ports++;
@@ -834,19 +488,19 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 	l->a = l->b = UINT32_MAX;
 	l->a_port = l->b_port = INNET_TOPO_NO_PORT;
 	if (!json_is_object(o)) {
-		errs_add(&p->e, path, "expected a link object, got %s", json_kind(o));
+		topo_errs_add(&p->e, path, "expected a link object, got %s", topo_json_kind(o));
 		return 0;
 	}
-	check_keys(p, o, path, keys);
-	get_prob(p, o, path, "loss", &l->emu.loss);
-	get_prob(p, o, path, "dup", &l->emu.dup);
-	get_prob(p, o, path, "reorder", &l->emu.reorder);
-	if (get_uint(p, o, path, "delay_us", false, 0, UINT32_MAX, &us) > 0)
+	topo_check_keys(p, o, path, keys);
+	topo_get_prob(p, o, path, "loss", &l->emu.loss);
+	topo_get_prob(p, o, path, "dup", &l->emu.dup);
+	topo_get_prob(p, o, path, "reorder", &l->emu.reorder);
+	if (topo_get_uint(p, o, path, "delay_us", false, 0, UINT32_MAX, &us) > 0)
 		l->emu.delay_us = (uint32_t)us;
-	if (get_uint(p, o, path, "jitter_us", false, 0, UINT32_MAX, &us) > 0)
+	if (topo_get_uint(p, o, path, "jitter_us", false, 0, UINT32_MAX, &us) > 0)
 		l->emu.jitter_us = (uint32_t)us;
 	l->mtu = p->def_mtu;
-	if (get_uint(p, o, path, "mtu", false, 68, 9000, &us) > 0)
+	if (topo_get_uint(p, o, path, "mtu", false, 68, 9000, &us) > 0)
 		l->mtu = (uint32_t)us;
 
 	int a = link_end(p, o, path, "a"), b = link_end(p, o, path, "b");
@@ -854,12 +508,12 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 		return 0;
 	struct innet_topo_node *na = &t->nodes[a], *nb = &t->nodes[b];
 	if (a == b) {
-		errs_add(&p->e, path, "link from '%s' to itself", na->name);
+		topo_errs_add(&p->e, path, "link from '%s' to itself", na->name);
 		return 0;
 	}
 	if (na->kind == INNET_TOPO_HOST && nb->kind == INNET_TOPO_HOST) {
-		errs_add(&p->e, path, "link between two hosts ('%s', '%s'): a link needs a switch",
-			 na->name, nb->name);
+		topo_errs_add(&p->e, path, "link between two hosts ('%s', '%s'): a link needs a switch",
+			      na->name, nb->name);
 		return 0;
 	}
 	if (link_addr(p, o, path, "a_addr", na, &p->a_addr[li]) == -ENOMEM ||
@@ -883,239 +537,6 @@ static int parse_link(struct parser *p, json_t *o, uint32_t li)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Resolution (only for a file without errors).                              */
-
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-/* The next free automatic address after *next. */
-static int alloc_addr(struct parser *p, uint32_t *next, uint32_t *out)
-{
-	for (;;) {
-		uint32_t ip = ++*next;
-		if (ip == 0 || (!p->t->external_addrs && !is_loopback(ip))) {
-			errs_add(&p->e, "$.addr_base", "ran out of automatic addresses%s",
-				 p->t->external_addrs ? "" : " in 127.0.0.0/8");
-			return -1;
-		}
-		if ((ip & 0xff) == 0 || (ip & 0xff) == 0xff || addr_taken(p, ip))
-			continue;
-		*out = ip;
-		return 0;
-	}
-}
-
-/* Port addresses, peers, names, seeds and emulation flags. */
-static int resolve(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	uint32_t next = t->addr_base;
-
-	for (uint32_t li = 0; li < t->n_links; li++) {
-		struct innet_topo_link *l = &t->links[li];
-		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
-		uint32_t given[2] = { p->a_addr[li], p->b_addr[li] };
-		for (int s = 0; s < 2; s++) {
-			if (ports[s] == INNET_TOPO_NO_PORT)
-				continue;
-			struct innet_port_conf *pc = &t->nodes[ends[s]].conf->ports[ports[s]];
-			if (pc->iface[0] != '\0')
-				continue; /* a raw port: no address, no emulation */
-			pc->ip = given[s];
-			if (pc->ip == 0 && alloc_addr(p, &next, &pc->ip) < 0)
-				return -1;
-			pc->link = l->emu;
-			pc->link.seed = splitmix64(t->seed ^ (((uint64_t)li << 1) | (uint64_t)s));
-		}
-	}
-	for (uint32_t i = 0; i < t->n_switches; i++) {
-		struct innet_topo_node *n = &t->nodes[i];
-		struct innet_switch_conf *c = n->conf;
-		c->seed = splitmix64(t->seed + n->node_id);
-		for (uint32_t k = 0; k < c->n_ports; k++) {
-			struct innet_port_conf *pc = &c->ports[k];
-			const struct innet_topo_peer *pe = &n->peers[k];
-			const struct innet_topo_node *peer = &t->nodes[pe->node];
-			uint32_t dup = 1;
-			for (uint32_t j = 0; j < k; j++)
-				dup += n->peers[j].node == pe->node;
-			if (dup == 1)
-				snprintf(pc->name, sizeof(pc->name), "%s", peer->name);
-			else
-				snprintf(pc->name, sizeof(pc->name), "%.48s#%u", peer->name, dup);
-			pc->peer_ip = peer->kind == INNET_TOPO_HOST ? peer->addr
-								    : peer->conf->ports[pe->port].ip;
-			if (pc->iface[0] != '\0')
-				pc->peer_ip = 0; /* frames go out of the interface as they are */
-			if (innet_link_faulty(&pc->link)) {
-				pc->link.on_egress = true;
-				pc->link.on_ingress = peer->kind == INNET_TOPO_HOST;
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Netns mode.                                                               */
-
-#define XDP_MTU_MAX 3500u   /* a veth with a single-buffer XDP program: one page */
-
-void innet_topology_netns_name(const struct innet_topology *t, uint32_t node, char *out, size_t len)
-{
-	snprintf(out, len, "innet-%s-%s", t->name, t->nodes[node].name);
-}
-
-void innet_topology_mac(uint16_t node_id, uint32_t index, uint8_t mac[6])
-{
-	mac[0] = 0x02;   /* locally administered, unicast */
-	mac[1] = 0x69;
-	mac[2] = 0x6e;
-	mac[3] = (uint8_t)(node_id >> 8);
-	mac[4] = (uint8_t)node_id;
-	mac[5] = (uint8_t)index;
-}
-
-/* Index of link li among node's links (a host's device number). */
-static uint32_t link_index(const struct innet_topo_node *n, uint32_t li)
-{
-	for (uint32_t j = 0; j < n->n_links; j++)
-		if (n->links[j] == li)
-			return j;
-	return 0;
-}
-
-void innet_topology_dev(const struct innet_topology *t, uint32_t node, uint32_t li, char *out,
-			size_t len)
-{
-	const struct innet_topo_node *n = &t->nodes[node];
-	const struct innet_topo_link *l = &t->links[li];
-	if (n->kind == INNET_TOPO_HOST) {
-		snprintf(out, len, "eth%u", link_index(n, li));
-		return;
-	}
-	uint32_t port = l->a == node ? l->a_port : l->b_port;
-	const struct innet_port_conf *pc = &n->conf->ports[port];
-	if (pc->iface[0] != '\0')
-		snprintf(out, len, "%s", pc->iface);
-	else
-		snprintf(out, len, "p%u", port);
-}
-
-/* The MAC of node's end of link li: a switch's port index, a host's link
- * index (node ids are unique, so MACs are). */
-static void end_mac(const struct innet_topology *t, uint32_t node, uint32_t li, uint8_t mac[6])
-{
-	const struct innet_topo_node *n = &t->nodes[node];
-	const struct innet_topo_link *l = &t->links[li];
-	uint32_t idx = n->kind == INNET_TOPO_HOST ? link_index(n, li)
-						  : (l->a == node ? l->a_port : l->b_port);
-	innet_topology_mac(n->node_id, idx, mac);
-}
-
-/* 127.a.b.c -> 10.a.b.c: a loopback address cannot leave lo, so in netns
- * mode the fabric's addresses move to 10.0.0.0/8, one for one. */
-static uint32_t netns_addr(uint32_t ip)
-{
-	return is_loopback(ip) ? (10u << 24) | (ip & 0x00ffffffu) : ip;
-}
-
-/* Two switches on one machine (same "machine" tag) cannot serve metrics on
- * one TCP port of one address (0.0.0.0 takes the port on every address).
- * In netns mode each switch has a network namespace of its own: no check. */
-static void check_metrics_unique(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	if (t->netns)
-		return;
-	for (uint32_t i = 0; i < t->n_switches; i++) {
-		const struct innet_topo_node *a = &t->nodes[i];
-		uint32_t aip, bip;
-		uint16_t aport, bport;
-		char e[160];
-		if (a->conf->metrics_addr[0] == '\0' ||
-		    innet_metrics_addr_parse(a->conf->metrics_addr, &aip, &aport, e, sizeof(e)) != 0 ||
-		    aport == 0)
-			continue;
-		for (uint32_t j = 0; j < i; j++) {
-			const struct innet_topo_node *b = &t->nodes[j];
-			if (b->conf->metrics_addr[0] == '\0' || strcmp(a->machine, b->machine) != 0 ||
-			    innet_metrics_addr_parse(b->conf->metrics_addr, &bip, &bport, e,
-						     sizeof(e)) != 0)
-				continue;
-			if (aport == bport && (aip == bip || aip == 0 || bip == 0)) {
-				char pa[PATH_LEN], pb[PATH_LEN], kp[PATH_LEN];
-				node_path(t, i, pa);
-				node_path(t, j, pb);
-				path_key(kp, pa, "metrics");
-				errs_add(&p->e, kp, "metrics address %s clashes with %s.metrics (%s): "
-					 "one TCP port, one machine", a->conf->metrics_addr, pb,
-					 b->conf->metrics_addr);
-			}
-		}
-	}
-}
-
-static int resolve_netns(struct parser *p)
-{
-	struct innet_topology *t = p->t;
-	bool any_xdp = false;
-	for (uint32_t i = 0; i < t->n_switches; i++)
-		any_xdp |= t->nodes[i].target == INNET_TARGET_XDP;
-	t->netns = p->netns < 0 ? any_xdp : p->netns == 1;
-	if (any_xdp && !t->netns) {
-		errs_add(&p->e, "$.netns", "a switch with \"target\": \"xdp\" needs network devices: "
-			 "\"netns\": false cannot be");
-		return 0;
-	}
-	for (uint32_t i = 0; i < t->n_switches; i++)
-		t->nodes[i].conf->target = t->nodes[i].target;
-	if (!t->netns)
-		return 0;
-	for (uint32_t k = 0; k < t->n_nodes; k++) {
-		struct innet_topo_node *n = &t->nodes[k];
-		if (n->kind == INNET_TOPO_HOST) {
-			n->addr = netns_addr(n->addr);
-			continue;
-		}
-		for (uint32_t q = 0; q < n->conf->n_ports; q++) {
-			struct innet_port_conf *pc = &n->conf->ports[q];
-			pc->ip = netns_addr(pc->ip);
-			pc->peer_ip = netns_addr(pc->peer_ip);
-		}
-	}
-	for (uint32_t li = 0; li < t->n_links; li++) {
-		const struct innet_topo_link *l = &t->links[li];
-		uint32_t ends[2] = { l->a, l->b }, ports[2] = { l->a_port, l->b_port };
-		for (int s = 0; s < 2; s++) {
-			if (ports[s] == INNET_TOPO_NO_PORT)
-				continue;
-			struct innet_topo_node *n = &t->nodes[ends[s]];
-			struct innet_port_conf *pc = &n->conf->ports[ports[s]];
-			/* the link's faults are the kernel's here (netem on the veths,
-			 * innet_topology_netns_up), not the switch's emulation */
-			memset(&pc->link, 0, sizeof(pc->link));
-			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
-			end_mac(t, ends[1 - s], li, pc->peer_mac);
-			pc->has_peer_mac = true;
-			if (n->target == INNET_TARGET_XDP && l->mtu > XDP_MTU_MAX) {
-				char path[PATH_LEN];
-				snprintf(path, sizeof(path), "$.links[%u].mtu", li);
-				errs_add(&p->e, path, "MTU %u on a port of XDP switch '%s': its eBPF program "
-					 "works on one page per frame, at most MTU %u", l->mtu, n->name,
-					 XDP_MTU_MAX);
-			}
-		}
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Top level.                                                                */
 
 static int parse_defaults(struct parser *p, json_t *root)
@@ -1124,16 +545,16 @@ static int parse_defaults(struct parser *p, json_t *root)
 	json_t *d, *progs;
 	uint64_t w;
 
-	if (get_value(p, root, "$", "defaults", false, &d) <= 0)
+	if (topo_get_value(p, root, "$", "defaults", false, &d) <= 0)
 		return 0;
 	if (!json_is_object(d)) {
-		errs_add(&p->e, "$.defaults", "expected an object, got %s", json_kind(d));
+		topo_errs_add(&p->e, "$.defaults", "expected an object, got %s", topo_json_kind(d));
 		return 0;
 	}
-	check_keys(p, d, "$.defaults", keys);
-	if (get_uint(p, d, "$.defaults", "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w) > 0)
+	topo_check_keys(p, d, "$.defaults", keys);
+	if (topo_get_uint(p, d, "$.defaults", "workers", false, 1, INNET_TOPO_MAX_WORKERS, &w) > 0)
 		p->def_workers = (uint32_t)w;
-	if (get_value(p, d, "$.defaults", "programs", false, &progs) > 0) {
+	if (topo_get_value(p, d, "$.defaults", "programs", false, &progs) > 0) {
 		p->have_def_progs = true;
 		return parse_programs(p, progs, "$.defaults.programs", p->def_progs,
 				      &p->n_def_progs) == -ENOMEM ? -ENOMEM : 0;
@@ -1151,24 +572,24 @@ static int parse_top(struct parser *p, json_t *root)
 	const char *dir = NULL;
 
 	if (!json_is_object(root)) {
-		errs_add(&p->e, "$", "expected a topology object, got %s", json_kind(root));
+		topo_errs_add(&p->e, "$", "expected a topology object, got %s", topo_json_kind(root));
 		return 0;
 	}
-	check_keys(p, root, "$", keys);
-	get_name(p, root, "$", "name", true, t->name);
-	get_uint(p, root, "$", "seed", false, 0, INT64_MAX, &t->seed);
-	get_bool(p, root, "$", "external_addrs", &t->external_addrs);
-	get_addr(p, root, "$", "addr_base", false, &t->addr_base);
-	get_target(p, root, "$", &t->target);
+	topo_check_keys(p, root, "$", keys);
+	topo_get_name(p, root, "$", "name", true, t->name);
+	topo_get_uint(p, root, "$", "seed", false, 0, INT64_MAX, &t->seed);
+	topo_get_bool(p, root, "$", "external_addrs", &t->external_addrs);
+	topo_get_addr(p, root, "$", "addr_base", false, &t->addr_base);
+	topo_get_target(p, root, "$", &t->target);
 	bool netns;
-	if (get_bool(p, root, "$", "netns", &netns) > 0)
+	if (topo_get_bool(p, root, "$", "netns", &netns) > 0)
 		p->netns = netns;
 	uint64_t mtu;
 	p->def_mtu = 1500;
-	if (get_uint(p, root, "$", "mtu", false, 68, 9000, &mtu) > 0)
+	if (topo_get_uint(p, root, "$", "mtu", false, 68, 9000, &mtu) > 0)
 		p->def_mtu = (uint32_t)mtu;
-	if (get_str(p, root, "$", "state_dir", false, &dir) > 0 && dir[0] != '/') {
-		errs_add(&p->e, "$.state_dir", "'%.80s' is not an absolute path", dir);
+	if (topo_get_str(p, root, "$", "state_dir", false, &dir) > 0 && dir[0] != '/') {
+		topo_errs_add(&p->e, "$.state_dir", "'%.80s' is not an absolute path", dir);
 		dir = NULL;
 	}
 	if (dir != NULL)
@@ -1179,29 +600,29 @@ static int parse_top(struct parser *p, json_t *root)
 		return -ENOMEM;
 
 	size_t n_sw = 0, n_hosts = 0, n_links = 0;
-	if (get_value(p, root, "$", "switches", true, &sw) > 0) {
+	if (topo_get_value(p, root, "$", "switches", true, &sw) > 0) {
 		if (!json_is_array(sw) || json_array_size(sw) == 0)
-			errs_add(&p->e, "$.switches", "expected a non-empty array of switches, got %s",
-				 json_is_array(sw) ? "an empty array" : json_kind(sw));
+			topo_errs_add(&p->e, "$.switches", "expected a non-empty array of switches, got %s",
+				      json_is_array(sw) ? "an empty array" : topo_json_kind(sw));
 		else
 			n_sw = json_array_size(sw);
 	}
-	if (get_value(p, root, "$", "hosts", false, &hosts) > 0) {
+	if (topo_get_value(p, root, "$", "hosts", false, &hosts) > 0) {
 		if (!json_is_array(hosts))
-			errs_add(&p->e, "$.hosts", "expected an array of hosts, got %s",
-				 json_kind(hosts));
+			topo_errs_add(&p->e, "$.hosts", "expected an array of hosts, got %s",
+				      topo_json_kind(hosts));
 		else
 			n_hosts = json_array_size(hosts);
 	}
-	if (get_value(p, root, "$", "links", false, &links) > 0) {
+	if (topo_get_value(p, root, "$", "links", false, &links) > 0) {
 		if (!json_is_array(links))
-			errs_add(&p->e, "$.links", "expected an array of links, got %s",
-				 json_kind(links));
+			topo_errs_add(&p->e, "$.links", "expected an array of links, got %s",
+				      topo_json_kind(links));
 		else
 			n_links = json_array_size(links);
 	}
 	if (n_sw + n_hosts > 65535) {
-		errs_add(&p->e, "$", "too many nodes: %zu (node ids are 1..65535)", n_sw + n_hosts);
+		topo_errs_add(&p->e, "$", "too many nodes: %zu (node ids are 1..65535)", n_sw + n_hosts);
 		return 0;
 	}
 	t->nodes = calloc(n_sw + n_hosts + 1, sizeof(*t->nodes));
@@ -1234,18 +655,18 @@ static int parse_top(struct parser *p, json_t *root)
 		struct innet_topo_node *n = &t->nodes[k];
 		if (n->name[0] == '\0')
 			continue;
-		node_path(t, k, path);
+		topo_node_path(t, k, path);
 		if (n->n_links == 0 && links_ok)
-			errs_add(&p->e, path, "%s '%s' is not linked to anything (see $.links)",
-				 n->kind == INNET_TOPO_HOST ? "host" : "switch", n->name);
+			topo_errs_add(&p->e, path, "%s '%s' is not linked to anything (see $.links)",
+				      n->kind == INNET_TOPO_HOST ? "host" : "switch", n->name);
 		if (n->kind != INNET_TOPO_SWITCH)
 			continue;
 		int w = snprintf(n->conf->ctl_path, sizeof(n->conf->ctl_path), "%s/%s.sock",
 				 t->state_dir, n->name);
 		if (w < 0 || (size_t)w >= sizeof(n->conf->ctl_path))
-			errs_add(&p->e, path, "control socket path '%s/%s.sock' is %d bytes, "
-				 "longer than %zu (shorten $.state_dir or the name)",
-				 t->state_dir, n->name, w, sizeof(n->conf->ctl_path) - 1);
+			topo_errs_add(&p->e, path, "control socket path '%s/%s.sock' is %d bytes, "
+				      "longer than %zu (shorten $.state_dir or the name)",
+				      t->state_dir, n->name, w, sizeof(n->conf->ctl_path) - 1);
 	}
 	return 0;
 }
@@ -1263,11 +684,11 @@ static struct innet_topology *parse_root(json_t *root, struct errs *e)
 	snprintf(p.t->origin, sizeof(p.t->origin), "%s", e->origin);
 	r = parse_top(&p, root);
 	if (r == 0 && p.e.n == 0)
-		r = resolve(&p);
+		r = topo_resolve(&p);
 	if (r == 0 && p.e.n == 0)
-		r = resolve_netns(&p);
+		r = topo_resolve_netns(&p);
 	if (r == 0 && p.e.n == 0)
-		check_metrics_unique(&p);
+		topo_check_metrics_unique(&p);
 	if (r == 0 && p.e.n > 0)
 		r = -EINVAL;
 	if (r == -1)
@@ -1280,7 +701,7 @@ err:
 	*e = p.e;
 	if (r < 0) {
 		if (r == -ENOMEM)
-			errs_line(e, "out of memory");
+			topo_errs_line(e, "out of memory");
 		innet_topology_free(p.t);
 		errno = -r;
 		return NULL;
@@ -1309,7 +730,7 @@ struct innet_topology *innet_topology_parse(const char *json_text, const char *o
 		bool oom = json_error_code(&je) == json_error_out_of_memory || je.text[0] == '\0';
 		snprintf(line, sizeof(line), "%s:%d:%d: %s: %s", origin, je.line, je.column,
 			 oom ? "cannot parse" : "malformed JSON", je.text);
-		errs_line(&e, line);
+		topo_errs_line(&e, line);
 		errno = oom ? ENOMEM : EINVAL;
 		return NULL;
 	}
@@ -1372,13 +793,13 @@ struct innet_topology *innet_topology_load(const char *path, char *err, size_t e
 	if (text == NULL) {
 		e = errno;
 		snprintf(msg, sizeof(msg), "%s: cannot read: %s", path, strerror(e));
-		set_err(err, errlen, msg);
+		topo_set_err(err, errlen, msg);
 		errno = e;
 		return NULL;
 	}
 	if (strlen(text) != len) {
 		snprintf(msg, sizeof(msg), "%s: contains a NUL byte: not a JSON text", path);
-		set_err(err, errlen, msg);
+		topo_set_err(err, errlen, msg);
 		free(text);
 		errno = EINVAL;
 		return NULL;
@@ -1414,4 +835,3 @@ int innet_topology_find(const struct innet_topology *t, const char *name)
 			return (int)i;
 	return -ENOENT;
 }
-

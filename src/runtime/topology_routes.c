@@ -4,7 +4,7 @@
  * equal-cost next hops (ECMP) of each, and what a switch of the topology is
  * given at start — its innet_switch_conf, with "routes": "auto" in a
  * program's args replaced by its routes (innet/topology.h). The parser is
- * topology.c.
+ * topology.c (with topology_json.c and topology_resolve.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,7 +1,8 @@
 /*
  * fuzz_ctl.c — libFuzzer target for the control socket's request parser
- * (src/runtime/control.c): every input is one request line answered by
- * innet_control_request on a switch with the forward and counter programs.
+ * and commands (src/runtime/ctl_request.c, ctl_state.c, ctl_monitor.c):
+ * every input is one request line answered by innet_control_request on
+ * a switch with the forward and counter programs.
  * Invariants: an answer always comes back, it is one line of JSON with an
  * "ok" member, and errors carry a message. Requests that would write files
  * (capture) are skipped: the fuzzer must not create files at random paths.
