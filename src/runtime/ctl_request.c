@@ -22,12 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -35,12 +29,8 @@
 #include "runtime/ctl_pvt.h"
 #include "runtime/switch_pvt.h"
 
-#define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
-#define CTL_MAX_CLIENTS   64u
-#define CTL_PAUSE_MS      100         /* out of fds: retry accepting after this */
 #define CTL_MAX_WORDS     80u         /* group set: 4 words + 64 members, with room */
 
-/* One connected client. */
 /* ------------------------------------------------------------------------ */
 /* JSON helpers                                                               */
 

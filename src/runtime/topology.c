@@ -47,7 +47,6 @@ _Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /
 
 #define DEFAULT_ADDR_BASE 0x7f010000u  /* 127.1.0.0 */
 #define TOPO_FILE_MAX (16u << 20)      /* refuse larger files */
-#define UNREACHABLE UINT32_MAX
 
 /* ------------------------------------------------------------------------ */
 /* Programs.                                                                 */

@@ -16,14 +16,9 @@
 #include "innet/metrics.h"
 #include "innet/topology.h"
 #include "runtime/switch_pvt.h"
+#include "runtime/topology_pvt.h"
 
 #define UNREACHABLE UINT32_MAX
-
-static void set_err(char *err, size_t errlen, const char *msg)
-{
-	if (err != NULL && errlen > 0)
-		snprintf(err, errlen, "%s", msg);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Routes.                                                                   */
@@ -170,7 +165,7 @@ int innet_topology_switch_conf(const struct innet_topology *t, const char *sw,
 
 	if (idx < 0 || t->nodes[idx].kind != INNET_TOPO_SWITCH) {
 		snprintf(msg, sizeof(msg), "%.160s: no switch called '%.80s'", t->origin, sw);
-		set_err(err, errlen, msg);
+		topo_set_err(err, errlen, msg);
 		return -ENOENT;
 	}
 	*out = *t->nodes[idx].conf;
@@ -183,7 +178,7 @@ int innet_topology_switch_conf(const struct innet_topology *t, const char *sw,
 		out->progs[i].args_json = expand_args(t, (uint32_t)idx, args);
 		if (out->progs[i].args_json == NULL) {
 			innet_topology_conf_release(out);
-			set_err(err, errlen, "out of memory");
+			topo_set_err(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 	}
