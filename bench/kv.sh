@@ -13,9 +13,12 @@
 # (the issue's target: >= 0.5). Every innet kv command goes through the log:
 # a GET costs a consensus instance like a SET (reads are linearizable through
 # the log). Replica r0 batches: every connection's pipelined commands form a
-# group, and the groups queued while `--window` (default 8) of its entries
-# are in flight go into the next log entry, up to one packet
-# (INNET_PKT_MAX - 56 bytes). After the innet runs, r0's INFO counters
+# group, and the groups queued while `--window` of its entries are in
+# flight go into the next log entry, up to one packet (INNET_PKT_MAX - 56
+# bytes; in netns mode one frame of the links' MTU). The window is the
+# replica's own default unless --window is given: 8 full-size entries' worth
+# of bytes (8 on loopback, up to 32 smaller entries in netns mode; INFO's
+# window is logged). After the innet runs, r0's INFO counters
 # (commands per entry, time per stage of its event loop) are logged and
 # kept as parameters: where the time goes.
 #
@@ -43,7 +46,8 @@ usage: bench/run kv [options]
                     entries fit one frame of it (innet kv in netns mode)
   --perf            (xdp) perf record -a (cpu-clock) for 1 s of the first xdp run at
                     -P 16; the breakdown by process and object goes to the log
-  --window N        innet kv --window (entries of a replica in flight; default 8)
+  --window N        innet kv --window (entries of a replica in flight; default:
+                    innet kv's own, 8 full-size entries' worth of bytes)
   --target T        udp (loopback, default) or xdp (root: netns; XDP switches, user-space
                     switches and redis-server over veth)
 EOF2
@@ -52,7 +56,7 @@ EOF2
 kvb_rounds=3
 kvb_n=50000
 kvb_c=50
-kvb_window=8
+kvb_window=""       # empty: innet kv's default
 kvb_target=udp
 kvb_perf=0
 kvb_mtu=""
@@ -164,7 +168,9 @@ bench_main() {
 	bench_param requests_p1 "$kvb_n"
 	bench_param requests_p16 "$((kvb_n * 4))"
 	bench_param clients "$kvb_c"
-	bench_param window "$kvb_window"
+	bench_param window "${kvb_window:-default}"
+	local -a kvb_win=()
+	if [ -n "$kvb_window" ]; then kvb_win=(--window "$kvb_window"); fi
 	bench_param acceptors 3
 	bench_param replicas 3
 	bench_param redis "$(redis-server --version | cut -d' ' -f3)"
@@ -179,7 +185,7 @@ bench_main() {
 			redis-cli -h "$KVB_REDIS" -p "$KVB_PORT" PING >/dev/null 2>&1 && break
 			sleep 0.05
 		done
-		timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" --window "$kvb_window" \
+		timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$KVB_PORT" "${kvb_win[@]}" \
 			>"$BENCH_TMP/kv-up.out" 2>&1 || kvb_die "innet kv up failed: $(tail -n 3 "$BENCH_TMP/kv-up.out")"
 		info_topo=$BENCH_TMP/topo.json info_host=127.3.101.1
 	else
@@ -198,7 +204,7 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 		bench_param mtu "${kvb_mtu:-1500}"
 		for t in xdp udp; do
 			timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo-$t.json" --port "$KVB_PORT" \
-				--window "$kvb_window" >"$BENCH_TMP/kv-up-$t.out" 2>&1 ||
+				"${kvb_win[@]}" >"$BENCH_TMP/kv-up-$t.out" 2>&1 ||
 				kvb_die "innet kv up ($t) failed: $(tail -n 3 "$BENCH_TMP/kv-up-$t.out")"
 		done
 		KVB_R0_XDP=$(kvb_r0 "$BENCH_TMP/topo-xdp.json")
@@ -254,7 +260,7 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 	# fabric's r0 with --target xdp).
 	local info v
 	info=$(timeout 10 "${info_in[@]}" redis-cli -h "$info_host" -p "$KVB_PORT" INFO 2>/dev/null | tr -d '\r') || true
-	for k in entries_proposed groups_proposed commands_proposed bytes_proposed window_full \
+	for k in window entry_max entries_proposed groups_proposed commands_proposed bytes_proposed window_full \
 		us_wait us_clients us_propose us_learn us_apply us_reply votes resent; do
 		v=$(echo "$info" | awk -F: -v k="$k" '$1 == k { print $2 }')
 		[ -n "$v" ] && bench_param "r0_$k" "$v"

@@ -102,7 +102,8 @@ static void kv_usage(FILE *f)
 		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
 		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
-		   "  --window N  entries of a replica in flight (1..32, default 8)\n"
+		   "  --window N  entries of a replica in flight (1..32; default 8 full-size entries'\n"
+		   "              worth of bytes: 8, more when netns links make entries smaller)\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
@@ -787,7 +788,7 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 {
 	char portstr[8], winstr[16];
 	snprintf(portstr, sizeof(portstr), "%u", port);
-	snprintf(winstr, sizeof(winstr), "%u", window ? window : KV_WINDOW_DEFAULT);
+	snprintf(winstr, sizeof(winstr), "%u", window); /* 0: the replica's default */
 	bool lead = kv_topology_is_leader_host(t, h);
 	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
 	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
@@ -808,7 +809,7 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 			dup2(nul, 0);
 		char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
 				 (char *)file, "--name", t->nodes[h].name, "--port", portstr,
-				 lead ? NULL : "--window", winstr, NULL };
+				 lead || window == 0 ? NULL : "--window", winstr, NULL };
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}

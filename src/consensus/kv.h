@@ -23,7 +23,7 @@ struct kv_conf {
 	struct innet_paxos_conf paxos;      /* the replica's learner/proposer */
 	uint32_t trim_ms;                   /* report the watermark this often (default 50) */
 	uint32_t window;                    /* entries of this replica in flight, 1..KV_MAX_WINDOW
-	                                     * (0: KV_WINDOW_DEFAULT) */
+	                                     * (0: kv_window_default(entry_max)) */
 	uint32_t entry_max;                 /* bytes of one log entry at most, batching stops
 	                                     * there (0: PAXOS_VALUE_MAX); a single connection's
 	                                     * group larger than it still goes, alone */
@@ -69,6 +69,12 @@ uint32_t kv_topology_trim_learners(const struct innet_topology *t);
  * entry is fragmented — fragments cost reassembly at every hop and, on the
  * XDP target, leave the fast path. 0 (no limit) on loopback. */
 uint32_t kv_topology_entry_max(const struct innet_topology *t);
+/* A replica's entries in flight when not set: KV_WINDOW_DEFAULT full-size
+ * entries' worth of bytes. When entries stop at entry_max (netns mode: one
+ * frame of the smallest link), more of them — the same bytes in flight, up
+ * to KV_MAX_WINDOW — so that small entries do not cap a replica's
+ * throughput at window x entry / round trip. */
+uint32_t kv_window_default(uint32_t entry_max);
 uint8_t kv_topology_leader_id(const struct innet_topology *t, uint32_t h);
 
 /* ---- exposed for tests ---------------------------------------------------- */

@@ -1103,8 +1103,8 @@ int kv_serve(const struct kv_conf *conf)
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	s->c = conf;
-	s->window = conf->window ? conf->window : KV_WINDOW_DEFAULT;
 	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
+	s->window = conf->window ? conf->window : kv_window_default(conf->entry_max);
 	s->scratch = malloc(KV_INBUF_MAX + 1);
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)

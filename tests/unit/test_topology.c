@@ -575,6 +575,11 @@ static void test_netns_mode(void **state)
 	assert_int_equal(t->links[0].mtu, 3000);
 	/* innet kv's log entries fit one frame: no fragments on any hop */
 	assert_int_equal(kv_topology_entry_max(t), 3000 - 20 - 8 - PAXOS_HDR_LEN);
+	/* and a replica keeps as many bytes in flight as with full entries:
+	 * 9160-byte entries x 8 by default, so 2916-byte ones x 8 x 4 = 32 */
+	assert_int_equal(kv_window_default(kv_topology_entry_max(t)), 32);
+	assert_int_equal(kv_window_default(PAXOS_VALUE_MAX / 2), 16);
+	assert_int_equal(kv_window_default(1500 - 20 - 8 - PAXOS_HDR_LEN), KV_MAX_WINDOW);
 	assert_true(t->links[0].emu.loss > 0.09);
 	/* s1's port 0 faces s0's port 1 */
 	const struct innet_port_conf *q = &t->nodes[1].conf->ports[0];
@@ -593,6 +598,8 @@ static void test_netns_mode(void **state)
 	assert_false(t->netns);
 	assert_string_equal(t->nodes[0].conf->ports[0].dev, "");
 	assert_int_equal(kv_topology_entry_max(t), 0);   /* loopback: up to PAXOS_VALUE_MAX */
+	assert_int_equal(kv_window_default(0), KV_WINDOW_DEFAULT);
+	assert_int_equal(kv_window_default(PAXOS_VALUE_MAX), KV_WINDOW_DEFAULT);
 	innet_topology_free(t);
 }
 
