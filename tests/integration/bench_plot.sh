@@ -37,4 +37,25 @@ rc=0; msg=$(bench/plot kv --dir "$tmp" 2>&1) || rc=$?
 [ "$rc" -eq 1 ] && grep -q "no results for 'kv'" <<<"$msg" || fail "a benchmark without results: rc $rc, '$msg'"
 rc=0; bench/plot >/dev/null 2>&1 || rc=$?
 [ "$rc" -eq 2 ] || fail "no name: want usage error 2, got $rc"
+# How keys are read: inference names the case first, counts are not times.
+/usr/bin/python3 - "$PWD/bench/plot" <<'PY' || fail "bench/plot reads keys wrongly"
+import importlib.machinery, sys
+plot = importlib.machinery.SourceFileLoader("plot", sys.argv[1]).load_module()
+want = {
+    "digits_fabric_p50_us": ("fabric", "digits", "p50_us"),
+    "alexnet_ref_int_per_s": ("ref_int", "alexnet", "per_s"),
+    "xdp_w16_cmds_per_s": ("xdp", "w16", "cmds_per_s"),
+    "innet_epoch_s": ("innet", "epoch", "s"),
+    "innet_epoch_s_min": ("innet", "epoch", "s_min"),
+    "innet_calls": ("innet", "-", "calls"),
+    "innet_retransmits": ("innet", "-", "retransmits"),
+}
+bad = {k: (plot.split_key(k), v) for k, v in want.items() if plot.split_key(k) != v}
+for k in ("calls", "retransmits", "packets"):
+    if plot.TIME_S.search(k) or plot.LATENCY.search(k) or plot.THROUGHPUT.search(k):
+        bad[k] = "read as a figure"
+if bad:
+    print(bad)
+    sys.exit(1)
+PY
 echo "ok"
