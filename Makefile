@@ -148,11 +148,11 @@ $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
 
 # Benchmark tools are standalone (the raw relay must not share innet's code).
-$(O)/bench/%: bench/src/%.c
+$(O)/bench/%: bench/src/%.c bench/src/now.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lm -pthread
 # The XDP tools (generator, sink, the hand-written forwarder) and their eBPF.
-$(O)/bench/xdptool: bench/src/xdptool.c $(O)/bench/xdptool.bpf.o
+$(O)/bench/xdptool: bench/src/xdptool.c bench/src/now.h $(O)/bench/xdptool.bpf.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lbpf -lelf -lz
 $(O)/bench/%.bpf.o: bench/src/%.bpf.c

@@ -55,6 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "now.h"
+
 #define RELAY_MAX_BURST 1024u
 #define RELAY_BUF 65536u
 #define RELAY_GSO_SEGS 64u      /* datagrams per GSO message (UDP_MAX_SEGMENTS) */
@@ -93,14 +95,6 @@ static void on_alarm(int sig)
 		/* nothing more to do */
 	}
 	_exit(124);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void usage(FILE *f)

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "now.h"
+
 #define GEN_MAX_PAYLOAD 65507u
 #define GEN_MAX_BURST 1024u
 #define GEN_MAX_GSO 64u            /* UDP_MAX_SEGMENTS */
@@ -87,14 +89,6 @@ static void on_alarm(int sig)
 		/* nothing more to do */
 	}
 	_exit(124);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void usage(FILE *f)

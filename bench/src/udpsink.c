@@ -53,6 +53,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "now.h"
+
 #define SINK_MAX_PAYLOAD 65536u
 #define SINK_MAX_BURST 1024u
 #define SINK_SEEN_BITS (1u << 16)  /* sequence numbers remembered for dup/late */
@@ -111,14 +113,6 @@ static void on_alarm(int sig)
 		/* nothing more to do */
 	}
 	_exit(124);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void usage(FILE *f)

@@ -40,6 +40,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "now.h"
+
 #define TMPL_MAX 2048
 
 struct tmpl {
@@ -62,13 +64,6 @@ struct fwd_cfg {
 	uint32_t out_sip;
 	uint32_t out_dip;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *arg) __attribute__((noreturn));
 static void die(const char *what, const char *arg)

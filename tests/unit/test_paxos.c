@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "innet/clock.h"
 #include "innet/consensus.h"
 #include "innet/switch.h"
 #include "consensus/wire.h"
@@ -229,8 +230,7 @@ static int fab_teardown(void **state)
 /* Step every learner except `skip` for up to ms, until all (but skip) delivered `want`. */
 static void settle(struct fab *f, uint32_t want, int skip, int ms, bool trim)
 {
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = innet_now_ns();
 	for (;;) {
 		bool all = true;
 		for (uint32_t j = 0; j < f->n_lrn; j++) {
@@ -243,9 +243,7 @@ static void settle(struct fab *f, uint32_t want, int skip, int ms, bool trim)
 		}
 		if (all)
 			return;
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > ms)
+		if ((innet_now_ns() - t0) / 1000000 > (uint64_t)ms)
 			break;
 	}
 	for (uint32_t j = 0; j < f->n_lrn; j++)
@@ -435,12 +433,6 @@ static struct acks fo_acks[MAXL];
 static uint64_t fo_kill_ns, fo_last_ack_ns, fo_pause_ns, fo_slowest_ns;
 static uint64_t fo_sent_ns[MAXL][8];
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 static uint8_t fo_busy[MAXL][8];
 static struct fab *fo_fab;
 
@@ -453,7 +445,7 @@ static void on_done(void *arg, uint64_t req, int status, uint64_t inst)
 	if (c < 8)
 		fo_busy[j][c] = 0;
 	if (status == 0) {
-		uint64_t t = mono_ns();
+		uint64_t t = innet_now_ns();
 		if (fo_kill_ns != 0 && t - fo_last_ack_ns > fo_pause_ns)
 			fo_pause_ns = t - fo_last_ack_ns;
 		fo_last_ack_ns = t;
@@ -511,8 +503,7 @@ static void failover_run(struct fab *f, uint32_t total, uint32_t kill_at)
 	memset(seq, 0, sizeof(seq));
 	memset(fo_busy, 0, sizeof(fo_busy));
 	uint32_t killed = 0;
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = innet_now_ns();
 	uint32_t acked = 0;
 	uint64_t before_kill_inst = 0;
 	for (;;) {
@@ -527,7 +518,7 @@ static void failover_run(struct fab *f, uint32_t total, uint32_t kill_at)
 					(uint32_t)len), 0);
 				sent++;
 				fo_busy[j][c] = 1;
-				fo_sent_ns[j][c] = mono_ns();
+				fo_sent_ns[j][c] = innet_now_ns();
 			}
 		}
 		for (uint32_t j = 0; j < f->n_lrn; j++)
@@ -541,13 +532,12 @@ static void failover_run(struct fab *f, uint32_t total, uint32_t kill_at)
 			innet_switch_destroy(f->coord); /* the coordinator dies mid-stream */
 			f->coord = NULL;
 			killed = 1;
-			fo_kill_ns = mono_ns();
+			fo_kill_ns = innet_now_ns();
 			fo_slowest_ns = 0; /* from here on */
 		}
 		if (acks[0].n + acks[0].failed + acks[1].n + acks[1].failed >= total)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 25)
+		if (innet_now_ns() - t0 > 25 * 1000000000ull)
 			fail_msg("failover: only %u of %u acknowledged in 25 s", acked, total);
 	}
 	if (acks[0].failed + acks[1].failed != 0) {
@@ -934,8 +924,7 @@ static void submit_stepping(struct fab *f, uint32_t base, uint32_t n, int skip)
 		uint32_t want = f->logs[0].n + 1;
 		assert_int_equal(innet_paxos_propose(f->lrn[0], innet_paxos_req_id(99, base + i + 1), v,
 						     (uint32_t)len), 0);
-		struct timespec t0, t;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		uint64_t t0 = innet_now_ns();
 		for (;;) {
 			bool all = true;
 			innet_paxos_leader_step(f->leader, 0);
@@ -948,8 +937,7 @@ static void submit_stepping(struct fab *f, uint32_t base, uint32_t n, int skip)
 			}
 			if (all)
 				break;
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if (t.tv_sec - t0.tv_sec > 4)
+			if (innet_now_ns() - t0 > 4 * 1000000000ull)
 				fail_msg("%s not delivered in 4 s", v);
 		}
 	}

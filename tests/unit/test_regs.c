@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "unit/testutil.h"
+#include "innet/clock.h"
 #include "innet/switch.h"
 #include "runtime/switch_pvt.h"
 
@@ -880,13 +881,6 @@ static void test_verdicts(void **state)
 	assert_int_equal(f->res.out[0].len, INNET_PKT_MAX);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * A packet to a group whose update is in progress (its seqlock odd, as
  * innet_cp_group_set leaves it while copying the members) waits for the
@@ -908,9 +902,9 @@ static void *group_release_main(void *arg)
 	while (atomic_load(&r->phase) != 1)
 		;
 	uint64_t until = atomic_load(&r->start_ns) + 100000; /* 100 us */
-	while (mono_ns() < until)
+	while (innet_now_ns() < until)
 		;
-	r->release_ns = mono_ns();
+	r->release_ns = innet_now_ns();
 	atomic_fetch_add_explicit(&r->g->seq, 1, memory_order_release); /* even: done */
 	return NULL;
 }
@@ -946,7 +940,7 @@ static void test_multicast_waits_for_group_update(void **state)
 		CPU_SET(cpus[1], &one);
 		sched_setaffinity(0, sizeof(one), &one);
 		atomic_fetch_add_explicit(&g->seq, 1, memory_order_acq_rel); /* odd: "writing" */
-		atomic_store(&r.start_ns, mono_ns());
+		atomic_store(&r.start_ns, innet_now_ns());
 		atomic_store(&r.phase, 1);
 		run_verdict(f, f->trio, UDP_TRIO, INNET_MULTICAST, 0, 0);
 		pthread_join(r.th, NULL);
@@ -992,15 +986,15 @@ static void *group_writer_main(void *arg)
 	for (uint32_t i = 0; i < LIST_B; i++)
 		b[i] = (struct innet_member){ .port = 1, .ip = test_ip(2), .udp = (uint16_t)(2000 + i) };
 	for (uint32_t n = 0; !atomic_load(&g->stop); n++) {
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = innet_now_ns();
 		if (innet_cp_group_set(g->cp, 0, n & 1 ? b : a, n & 1 ? LIST_B : LIST_A) != 0)
 			g->errors++;
-		uint64_t t1 = mono_ns();
+		uint64_t t1 = innet_now_ns();
 		atomic_fetch_add(&g->writes, 1);
 		/* A short pause between updates, at least as long as an update
 		 * (slow sanitizer builds): the group is stable half of the time. */
 		uint64_t gap = t1 - t0 > 500 ? t1 - t0 : 500;
-		while (mono_ns() < t1 + gap)
+		while (innet_now_ns() < t1 + gap)
 			__builtin_ia32_pause();
 	}
 	return NULL;
@@ -1032,15 +1026,15 @@ static void test_multicast_during_group_update(void **state)
 
 	uint32_t sent = 0, empty = 0, premature = 0, mixed = 0;
 	unsigned reason = 0;
-	uint64_t end = mono_ns() + 300000000ull;
-	while (mono_ns() < end) {
-		uint64_t t0 = mono_ns();
+	uint64_t end = innet_now_ns() + 300000000ull;
+	while (innet_now_ns() < end) {
+		uint64_t t0 = innet_now_ns();
 		run_verdict(f, f->trio, UDP_TRIO, INNET_MULTICAST, 0, 0);
 		sent++;
 		if (f->res.action != INNET_MULTICAST) {
 			if (empty++ == 0)
 				reason = f->res.drop_reason;
-			premature += mono_ns() - t0 < 100000; /* did not wait 100 us for the writer */
+			premature += innet_now_ns() - t0 < 100000; /* did not wait 100 us for the writer */
 			continue;
 		}
 		uint32_t n = f->res.n_out;
@@ -1301,13 +1295,6 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void test_concurrent_rmw_over_udp(void **state)
 {
 	struct innet_switch_conf c;
@@ -1343,15 +1330,15 @@ static void test_concurrent_rmw_over_udp(void **state)
 
 	/* Wait until the counter reaches what was sent, or stops moving for
 	 * 300 ms (the kernel may have dropped some datagrams), at most 10 s. */
-	uint64_t v = 0, last = UINT64_MAX, last_change = now_ms(), deadline = now_ms() + 10000;
+	uint64_t v = 0, last = UINT64_MAX, last_change = (innet_now_ns() / 1000000), deadline = (innet_now_ns() / 1000000) + 10000;
 	for (;;) {
 		assert_int_equal(innet_cp_reg_read(cp, 0, 0, &v), 0);
-		if (v == sent || now_ms() > deadline)
+		if (v == sent || (innet_now_ns() / 1000000) > deadline)
 			break;
 		if (v != last) {
 			last = v;
-			last_change = now_ms();
-		} else if (now_ms() - last_change > 300) {
+			last_change = (innet_now_ns() / 1000000);
+		} else if ((innet_now_ns() / 1000000) - last_change > 300) {
 			break;
 		}
 		struct timespec ts = { 0, 5000000 };

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "innet/clock.h"
+
 #include "unit/testutil.h"
 #include "runtime/switch_pvt.h"
 
@@ -705,13 +707,6 @@ struct hot {
 	pthread_t th;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void fill_hot(uint8_t *v, uint32_t key, uint32_t gen)
 {
 	for (uint32_t i = 0; i < HOT_VALUE; i += 8) {
@@ -727,9 +722,9 @@ static void *hot_writer(void *arg)
 	for (uint32_t gen = 1; !atomic_load(&h->stop); gen++) {
 		uint32_t key = gen % HOT_KEYS;
 		fill_hot(v, key, gen);
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = innet_now_ns();
 		int rc = innet_table_put(h->t, &key, v);
-		uint64_t t1 = mono_ns();
+		uint64_t t1 = innet_now_ns();
 		if (rc != 0 && rc != -EBUSY)
 			h->torn++; /* counted as an error; the writer checks nothing else */
 		atomic_fetch_add(h->writes, 1);
@@ -737,7 +732,7 @@ static void *hot_writer(void *arg)
 		 * replace (slow sanitizer builds): the slot is stable most of the
 		 * time, as under a data plane updating an entry per packet. */
 		uint64_t gap = 4 * (t1 - t0) > HOT_GAP_NS ? 4 * (t1 - t0) : HOT_GAP_NS;
-		while (mono_ns() < t1 + gap)
+		while (innet_now_ns() < t1 + gap)
 			__builtin_ia32_pause();
 	}
 	return NULL;
@@ -750,14 +745,14 @@ static void *hot_reader(void *arg)
 	/* Read for HOT_READ_NS once the writer is going. */
 	while (atomic_load(h->writes) < 100)
 		sched_yield();
-	uint64_t end = mono_ns() + HOT_READ_NS;
-	for (uint32_t i = 0; ((i & 1023) != 0 || mono_ns() < end); i++) {
+	uint64_t end = innet_now_ns() + HOT_READ_NS;
+	for (uint32_t i = 0; ((i & 1023) != 0 || innet_now_ns() < end); i++) {
 		uint32_t key = i % HOT_KEYS;
 		h->reads++;
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = innet_now_ns();
 		if (innet_table_get(h->t, &key, v) != 0) {
 			h->misses++;
-			if (mono_ns() - t0 < PREMATURE_NS)
+			if (innet_now_ns() - t0 < PREMATURE_NS)
 				h->premature++;
 			continue;
 		}

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "unit/testutil.h"
+#include "innet/clock.h"
 #include "innet/switch.h"
 #include "runtime/switch_pvt.h"
 
@@ -42,13 +43,6 @@
 static uint32_t test_ip(uint32_t host)
 {
 	return (127u << 24) | (TEST_NET << 16) | (((uint32_t)getpid() & 0xffu) << 8) | host;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void sleep_ms(uint64_t ms)
@@ -214,10 +208,10 @@ static uint64_t reg(struct fx *f, unsigned r, uint32_t idx)
  * clock when it saw it, or 0 after timeout_ms. */
 static uint64_t wait_fires(struct fx *f, uint32_t t, uint64_t times, uint64_t timeout_ms)
 {
-	uint64_t end = now_ns() + timeout_ms * MS;
-	while (now_ns() < end) {
+	uint64_t end = innet_now_ns() + timeout_ms * MS;
+	while (innet_now_ns() < end) {
 		if (reg(f, R_FIRES, t) >= times)
-			return now_ns();
+			return innet_now_ns();
 		sleep_ms(1);
 	}
 	return 0;
@@ -229,7 +223,7 @@ static void test_fires_once_after_delay(void **state)
 {
 	struct fx *f = *state;
 	const uint64_t delay = 50 * MS;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = innet_now_ns();
 	arm(f, 5, delay, 0xABCD);
 	uint64_t seen = wait_fires(f, 5, 1, 3000);
 	assert_true(seen != 0);
@@ -264,7 +258,7 @@ static void test_rearm_replaces_deadline(void **state)
 	arm(f, 1, 300 * MS, 111);
 	arm(f, 1, 30 * MS, 222);
 	/* Timer 2: 30 ms, re-armed at once for 250 ms. */
-	uint64_t t0 = now_ns();
+	uint64_t t0 = innet_now_ns();
 	arm(f, 2, 30 * MS, 333);
 	arm(f, 2, 250 * MS, 444);
 
@@ -278,7 +272,7 @@ static void test_rearm_replaces_deadline(void **state)
 	assert_int_equal(reg(f, R_ARG, 2), 444);
 	assert_true(reg(f, R_FIRE_NS, 2) >= reg(f, R_ARM_NS, 2) + 250 * MS);
 	/* Wait past the first deadline of timer 1: neither fires again. */
-	while (now_ns() - t0 < 400 * MS)
+	while (innet_now_ns() - t0 < 400 * MS)
 		sleep_ms(10);
 	assert_int_equal(reg(f, R_FIRES, 1), 1);
 	assert_int_equal(reg(f, R_FIRES, 2), 1);
@@ -332,19 +326,19 @@ static void test_handed_over_arm(void **state)
 {
 	struct fx *f = *state;
 	/* armed, cancelled, then the arm reaches the queue: stays cancelled */
-	uint64_t d6 = now_ns() + 20 * MS;
+	uint64_t d6 = innet_now_ns() + 20 * MS;
 	slot_store(f, 6, d6, 66);
 	struct innet_inject_result *res = req(f, TMR_CANCEL, 6, 1, 0, 0, 0);
 	assert_int_equal(res->action, INNET_CONSUMED);
 	assert_int_equal(innet_timerq_push(f->sw, f->cp, 6, d6), 0);
 	/* armed twice before either arm is queued: the newer one fires, once */
-	uint64_t t0 = now_ns(), d7a = t0 + 20 * MS, d7b = t0 + 120 * MS;
+	uint64_t t0 = innet_now_ns(), d7a = t0 + 20 * MS, d7b = t0 + 120 * MS;
 	slot_store(f, 7, d7a, 71);
 	slot_store(f, 7, d7b, 72);
 	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7a), 0);
 	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7b), 0);
 	/* armed and queued: fires with its arg */
-	uint64_t d8 = now_ns() + 20 * MS;
+	uint64_t d8 = innet_now_ns() + 20 * MS;
 	slot_store(f, 8, d8, 88);
 	assert_int_equal(innet_timerq_push(f->sw, f->cp, 8, d8), 0);
 
@@ -389,9 +383,9 @@ static void test_many_timers_fire_once(void **state)
 			req(f, TMR_ARM, p * 1000, 1000, 10 * MS + p * MS, 50 * MS / 1000, p);
 		assert_int_equal(res->action, INNET_CONSUMED);
 	}
-	uint64_t end = now_ns() + 10000 * MS;
+	uint64_t end = innet_now_ns() + 10000 * MS;
 	uint64_t total = 0;
-	while (now_ns() < end) {
+	while (innet_now_ns() < end) {
 		total = 0;
 		for (uint32_t t = 0; t < n; t++)
 			total += reg(f, R_FIRES, t);
