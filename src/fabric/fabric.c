@@ -24,6 +24,9 @@
  *
  *   fabric_json.c   the resolved topology as JSON, and the state file
  *                   fabric.json: written by up, read and updated by the rest
+ *   fabric_proc.c   the switch processes: the innet executable, spawning,
+ *                   whether a pid is still our switch, stopping, control
+ *                   sockets and logs
  *
  * sharing fabric_pvt.h (struct opts: one call; struct proc: one switch).
  *
@@ -43,7 +46,6 @@
  * thread (the options of the call in progress are thread-local).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
@@ -52,10 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,8 +63,6 @@
 #include "innet/switch.h"
 #include "fabric/fabric_pvt.h"
 
-#define STOP_GRACE_MS   5000   /* SIGTERM, then this long, then SIGKILL */
-#define POLL_MS         20
 #define ERRBUF          16384  /* room for many parse errors */
 
 /* The call in progress (set by each innet_fabric_* entry). */
@@ -85,19 +82,6 @@ void fab_say(bool problem, const char *fmt, ...)
 	while (n > 0 && line[n - 1] == '\n')
 		line[--n] = '\0';
 	cur->say(cur->arg, problem, line);
-}
-
-static uint64_t now_ms(void)
-{
-	return innet_now_ns() / 1000000;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* Load and check FILE, printing every problem. Exit status in *rc on failure. */
@@ -123,241 +107,14 @@ static struct innet_topology *load(const char *file, int *rc)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Processes.                                                                */
-
-/* The innet executable that runs the switches: o->exe, this process's if it
- * is innet, else `innet` on PATH. 0, or -1 (reported). */
-static int find_exe(const struct opts *o, char *out, size_t len)
-{
-	if (o->exe != NULL) {
-		if (snprintf(out, len, "%s", o->exe) >= (int)len)
-			goto none;
-		return 0;
-	}
-	ssize_t n = readlink("/proc/self/exe", out, len - 1);
-	if (n > 0) {
-		out[n] = '\0';
-		const char *base = strrchr(out, '/');
-		if (base != NULL && !strcmp(base + 1, "innet"))
-			return 0;
-	}
-	const char *path = getenv("PATH");
-	for (const char *d = path; d != NULL && *d != '\0';) {
-		const char *end = strchr(d, ':');
-		size_t dl = end ? (size_t)(end - d) : strlen(d);
-		if (dl > 0 && snprintf(out, len, "%.*s/innet", (int)dl, d) < (int)len &&
-		    access(out, X_OK) == 0)
-			return 0;
-		d = end ? end + 1 : NULL;
-	}
-none:
-	fab_say(true, "cannot find the innet executable to run the switches with (set it, or put "
-		  "innet on PATH)");
-	return -1;
-}
-
-/* True if pid is alive (not a zombie) and runs "innet switch ... --name sw". */
-static bool is_switch_process(pid_t pid, const char *sw)
-{
-	char path[64], buf[8192];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *state = strrchr(buf, ')');
-	if (state == NULL || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
-		return false;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *argv[64];
-	int argc = 0;
-	for (const char *s = buf; s < buf + n && argc < 64; s += strlen(s) + 1)
-		argv[argc++] = s;
-	if (argc < 2 || strcmp(argv[1], "switch") != 0)
-		return false;
-	for (int i = 2; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "--name") && !strcmp(argv[i + 1], sw))
-			return true;
-	return false;
-}
-
-static bool proc_alive(struct proc *p)
-{
-	if (p->pid <= 0 || p->exited)
-		return false;
-	if (p->child) {
-		pid_t r = waitpid(p->pid, &p->status, WNOHANG);
-		if (r == p->pid || (r < 0 && errno == ECHILD)) {
-			p->exited = true;
-			return false;
-		}
-		return true;
-	}
-	return is_switch_process(p->pid, p->name);
-}
-
-/* Wait up to ms for every process to be gone; returns how many are left. */
-static int wait_gone(struct proc *procs, size_t n, unsigned ms)
-{
-	uint64_t deadline = now_ms() + ms;
-
-	for (;;) {
-		int left = 0;
-		for (size_t i = 0; i < n; i++)
-			left += proc_alive(&procs[i]);
-		if (left == 0 || now_ms() >= deadline)
-			return left;
-		sleep_ms(POLL_MS);
-	}
-}
-
-/* SIGTERM every live process, SIGKILL what is left after STOP_GRACE_MS.
- * Returns how many could not be stopped. */
-static int stop_procs(struct proc *procs, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (proc_alive(&procs[i]))
-			kill(procs[i].pid, SIGTERM);
-	if (wait_gone(procs, n, STOP_GRACE_MS) == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (proc_alive(&procs[i])) {
-			fab_say(true, "%s (pid %d) ignored SIGTERM; killing it\n",
-				procs[i].name, (int)procs[i].pid);
-			kill(procs[i].pid, SIGKILL);
-		}
-	int left = wait_gone(procs, n, 1000);
-	for (size_t i = 0; i < n; i++)
-		if (proc_alive(&procs[i]))
-			fab_say(true, "%s (pid %d) is still running\n", procs[i].name,
-				(int)procs[i].pid);
-	return left;
-}
-
-/* True if something accepts connections on the unix socket at path. */
-static bool ctl_accepts(const char *path)
-{
-	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return false;
-		int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		int e = errno;
-		close(fd);
-		if (r == 0)
-			return true;
-		if (e != EPROTOTYPE)
-			return false;
-	}
-	return false;
-}
-
-/* The last `lines` lines of a log file, indented, on stderr. */
-static void print_log_tail(const char *path, int lines)
-{
-	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	off_t size = lseek(fd, 0, SEEK_END);
-	off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	char *start = buf + n;
-	for (int seen = 0; start > buf; start--)
-		if (start[-1] == '\n' && ++seen == lines)
-			break;
-	fab_say(true, "  last lines of %s:\n", path);
-	for (char *line = strtok(start, "\n"); line != NULL; line = strtok(NULL, "\n"))
-		fab_say(true, "  | %s\n", line);
-}
-
-/* ------------------------------------------------------------------------ */
 /* up                                                                        */
-
-/* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with
- * stdout and stderr to its log, in its own session (so that a terminal's
- * Ctrl-C reaches only us: we stop the switches in order). */
-static pid_t spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
-			  uint64_t workers, const sigset_t *mask, bool append,
-			  const struct innet_topology *t)
-{
-	char wbuf[24];
-	const char *argv[] = { exe, "switch", "--topology", file, "--name", sw,
-			       workers ? "--workers" : NULL /* ends argv here */, wbuf, NULL };
-	int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
-
-	snprintf(wbuf, sizeof(wbuf), "%llu", (unsigned long long)workers);
-	if (fd < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		setsid();
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		sigprocmask(SIG_SETMASK, mask, NULL);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		int idx = t != NULL && t->netns ? innet_topology_find(t, sw) : -1;
-		if (idx >= 0 && innet_topology_enter(t, (uint32_t)idx) != 0) {
-			fab_say(true, "cannot enter the namespace of %s: %s\n", sw,
-				strerror(errno));
-			_exit(127);
-		}
-		execv(exe, (char *const *)argv);
-		fab_say(true, "cannot run %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	int e = errno;
-	close(fd);
-	errno = e;
-	return pid;
-}
-
-static void describe_exit(const struct proc *p, char *out, size_t len)
-{
-	if (WIFEXITED(p->status))
-		snprintf(out, len, "exited with status %d", WEXITSTATUS(p->status));
-	else if (WIFSIGNALED(p->status))
-		snprintf(out, len, "was killed by %s", strsignal(WTERMSIG(p->status)));
-	else
-		snprintf(out, len, "stopped");
-}
 
 /* Wait until every started switch's ctl socket accepts a connection. 0, or
  * 1 after reporting a failure (exit, timeout, signal). */
 static int wait_ready(const struct innet_topology *t, struct proc *procs, const sigset_t *set,
 		      uint64_t timeout_s)
 {
-	uint64_t deadline = now_ms() + timeout_s * 1000;
+	uint64_t deadline = fab_now_ms() + timeout_s * 1000;
 	struct timespec poll = { .tv_nsec = POLL_MS * 1000000L };
 	bool *ready = calloc(t->n_switches, sizeof(*ready));
 	char log[PATH_MAX], why[128];
@@ -371,22 +128,22 @@ static int wait_ready(const struct innet_topology *t, struct proc *procs, const 
 			struct proc *p = &procs[i];
 			if (p->pid <= 0 || ready[i])
 				continue;
-			if (!proc_alive(p)) {
-				describe_exit(p, why, sizeof(why));
+			if (!fab_proc_alive(p)) {
+				fab_describe_exit(p, why, sizeof(why));
 				fab_say(true, "switch %s %s before its control socket "
 					"came up\n", p->name, why);
 				fab_log_path(t->state_dir, p->name, log, sizeof(log));
-				print_log_tail(log, 5);
+				fab_print_log_tail(log, 5);
 				goto out;
 			}
-			ready[i] = ctl_accepts(p->ctl);
+			ready[i] = fab_ctl_accepts(p->ctl);
 			waiting += !ready[i];
 		}
 		if (waiting == 0) {
 			rc = 0;
 			goto out;
 		}
-		if (now_ms() >= deadline) {
+		if (fab_now_ms() >= deadline) {
 			fab_say(true, "timed out after %llu s waiting for the control "
 				"socket of:", (unsigned long long)timeout_s);
 			for (uint32_t i = 0; i < t->n_switches; i++)
@@ -416,18 +173,18 @@ static int stay(const struct innet_topology *t, struct proc *procs, const sigset
 		int sig = sigwaitinfo(set, NULL);
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
 			fab_say(false, "fabric %s: stopping (%s)\n", t->name, strsignal(sig));
-			return stop_procs(procs, t->n_switches) ? 1 : 0;
+			return fab_stop_procs(procs, t->n_switches) ? 1 : 0;
 		}
 		uint32_t alive = 0;
 		for (uint32_t i = 0; i < t->n_switches; i++) {
 			struct proc *p = &procs[i];
 			if (p->pid <= 0 || p->exited)
 				continue;
-			if (proc_alive(p)) {
+			if (fab_proc_alive(p)) {
 				alive++;
 				continue;
 			}
-			describe_exit(p, why, sizeof(why));
+			fab_describe_exit(p, why, sizeof(why));
 			fab_say(true, "switch %s %s\n", p->name, why);
 		}
 		if (alive == 0) {
@@ -477,13 +234,13 @@ static int fabric_up(const struct opts *o)
 	/* Refuse to start twice. */
 	int n_prev = fab_read_state(t->state_dir, &prev);
 	for (int i = 0; i < n_prev; i++)
-		if (proc_alive(&prev[i])) {
+		if (fab_proc_alive(&prev[i])) {
 			fab_say(true, "%s is already up (switch %s is pid %d); "
 				"run 'innet fabric down %s' first\n", t->name, prev[i].name,
 				(int)prev[i].pid, o->file);
 			goto out;
 		}
-	if (find_exe(o, exe, sizeof(exe)) != 0)
+	if (fab_find_exe(o, exe, sizeof(exe)) != 0)
 		goto out;
 	int r = innet_mkdir_p(t->state_dir);
 	if (r < 0) {
@@ -511,7 +268,7 @@ static int fabric_up(const struct opts *o)
 			continue;
 		unlink(p->ctl);
 		fab_log_path(t->state_dir, p->name, log, sizeof(log));
-		p->pid = spawn_switch(exe, file, p->name, log, o->workers, &old, false, t);
+		p->pid = fab_spawn_switch(exe, file, p->name, log, o->workers, &old, false, t);
 		if (p->pid < 0) {
 			fab_say(true, "cannot start switch %s: %s\n", p->name,
 				strerror(errno));
@@ -532,7 +289,7 @@ static int fabric_up(const struct opts *o)
 		goto out_mask;
 	fab_say(false, "running in the foreground; SIGINT or SIGTERM stops it\n");
 	rc = stay(t, procs, &set);
-	stop_procs(procs, t->n_switches);
+	fab_stop_procs(procs, t->n_switches);
 	fab_clean_state(t->state_dir, procs, t->n_switches);
 	if (t->netns)
 		innet_topology_netns_down(t->name);
@@ -542,7 +299,7 @@ out_stop:
 	if (started > 0)
 		fab_say(true, "stopping the %u switch%s started\n", started,
 			started == 1 ? "" : "es");
-	stop_procs(procs, t->n_switches);
+	fab_stop_procs(procs, t->n_switches);
 	fab_clean_state(t->state_dir, procs, t->n_switches);
 	if (t->netns)
 		innet_topology_netns_down(t->name);
@@ -592,8 +349,8 @@ static int fabric_down(const struct opts *o)
 	}
 	int running = 0;
 	for (int i = 0; i < n; i++)
-		running += proc_alive(&procs[i]);
-	int left = stop_procs(procs, (size_t)n);
+		running += fab_proc_alive(&procs[i]);
+	int left = fab_stop_procs(procs, (size_t)n);
 	/* one line: what was stopped, then what was removed */
 	char msg[PATH_MAX + 512];
 	size_t m = (size_t)snprintf(msg, sizeof(msg), "stopped %d switch%s (%d recorded); ",
@@ -664,7 +421,7 @@ static int fabric_status(const struct opts *o, struct innet_fabric_switch **out,
 		snprintf(l[i].name, sizeof(l[i].name), "%s", p->name);
 		snprintf(l[i].ctl, sizeof(l[i].ctl), "%s", p->ctl);
 		l[i].pid = p->pid > 0 ? (int)p->pid : 0;
-		l[i].state = proc_alive(p) ? INNET_FABRIC_RUNNING
+		l[i].state = fab_proc_alive(p) ? INNET_FABRIC_RUNNING
 			     : p->pid > 0 ? INNET_FABRIC_STOPPED : INNET_FABRIC_NOT_STARTED;
 	}
 	free(procs);
@@ -675,29 +432,6 @@ static int fabric_status(const struct opts *o, struct innet_fabric_switch **out,
 
 /* ------------------------------------------------------------------------ */
 /* stop, start, restart: one switch of a running fabric                      */
-
-/* Stop one switch: SIGTERM (SIGKILL after STOP_GRACE_MS), or SIGKILL at
- * once with --kill. 0 stopped or not running, 1 still running. */
-static int stop_one(struct proc *p, bool kill_now)
-{
-	if (!proc_alive(p)) {
-		fab_say(false, "switch %s is not running\n", p->name);
-		return 0;
-	}
-	kill(p->pid, kill_now ? SIGKILL : SIGTERM);
-	if (wait_gone(p, 1, kill_now ? 2000 : STOP_GRACE_MS) != 0 && !kill_now) {
-		fab_say(true, "%s (pid %d) ignored SIGTERM; killing it\n", p->name,
-			(int)p->pid);
-		kill(p->pid, SIGKILL);
-		wait_gone(p, 1, 1000);
-	}
-	if (proc_alive(p)) {
-		fab_say(true, "%s (pid %d) is still running\n", p->name, (int)p->pid);
-		return 1;
-	}
-	fab_say(false, "stopped switch %s (pid %d%s)\n", p->name, (int)p->pid, kill_now ? ", killed" : "");
-	return 0;
-}
 
 static int fabric_stop(const struct opts *o)
 {
@@ -710,7 +444,7 @@ static int fabric_stop(const struct opts *o)
 	if (root == NULL)
 		return rc;
 	fab_proc_of(json_array_get(json_object_get(root, "switches"), idx), &p);
-	rc = stop_one(&p, o->kill);
+	rc = fab_stop_one(&p, o->kill);
 	json_decref(root);
 	return rc;
 }
@@ -822,7 +556,7 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 		return rc;
 	json_t *sw = json_array_get(json_object_get(root, "switches"), idx);
 	fab_proc_of(sw, &p);
-	if (proc_alive(&p)) {
+	if (fab_proc_alive(&p)) {
 		fab_say(true, "switch %s is running (pid %d); stop it first (or use "
 			"restart)\n", p.name, (int)p.pid);
 		rc = 1;
@@ -834,7 +568,7 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 				      topo, sizeof(topo))) != 0)
 		goto out;
 	rc = 1;
-	if (find_exe(o, exe, sizeof(exe)) != 0)
+	if (fab_find_exe(o, exe, sizeof(exe)) != 0)
 		goto out;
 	json_int_t workers = json_integer_value(json_object_get(sw, "workers"));
 	fab_log_path(dir, p.name, log, sizeof(log));
@@ -846,7 +580,7 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 	sigemptyset(&none);
 	int lrc;
 	struct innet_topology *t = load(topo, &lrc);   /* netns mode: its namespace */
-	p.pid = spawn_switch(exe, topo, p.name, log, workers > 0 ? (uint64_t)workers : 0, &none, true, t);
+	p.pid = fab_spawn_switch(exe, topo, p.name, log, workers > 0 ? (uint64_t)workers : 0, &none, true, t);
 	innet_topology_free(t);
 	if (p.pid < 0) {
 		fab_say(true, "cannot start switch %s: %s\n", p.name, strerror(errno));
@@ -854,25 +588,25 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 	}
 	p.child = true;
 	p.exited = false;
-	uint64_t deadline = now_ms() + o->timeout_s * 1000;
+	uint64_t deadline = fab_now_ms() + o->timeout_s * 1000;
 	for (;;) {
 		char why[128];
-		if (!proc_alive(&p)) {
-			describe_exit(&p, why, sizeof(why));
+		if (!fab_proc_alive(&p)) {
+			fab_describe_exit(&p, why, sizeof(why));
 			fab_say(true, "switch %s %s before its control socket came up\n",
 				p.name, why);
-			print_log_tail(log, 5);
+			fab_print_log_tail(log, 5);
 			goto out;
 		}
-		if (ctl_accepts(p.ctl))
+		if (fab_ctl_accepts(p.ctl))
 			break;
-		if (now_ms() >= deadline) {
+		if (fab_now_ms() >= deadline) {
 			fab_say(true, "timed out after %llu s waiting for the control "
 				"socket of %s; stopping it\n", (unsigned long long)o->timeout_s, p.name);
-			stop_one(&p, true);
+			fab_stop_one(&p, true);
 			goto out;
 		}
-		sleep_ms(POLL_MS);
+		fab_sleep_ms(POLL_MS);
 	}
 	json_object_set_new(sw, "pid", json_integer(p.pid));
 	json_object_set_new(sw, "log", json_string(log));
@@ -881,7 +615,7 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 	else
 		json_object_del(sw, "topology");
 	if (fab_save_state_json(dir, root) < 0) {
-		stop_one(&p, false);
+		fab_stop_one(&p, false);
 		goto out;
 	}
 	fab_say(false, "started switch %s (pid %d)%s%s\n", p.name, (int)p.pid, o->n_sets ? " from " : "",
@@ -909,7 +643,7 @@ static int fabric_restart(const struct opts *o)
 	json_decref(root);
 	if (rc != 0)
 		return rc;
-	if ((rc = stop_one(&p, o->kill)) != 0)
+	if ((rc = fab_stop_one(&p, o->kill)) != 0)
 		return rc;
 	return start_switch(o, topo);
 }
@@ -1075,5 +809,5 @@ int innet_mkdir_parent(const char *path)
 
 bool innet_ctl_answers(const char *path)
 {
-	return ctl_accepts(path);
+	return fab_ctl_accepts(path);
 }

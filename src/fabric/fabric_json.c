@@ -6,7 +6,7 @@
  * and status read it (fab_read_state), start/restart read one switch's entry
  * and write it back (fab_load_state_json, fab_save_state_json), and
  * fab_clean_state removes it with the control sockets. The calls that use
- * them are fabric.c; shared: fabric_pvt.h.
+ * them are fabric.c; the processes fabric_proc.c; shared: fabric_pvt.h.
  *
  * Threads: the state file's name (fab_state_file) is the calling thread's,
  * set by each innet_fabric_* entry; messages go to that call's `say`.

@@ -6,6 +6,8 @@
  *                   restart; messages for the user (fab_say)
  *   fabric_json.c   the resolved topology as JSON, and the state file
  *                   fabric.json: writing, reading, updating, removing it
+ *   fabric_proc.c   the switch processes: spawning, checking, stopping them,
+ *                   their control sockets and logs
  *
  * Not installed; nothing here is exported from libinnet.so
  * (src/libinnet.map), and the fab_ prefix keeps the names apart from the
@@ -18,6 +20,7 @@
 #define INNET_FABRIC_PVT_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +28,8 @@
 
 #include "innet/switch.h"
 #include "innet/topology.h"
+
+#define POLL_MS         20
 
 /* A switch process, started by us or recorded in fabric.json. */
 struct proc {
@@ -87,5 +92,35 @@ json_t *fab_load_state_json(const struct opts *o, char *dir, size_t dirlen, size
 void fab_proc_of(json_t *sw, struct proc *p);
 /* Write fabric.json (root) back atomically. 0 or -1 (reported). */
 int fab_save_state_json(const char *dir, json_t *root);
+
+/* ---- fabric_proc.c: switch processes ------------------------------------- */
+
+uint64_t fab_now_ms(void);
+void fab_sleep_ms(unsigned ms);
+/* The innet executable that runs the switches: o->exe, this process's if it
+ * is innet, else `innet` on PATH. 0, or -1 (reported). */
+int fab_find_exe(const struct opts *o, char *out, size_t len);
+/* p is running: our child not yet reaped, or a live pid that runs
+ * "innet switch ... --name p->name". */
+bool fab_proc_alive(struct proc *p);
+/* SIGTERM every live process, SIGKILL what is left after STOP_GRACE_MS.
+ * Returns how many could not be stopped. */
+int fab_stop_procs(struct proc *procs, size_t n);
+/* Stop one switch: SIGTERM (SIGKILL after STOP_GRACE_MS), or SIGKILL at
+ * once with --kill. 0 stopped or not running, 1 still running. */
+int fab_stop_one(struct proc *p, bool kill_now);
+/* True if something accepts connections on the unix socket at path. */
+bool fab_ctl_accepts(const char *path);
+/* The last `lines` lines of a log file, indented, to `say`. */
+void fab_print_log_tail(const char *path, int lines);
+/* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with
+ * stdout and stderr to its log (appended to, or truncated), in its own
+ * session, with signal mask `mask`, in its network namespace in netns mode
+ * (t). The pid, or -1 with errno. */
+pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
+		       uint64_t workers, const sigset_t *mask, bool append,
+		       const struct innet_topology *t);
+/* How child p ended: "exited with status N", "was killed by SIGNAL". */
+void fab_describe_exit(const struct proc *p, char *out, size_t len);
 
 #endif /* INNET_FABRIC_PVT_H */
