@@ -1,7 +1,7 @@
 /*
  * innet/fabric.h — a topology's switches as processes on this machine: bring
  * a fabric up and down, see which switches run, stop, start and restart one
- * (src/fabric/fabric.c; `innet fabric` is the command line over it,
+ * (src/fabric/fabric*.c; `innet fabric` is the command line over it,
  * docs/man/innet-fabric.md; topology files: docs/topology.md).
  *
  * Each switch is one `innet switch --topology FILE --name SWITCH` process

@@ -12,7 +12,7 @@
  *
  * This file parses the arguments and prints; the work — processes, state in
  * <state_dir>/fabric.json, namespaces — is the library's fabric module
- * (src/fabric/fabric.c, innet/fabric.h), whose messages it prints:
+ * (src/fabric/fabric*.c, innet/fabric.h), whose messages it prints:
  * progress on stdout, problems on stderr.
  *
  * --set INSTANCE.KEY=JSON (start, restart) overrides one setting of one of

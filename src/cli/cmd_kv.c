@@ -1,5 +1,5 @@
 /*
- * cmd_kv.c — `innet kv`: the replicated key-value store (src/consensus/kv_server.c, kv_store.c, kv_resp.c)
+ * cmd_kv.c — `innet kv`: the replicated key-value store (src/consensus/kv_server.c, kv_snapshot.c, kv_store.c, kv_resp.c)
  * on a Paxos fabric (coordinator and acceptor switches), speaking RESP.
  *
  *   innet kv up FILE [--port P]     innet fabric up FILE, then one replica per

@@ -1,7 +1,8 @@
 /*
  * kv_pvt.h — what the KV store's sources share (kv_store.c, kv_resp.c,
- * kv_server.c): limits and the log entry's layout (kv_server.c's header
- * comment draws it).
+ * kv_server.c, kv_snapshot.c): limits, the log entry's layout (kv_server.c's
+ * header comment draws it), the store, and the server's state, which
+ * kv_snapshot.c reads and replaces.
  */
 #ifndef INNET_CONSENSUS_KV_PVT_H
 #define INNET_CONSENSUS_KV_PVT_H
@@ -56,5 +57,76 @@ bool kv_arity_ok(int li, int argc);
 void kv_arity_error(struct kv_buf *out, int li);
 /* Set key k to v (a copy); out of memory marks the store (kv_store_oom). */
 void kv_store_set(struct kv_store *s, const char *k, size_t kl, const char *v, size_t vl);
+
+/* The server (kv_server.c); kv_snapshot.c builds snapshots of it and
+ * installs them into it. One thread: kv_serve's. */
+struct conn;                       /* a client connection (kv_server.c) */
+
+/* Per-stage counters of one replica (INFO, and stderr at exit). The times
+ * are wall-clock nanoseconds spent in each stage of the event loop. */
+struct kv_stats {
+	uint64_t loops;            /* event-loop passes */
+	uint64_t entries_proposed; /* log entries this replica proposed */
+	uint64_t groups_proposed;  /* connection groups in them */
+	uint64_t cmds_proposed;    /* commands in them */
+	uint64_t bytes_proposed;   /* value bytes in them */
+	uint64_t window_full;      /* proposals deferred: `window` entries already in flight */
+	uint64_t entries_applied;  /* log entries applied (every replica's) */
+	uint64_t cmds_applied;
+	uint64_t entries_bad;      /* entries skipped: not the KV batch format (counted, logged) */
+	uint64_t snapshots_served; /* SNAPSHOT answered */
+	uint64_t snapshots_installed;
+	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
+	uint64_t conns_oom;        /* connections closed: a request or answer found no memory */
+	uint64_t ns_wait;          /* epoll_wait */
+	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
+	uint64_t ns_propose;       /* encoding entries, sending REQUESTs */
+	uint64_t ns_learn;         /* innet_paxos_process: 2B/NACK handling, delivery (incl. apply, reply) */
+	uint64_t ns_apply;         /* applying entries to the store */
+	uint64_t ns_reply;         /* sending replies to the connections of applied groups */
+};
+
+struct server {
+	const struct kv_conf *c;
+	int ep, lfd;
+	struct innet_paxos *px;
+	struct kv_store *store;
+	struct conn *conns[KV_MAX_CONNS];
+	uint32_t n_conns;
+	struct kv_buf scratch_out;
+	char *scratch;
+	char *argv[KV_MAX_ARGS];
+	size_t lens[KV_MAX_ARGS];
+	uint8_t batch[PAXOS_VALUE_MAX];
+	uint8_t entry[PAXOS_VALUE_MAX];
+	uint32_t client;          /* this replica's client id (entries' request ids) */
+	uint32_t seq;
+	uint32_t window;          /* entries of ours in flight at most */
+	uint32_t entry_max;       /* bytes of one entry at most (batching stops there) */
+	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
+	uint32_t n_queue;
+	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
+	uint32_t n_batches;
+	bool bad_logged;
+	uint64_t tentative_until[64]; /* REPLICA REMOVE received, not applied yet: report for
+	                               * that learner id until then (ns) */
+	bool stale;               /* the acceptors trimmed past us: waiting for a snapshot */
+	uint64_t snap_try_ns;     /* last snapshot attempt */
+	struct kv_stats st;
+	struct innet_metrics_http *metrics; /* the metrics HTTP server, or NULL */
+	char replica[64];         /* the metrics' "replica" label */
+};
+
+/* kv_server.c's helpers kv_snapshot.c uses: big-endian u32; end and fail an
+ * entry of ours (each of its groups gets msg). */
+void kv_put32(uint8_t *p, uint32_t v);
+uint32_t kv_get32(const uint8_t *p);
+void kv_batch_end(struct server *s, uint64_t req);
+void kv_entry_failed(struct server *s, uint64_t req, const char *msg);
+/* kv_snapshot.c: the state at innet_paxos_delivered() into b (b->oom when
+ * out of memory), for SNAPSHOT; and, while stale, trying every peer for a
+ * snapshot (at most once a second). */
+void kv_snapshot_build(struct server *s, struct kv_buf *b);
+void kv_snapshot_catch_up(struct server *s);
 
 #endif /* INNET_CONSENSUS_KV_PVT_H */

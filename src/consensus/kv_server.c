@@ -44,29 +44,16 @@
  * deduplicates). The replica that proposed an entry answers each group's
  * connection when it applies the entry.
  *
- * Snapshots (state transfer): a replica whose next instance the acceptors
- * trimmed away (innet_paxos_process says -ESTALE: it restarted empty, or was
- * away while the others went on) cannot catch up from the log. It asks its
- * peers, one after the other, with the RESP command SNAPSHOT and installs
- * the first answer that reaches at least the acceptors' trim:
- *
- *   'K' 'V' 'S' version 2 | u64 next (every instance below it is applied)
- *   | u32 dlen, the learner's dedup state (innet_paxos_dedup_save)
- *   | u64 removed (learner ids removed from the trim group: REPLICA REMOVE)
- *   | u64 n_keys, then per key: u32 klen, key, u32 vlen, value  (big-endian)
+ * Snapshots (state transfer: a replica whose next instance the acceptors
+ * trimmed away asks a peer with the RESP command SNAPSHOT) are
+ * kv_snapshot.c; this file answers SNAPSHOT and notices the trim. The store
+ * is kv_store.c, the RESP parser kv_resp.c; they share kv_pvt.h.
  *
  * Membership of the trim group: REPLICA REMOVE|ADD id goes through the log
  * like any write; from the entry on, every replica reports its own
  * watermark to the acceptors also under each removed learner id, so their
  * trim (the minimum over learner ids) no longer waits for a replica that is
  * down for good. docs/consensus.md, "Removing a replica".
- *
- * The peer builds it between two log entries (one thread), so it is the
- * state at exactly `next`; the dedup state makes a resend chosen again after
- * `next` be skipped as it would be by the peer. Then the replica continues
- * from `next` (innet_paxos_restart_at). Its own groups in flight get an
- * "outcome unknown" error (they may be inside the snapshot). Without a peer
- * that answers it keeps trying every second and says so on stderr.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -105,61 +92,6 @@ struct conn {
 	struct kv_buf in, out;
 };
 
-/* Per-stage counters of one replica (INFO, and stderr at exit). The times
- * are wall-clock nanoseconds spent in each stage of the event loop. */
-struct kv_stats {
-	uint64_t loops;            /* event-loop passes */
-	uint64_t entries_proposed; /* log entries this replica proposed */
-	uint64_t groups_proposed;  /* connection groups in them */
-	uint64_t cmds_proposed;    /* commands in them */
-	uint64_t bytes_proposed;   /* value bytes in them */
-	uint64_t window_full;      /* proposals deferred: `window` entries already in flight */
-	uint64_t entries_applied;  /* log entries applied (every replica's) */
-	uint64_t cmds_applied;
-	uint64_t entries_bad;      /* entries skipped: not the KV batch format (counted, logged) */
-	uint64_t snapshots_served; /* SNAPSHOT answered */
-	uint64_t snapshots_installed;
-	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
-	uint64_t conns_oom;        /* connections closed: a request or answer found no memory */
-	uint64_t ns_wait;          /* epoll_wait */
-	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
-	uint64_t ns_propose;       /* encoding entries, sending REQUESTs */
-	uint64_t ns_learn;         /* innet_paxos_process: 2B/NACK handling, delivery (incl. apply, reply) */
-	uint64_t ns_apply;         /* applying entries to the store */
-	uint64_t ns_reply;         /* sending replies to the connections of applied groups */
-};
-
-struct server {
-	const struct kv_conf *c;
-	int ep, lfd;
-	struct innet_paxos *px;
-	struct kv_store *store;
-	struct conn *conns[KV_MAX_CONNS];
-	uint32_t n_conns;
-	struct kv_buf scratch_out;
-	char *scratch;
-	char *argv[KV_MAX_ARGS];
-	size_t lens[KV_MAX_ARGS];
-	uint8_t batch[PAXOS_VALUE_MAX];
-	uint8_t entry[PAXOS_VALUE_MAX];
-	uint32_t client;          /* this replica's client id (entries' request ids) */
-	uint32_t seq;
-	uint32_t window;          /* entries of ours in flight at most */
-	uint32_t entry_max;       /* bytes of one entry at most (batching stops there) */
-	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
-	uint32_t n_queue;
-	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
-	uint32_t n_batches;
-	bool bad_logged;
-	uint64_t tentative_until[64]; /* REPLICA REMOVE received, not applied yet: report for
-	                               * that learner id until then (ns) */
-	bool stale;               /* the acceptors trimmed past us: waiting for a snapshot */
-	uint64_t snap_try_ns;     /* last snapshot attempt */
-	struct kv_stats st;
-	struct innet_metrics_http *metrics; /* the metrics HTTP server, or NULL */
-	char replica[64];         /* the metrics' "replica" label */
-};
-
 static size_t encoded_len(int argc, const size_t *lens)
 {
 	size_t n = 2;
@@ -174,7 +106,7 @@ static void put16(uint8_t *p, size_t v)
 	p[1] = (uint8_t)v;
 }
 
-static void put32(uint8_t *p, uint32_t v)
+void kv_put32(uint8_t *p, uint32_t v)
 {
 	put16(p, v >> 16);
 	put16(p + 2, v & 0xffff);
@@ -185,7 +117,7 @@ static uint32_t get16(const uint8_t *p)
 	return (uint32_t)p[0] << 8 | p[1];
 }
 
-static uint32_t get32(const uint8_t *p)
+uint32_t kv_get32(const uint8_t *p)
 {
 	return get16(p) << 16 | get16(p + 2);
 }
@@ -212,7 +144,6 @@ static void conn_update(struct server *s, struct conn *c)
 	}
 }
 
-static void snapshot_build(struct server *s, struct kv_buf *b);
 static uint64_t trim_proxied(const struct server *s, uint64_t now);
 
 static void info_field(struct kv_buf *b, const char *name, uint64_t v)
@@ -420,7 +351,7 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 			kv_buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
 		} else {
 			struct kv_buf b = { 0 };
-			snapshot_build(s, &b);
+			kv_snapshot_build(s, &b);
 			if (b.oom) {
 				kv_buf_str(&c->out, "-ERR out of memory building the snapshot\r\n");
 			} else {
@@ -569,7 +500,7 @@ static void conn_work(struct server *s, struct conn *c)
 static void conn_flush(struct server *s, struct conn *c);
 
 /* Fail every group of entry req (our proposal was refused or timed out). */
-static void entry_failed(struct server *s, uint64_t req, const char *msg)
+void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
 {
 	struct conn *failed[KV_MAX_CONNS];
 	uint32_t n = 0;
@@ -602,7 +533,7 @@ static void server_propose(struct server *s)
 		while (ng < s->n_queue &&
 		       pos + KV_GROUP_HDR + s->queue[ng]->qlen <= (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
 			struct conn *c = s->queue[ng++];
-			put32(s->entry + pos, c->client);
+			kv_put32(s->entry + pos, c->client);
 			put16(s->entry + pos + 4, c->inflight_cmds);
 			memcpy(s->entry + pos + KV_GROUP_HDR, c->q, c->qlen);
 			pos += KV_GROUP_HDR + c->qlen;
@@ -622,7 +553,7 @@ static void server_propose(struct server *s)
 		memmove(s->queue, s->queue + ng, (s->n_queue - ng) * sizeof(s->queue[0]));
 		s->n_queue -= ng;
 		if (rc != 0) {
-			entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
+			kv_entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
 			continue;
 		}
 		s->st.entries_proposed++;
@@ -639,7 +570,7 @@ static void server_propose(struct server *s)
 }
 
 /* Entry req of ours is no longer in flight. */
-static void batch_end(struct server *s, uint64_t req)
+void kv_batch_end(struct server *s, uint64_t req)
 {
 	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
 		if (s->batches[i] == req) {
@@ -759,7 +690,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 	struct server *s = arg;
 	bool ours = (uint32_t)(req >> 32) == s->client;
 	if (ours)
-		batch_end(s, req);
+		kv_batch_end(s, req);
 	if (!kv_entry_valid(v, len)) {
 		s->st.entries_bad++;
 		if (!s->bad_logged) {
@@ -771,7 +702,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 			s->bad_logged = true;
 		}
 		if (ours)
-			entry_failed(s, req, "-ERR internal error: malformed log entry\r\n");
+			kv_entry_failed(s, req, "-ERR internal error: malformed log entry\r\n");
 		return;
 	}
 	uint64_t t0 = innet_now_ns();
@@ -781,7 +712,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 	struct conn *answered[KV_MAX_CONNS];
 	uint32_t n_ans = 0;
 	for (uint32_t g = 0; g < ng; g++) {
-		uint32_t client = get32(v + pos);
+		uint32_t client = kv_get32(v + pos);
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
@@ -810,10 +741,10 @@ static void on_done(void *arg, uint64_t req, int status, uint64_t instance)
 		return; /* the reply is sent when it is applied */
 	if ((uint32_t)(req >> 32) != s->client)
 		return;
-	batch_end(s, req);
-	entry_failed(s, req, status == -ETIMEDOUT
-				     ? "-ERR consensus timed out: the command may or may not have been applied\r\n"
-				     : "-ERR command refused by the coordinator\r\n");
+	kv_batch_end(s, req);
+	kv_entry_failed(s, req, status == -ETIMEDOUT
+					? "-ERR consensus timed out: the command may or may not have been applied\r\n"
+					: "-ERR command refused by the coordinator\r\n");
 }
 
 static void accept_all(struct server *s)
@@ -870,211 +801,6 @@ static void conn_read(struct server *s, struct conn *c)
 	}
 	conn_work(s, c);
 	conn_flush(s, c);
-}
-
-
-/* ---- snapshots ------------------------------------------------------------ */
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
-/* The state at innet_paxos_delivered() (format: the file's header). */
-static void snapshot_build(struct server *s, struct kv_buf *b)
-{
-	uint8_t hdr[16] = { 'K', 'V', 'S', KV_SNAPSHOT_VERSION };
-	put64(hdr + 4, innet_paxos_delivered(s->px));
-	size_t dlen = innet_paxos_dedup_size(s->px);
-	put32(hdr + 12, (uint32_t)dlen);
-	kv_buf_append(b, hdr, sizeof(hdr));
-	uint8_t *d = malloc(dlen);
-	if (d == NULL) {
-		b->oom = true;   /* the caller answers an error instead */
-		return;
-	}
-	innet_paxos_dedup_save(s->px, d, dlen);
-	kv_buf_append(b, d, dlen);
-	free(d);
-	uint8_t n[8];
-	put64(n, kv_store_removed(s->store));
-	kv_buf_append(b, n, 8);
-	put64(n, s->store->n);
-	kv_buf_append(b, n, 8);
-	for (size_t i = 0; i < s->store->cap; i++)
-		for (const struct kv_item *it = s->store->tab[i]; it; it = it->next) {
-			uint8_t l[4];
-			put32(l, (uint32_t)it->klen);
-			kv_buf_append(b, l, 4);
-			kv_buf_append(b, it->key, it->klen);
-			put32(l, (uint32_t)it->vlen);
-			kv_buf_append(b, l, 4);
-			kv_buf_append(b, it->val, it->vlen);
-		}
-}
-
-/* Ask peer for a snapshot: the bulk payload into b. Blocking, bounded by
- * 2 s per step (the replica cannot serve while stale anyway). 0 or -1 with
- * why in err. */
-static int snapshot_fetch(const struct innet_addr *peer, struct kv_buf *b, char *err, size_t errlen)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(peer->ip),
-				 .sin_port = htons(peer->udp) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { .tv_sec = 2 };
-	static const char req[] = "*1\r\n$8\r\nSNAPSHOT\r\n";
-	int rc = -1;
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(req) - 1) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		goto out;
-	}
-	size_t want = SIZE_MAX, hdr = 0;
-	char buf[65536];
-	while (b->len < want) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		if (n <= 0) {
-			snprintf(err, errlen, "%s", n == 0 ? "connection closed" : strerror(errno));
-			goto out;
-		}
-		kv_buf_append(b, buf, (size_t)n);
-		if (hdr == 0) {
-			char *nl = memchr(b->p, '\n', b->len);
-			if (nl == NULL)
-				continue;
-			if (b->p[0] != '$') {
-				*nl = '\0';
-				snprintf(err, errlen, "%.200s", b->p);
-				goto out;
-			}
-			hdr = (size_t)(nl - b->p) + 1;
-			want = hdr + strtoull(b->p + 1, NULL, 10) + 2;
-		}
-	}
-	memmove(b->p, b->p + hdr, want - hdr - 2);
-	b->len = want - hdr - 2;
-	rc = 0;
-out:
-	close(fd);
-	return rc;
-}
-
-/* Fail our groups in flight or queued: their entries may or may not be in
- * the snapshot. */
-static void fail_inflight(struct server *s)
-{
-	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
-		if (s->batches[i] != 0) {
-			uint64_t req = s->batches[i];
-			batch_end(s, req);
-			entry_failed(s, req, "-ERR replica restored from a snapshot: the command may "
-					     "or may not have been applied\r\n");
-		}
-}
-
-/* Install snapshot v[0..len) if it reaches at least min_next. 0, or -1
- * with why in err (the state is untouched then). */
-static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint64_t min_next,
-			    char *err, size_t errlen)
-{
-	if (len < 16 || memcmp(v, "KVS", 3) != 0 || v[3] != KV_SNAPSHOT_VERSION) {
-		snprintf(err, errlen, "not a version-%u snapshot", KV_SNAPSHOT_VERSION);
-		return -1;
-	}
-	uint64_t next = get64(v + 4);
-	size_t dlen = get32(v + 12), pos = 16 + dlen;
-	if (next < min_next) {
-		snprintf(err, errlen, "it is at instance %llu, below the acceptors' trim %llu",
-			 (unsigned long long)next, (unsigned long long)min_next);
-		return -1;
-	}
-	if (pos + 16 > len) {
-		snprintf(err, errlen, "truncated");
-		return -1;
-	}
-	uint64_t removed = get64(v + pos);
-	uint64_t n = get64(v + pos + 8);
-	pos += 16;
-	struct kv_store *st = kv_store_create();
-	if (st == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	st->removed = removed;
-	st->n_learners = s->c->n_learners;
-	for (uint64_t i = 0; i < n; i++) {
-		if (pos + 4 > len || pos + 4 + get32(v + pos) + 4 > len)
-			goto bad;
-		size_t kl = get32(v + pos);
-		const char *k = (const char *)v + pos + 4;
-		pos += 4 + kl;
-		size_t vl = get32(v + pos);
-		if (pos + 4 + vl > len)
-			goto bad;
-		kv_store_set(st, k, kl, (const char *)v + pos + 4, vl);
-		pos += 4 + vl;
-	}
-	if (st->oom) {
-		kv_store_destroy(st);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (pos != len || st->n != n || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
-		goto bad;
-	kv_store_destroy(s->store);
-	s->store = st;
-	innet_paxos_restart_at(s->px, next);
-	fail_inflight(s);
-	return 0;
-bad:
-	kv_store_destroy(st);
-	snprintf(err, errlen, "malformed");
-	return -1;
-}
-
-/* Stale: try every peer for a snapshot (at most once a second). */
-static void snapshot_catch_up(struct server *s)
-{
-	uint64_t t = innet_now_ns();
-	if (t - s->snap_try_ns < 1000000000ull)
-		return;
-	s->snap_try_ns = t;
-	uint64_t trim = innet_paxos_stale_trim(s->px);
-	for (uint32_t i = 0; i < s->c->n_peers; i++) {
-		const struct innet_addr *pa = &s->c->peers[i];
-		struct in_addr ia = { htonl(pa->ip) };
-		struct kv_buf b = { 0 };
-		char err[256];
-		if (snapshot_fetch(pa, &b, err, sizeof(err)) == 0 &&
-		    snapshot_install(s, (const uint8_t *)b.p, b.len, trim, err, sizeof(err)) == 0) {
-			fprintf(stderr, "innet kv: installed a snapshot from %s:%u at instance %llu "
-					"(%zu keys, %zu bytes)\n", inet_ntoa(ia), pa->udp,
-				(unsigned long long)innet_paxos_delivered(s->px), s->store->n, b.len);
-			s->st.snapshots_installed++;
-			s->stale = false;
-			kv_buf_free(&b);
-			return;
-		}
-		fprintf(stderr, "innet kv: no usable snapshot from %s:%u: %s\n", inet_ntoa(ia), pa->udp,
-			err);
-		s->st.snapshot_failures++;
-		kv_buf_free(&b);
-	}
-	if (s->c->n_peers == 0)
-		fprintf(stderr, "innet kv: the acceptors trimmed the log past this replica and it has "
-				"no peer replica to take a snapshot from\n");
 }
 
 static void stats_print(const struct server *s)
@@ -1197,7 +923,7 @@ int kv_serve(const struct kv_conf *conf)
 					(unsigned long long)innet_paxos_delivered(s->px),
 					(unsigned long long)innet_paxos_stale_trim(s->px));
 			s->stale = true;
-			snapshot_catch_up(s);
+			kv_snapshot_catch_up(s);
 		}
 		uint64_t t4 = innet_now_ns();
 		if (t4 - last_trim >= trim_ms * 1000000ull) {

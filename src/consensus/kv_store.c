@@ -4,7 +4,8 @@
  * INCRBY EXISTS MGET MSET DBSIZE, REPLICA REMOVE|ADD) applied in log order
  * with redis's replies, and the reply buffers (kv.h). Deterministic: every
  * replica that applies the same log reaches the same state (kv_store_digest).
- * The server around it is kv_server.c, the RESP parser kv_resp.c.
+ * The server around it is kv_server.c (snapshots: kv_snapshot.c), the RESP
+ * parser kv_resp.c.
  */
 #include <ctype.h>
 #include <limits.h>

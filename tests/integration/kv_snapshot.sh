@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kv_snapshot.sh — state transfer: a replica the acceptors trimmed past
-# catches up from a peer's snapshot (src/consensus/kv.c, "Snapshots").
+# catches up from a peer's snapshot (src/consensus/kv_snapshot.c).
 #   1. `innet kv up` (examples/kv.json's shape at 127.65.30.x/31.x); 300 SETs
 #      and INCRs through r0 while every replica reports its watermark, so the
 #      acceptors trim the log (their "trim" register moves past 0);

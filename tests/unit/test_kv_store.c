@@ -1,5 +1,5 @@
 /*
- * test_kv_store.c — the KV store (src/consensus/kv.c) when memory runs out:
+ * test_kv_store.c — the KV store (src/consensus/kv_store.c) when memory runs out:
  * no abort, no crash, no half-made state. Every allocation of a SET, an
  * MSET and an INCR is made to fail in turn (tests/unit/oom.h): each either
  * completes — the value is there, the store is healthy — or leaves the

@@ -1,0 +1,295 @@
+/*
+ * fabric_proc.c — the switch processes of `innet fabric` (fabric.c runs
+ * them): the innet executable that runs them, spawning one (`innet switch`
+ * in its own session, in its network namespace in netns mode, output to its
+ * log), whether a pid is still one of our switches, stopping them (SIGTERM,
+ * then SIGKILL), whether a control socket accepts connections yet, how a
+ * switch exited and the last lines of its log. Shared: fabric_pvt.h.
+ *
+ * A pid that is not our own child counts as a switch only while it is alive
+ * and /proc/PID/cmdline reads "innet switch ... --name SWITCH"; our own
+ * children are reaped with waitpid.
+ *
+ * No state of its own; messages go to the calling thread's call (fab_say).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "innet/topology.h"
+#include "innet/switch.h"
+#include "fabric/fabric_pvt.h"
+
+#define STOP_GRACE_MS   5000   /* SIGTERM, then this long, then SIGKILL */
+
+uint64_t fab_now_ms(void)
+{
+	return innet_now_ns() / 1000000;
+}
+
+void fab_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Processes.                                                                */
+
+/* The innet executable that runs the switches: o->exe, this process's if it
+ * is innet, else `innet` on PATH. 0, or -1 (reported). */
+int fab_find_exe(const struct opts *o, char *out, size_t len)
+{
+	if (o->exe != NULL) {
+		if (snprintf(out, len, "%s", o->exe) >= (int)len)
+			goto none;
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+	if (n > 0) {
+		out[n] = '\0';
+		const char *base = strrchr(out, '/');
+		if (base != NULL && !strcmp(base + 1, "innet"))
+			return 0;
+	}
+	const char *path = getenv("PATH");
+	for (const char *d = path; d != NULL && *d != '\0';) {
+		const char *end = strchr(d, ':');
+		size_t dl = end ? (size_t)(end - d) : strlen(d);
+		if (dl > 0 && snprintf(out, len, "%.*s/innet", (int)dl, d) < (int)len &&
+		    access(out, X_OK) == 0)
+			return 0;
+		d = end ? end + 1 : NULL;
+	}
+none:
+	fab_say(true, "cannot find the innet executable to run the switches with (set it, or put "
+		  "innet on PATH)");
+	return -1;
+}
+
+/* True if pid is alive (not a zombie) and runs "innet switch ... --name sw". */
+static bool is_switch_process(pid_t pid, const char *sw)
+{
+	char path[64], buf[8192];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *state = strrchr(buf, ')');
+	if (state == NULL || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
+		return false;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	const char *argv[64];
+	int argc = 0;
+	for (const char *s = buf; s < buf + n && argc < 64; s += strlen(s) + 1)
+		argv[argc++] = s;
+	if (argc < 2 || strcmp(argv[1], "switch") != 0)
+		return false;
+	for (int i = 2; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "--name") && !strcmp(argv[i + 1], sw))
+			return true;
+	return false;
+}
+
+bool fab_proc_alive(struct proc *p)
+{
+	if (p->pid <= 0 || p->exited)
+		return false;
+	if (p->child) {
+		pid_t r = waitpid(p->pid, &p->status, WNOHANG);
+		if (r == p->pid || (r < 0 && errno == ECHILD)) {
+			p->exited = true;
+			return false;
+		}
+		return true;
+	}
+	return is_switch_process(p->pid, p->name);
+}
+
+/* Wait up to ms for every process to be gone; returns how many are left. */
+static int wait_gone(struct proc *procs, size_t n, unsigned ms)
+{
+	uint64_t deadline = fab_now_ms() + ms;
+
+	for (;;) {
+		int left = 0;
+		for (size_t i = 0; i < n; i++)
+			left += fab_proc_alive(&procs[i]);
+		if (left == 0 || fab_now_ms() >= deadline)
+			return left;
+		fab_sleep_ms(POLL_MS);
+	}
+}
+
+/* SIGTERM every live process, SIGKILL what is left after STOP_GRACE_MS.
+ * Returns how many could not be stopped. */
+int fab_stop_procs(struct proc *procs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fab_proc_alive(&procs[i]))
+			kill(procs[i].pid, SIGTERM);
+	if (wait_gone(procs, n, STOP_GRACE_MS) == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (fab_proc_alive(&procs[i])) {
+			fab_say(true, "%s (pid %d) ignored SIGTERM; killing it\n",
+				procs[i].name, (int)procs[i].pid);
+			kill(procs[i].pid, SIGKILL);
+		}
+	int left = wait_gone(procs, n, 1000);
+	for (size_t i = 0; i < n; i++)
+		if (fab_proc_alive(&procs[i]))
+			fab_say(true, "%s (pid %d) is still running\n", procs[i].name,
+				(int)procs[i].pid);
+	return left;
+}
+
+/* True if something accepts connections on the unix socket at path. */
+bool fab_ctl_accepts(const char *path)
+{
+	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return false;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return false;
+		int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		int e = errno;
+		close(fd);
+		if (r == 0)
+			return true;
+		if (e != EPROTOTYPE)
+			return false;
+	}
+	return false;
+}
+
+/* The last `lines` lines of a log file, indented, on stderr. */
+void fab_print_log_tail(const char *path, int lines)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	off_t size = lseek(fd, 0, SEEK_END);
+	off_t from = size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, from);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	char *start = buf + n;
+	for (int seen = 0; start > buf; start--)
+		if (start[-1] == '\n' && ++seen == lines)
+			break;
+	fab_say(true, "  last lines of %s:\n", path);
+	for (char *line = strtok(start, "\n"); line != NULL; line = strtok(NULL, "\n"))
+		fab_say(true, "  | %s\n", line);
+}
+
+/* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with
+ * stdout and stderr to its log, in its own session (so that a terminal's
+ * Ctrl-C reaches only us: we stop the switches in order). */
+pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
+		       uint64_t workers, const sigset_t *mask, bool append,
+		       const struct innet_topology *t)
+{
+	char wbuf[24];
+	const char *argv[] = { exe, "switch", "--topology", file, "--name", sw,
+			       workers ? "--workers" : NULL /* ends argv here */, wbuf, NULL };
+	int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
+
+	snprintf(wbuf, sizeof(wbuf), "%llu", (unsigned long long)workers);
+	if (fd < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		setsid();
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		int idx = t != NULL && t->netns ? innet_topology_find(t, sw) : -1;
+		if (idx >= 0 && innet_topology_enter(t, (uint32_t)idx) != 0) {
+			fab_say(true, "cannot enter the namespace of %s: %s\n", sw,
+				strerror(errno));
+			_exit(127);
+		}
+		execv(exe, (char *const *)argv);
+		fab_say(true, "cannot run %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	int e = errno;
+	close(fd);
+	errno = e;
+	return pid;
+}
+
+void fab_describe_exit(const struct proc *p, char *out, size_t len)
+{
+	if (WIFEXITED(p->status))
+		snprintf(out, len, "exited with status %d", WEXITSTATUS(p->status));
+	else if (WIFSIGNALED(p->status))
+		snprintf(out, len, "was killed by %s", strsignal(WTERMSIG(p->status)));
+	else
+		snprintf(out, len, "stopped");
+}
+
+/* Stop one switch: SIGTERM (SIGKILL after STOP_GRACE_MS), or SIGKILL at
+ * once with --kill. 0 stopped or not running, 1 still running. */
+int fab_stop_one(struct proc *p, bool kill_now)
+{
+	if (!fab_proc_alive(p)) {
+		fab_say(false, "switch %s is not running\n", p->name);
+		return 0;
+	}
+	kill(p->pid, kill_now ? SIGKILL : SIGTERM);
+	if (wait_gone(p, 1, kill_now ? 2000 : STOP_GRACE_MS) != 0 && !kill_now) {
+		fab_say(true, "%s (pid %d) ignored SIGTERM; killing it\n", p->name,
+			(int)p->pid);
+		kill(p->pid, SIGKILL);
+		wait_gone(p, 1, 1000);
+	}
+	if (fab_proc_alive(p)) {
+		fab_say(true, "%s (pid %d) is still running\n", p->name, (int)p->pid);
+		return 1;
+	}
+	fab_say(false, "stopped switch %s (pid %d%s)\n", p->name, (int)p->pid, kill_now ? ", killed" : "");
+	return 0;
+}
