@@ -87,7 +87,7 @@ void fab_say(bool problem, const char *fmt, ...)
 /* Load and check FILE, printing every problem. Exit status in *rc on failure. */
 static struct innet_topology *load(const char *file, int *rc)
 {
-	static char err[ERRBUF];
+	static _Thread_local char err[ERRBUF]; /* one call at a time per thread */
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
 
 	if (t != NULL)
@@ -647,9 +647,6 @@ static int fabric_restart(const struct opts *o)
 		return rc;
 	return start_switch(o, topo);
 }
-
-/* ------------------------------------------------------------------------ */
-
 
 /* ------------------------------------------------------------------------ */
 /* The API (innet/fabric.h)                                                  */

@@ -56,7 +56,7 @@ void fab_log_path(const char *dir, const char *sw, char *out, size_t len)
 /* ------------------------------------------------------------------------ */
 /* The resolved topology as JSON (show --json, fabric.json).                 */
 
-static bool json_failed; /* an insert failed: out of memory */
+static _Thread_local bool json_failed; /* an insert failed: out of memory (per thread, as the options) */
 
 static void jset(json_t *o, const char *key, json_t *v)
 {
