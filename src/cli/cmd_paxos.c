@@ -92,6 +92,7 @@ struct bench {
 	uint32_t threads;
 	_Atomic bool sleeping[BENCH_MAX_T];
 	int wake[BENCH_MAX_T];    /* eventfd per proposer thread */
+	_Atomic bool stopping;    /* the proposer threads end (set by the main thread) */
 	_Atomic uint64_t resends;
 	_Atomic uint64_t send_calls, sent;
 };
@@ -126,6 +127,7 @@ struct proposer {
 	uint32_t bind_ip;
 	int fd;
 	pthread_t tid;
+	bool started;             /* tid is a thread to join */
 };
 
 /* A proposer thread: keeps its clients' requests in flight, REQUESTs sent in
@@ -147,7 +149,7 @@ static void *proposer_main(void *arg)
 	uint64_t retry_ns = (uint64_t)pr->retry_ms * 1000000ull;
 	uint64_t last_sent[BENCH_MAX_W];
 	memset(last_sent, 0, sizeof(last_sent));
-	while (!px_stop) {
+	while (!atomic_load(&b->stopping)) {
 		uint64_t now = innet_now_ns();
 		uint32_t n = 0;
 		bool all_busy = true;
@@ -208,10 +210,11 @@ static void *proposer_main(void *arg)
 static int proposers_start(struct bench *b, struct proposer *pr, const struct innet_paxos_conf *pc,
 			   uint32_t w, uint32_t size)
 {
-	for (uint32_t t = 0; t < b->threads; t++) {
+	for (uint32_t t = 0; t < b->threads; t++)
 		pr[t] = (struct proposer){ .b = b, .t = t, .w = w, .size = size,
 					   .retry_ms = pc->retry_ms, .coord = pc->coordinator,
 					   .bind_ip = pc->bind_ip, .fd = -1 };
+	for (uint32_t t = 0; t < b->threads; t++) {
 		b->wake[t] = eventfd(0, EFD_CLOEXEC);
 		pr[t].fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(pc->bind_ip) };
@@ -222,17 +225,16 @@ static int proposers_start(struct bench *b, struct proposer *pr, const struct in
 		int e = pthread_create(&pr[t].tid, NULL, proposer_main, &pr[t]);
 		if (e != 0) {
 			fprintf(stderr, "innet paxos bench: thread: %s\n", strerror(e));
-			close(pr[t].fd);
-			pr[t].fd = -1;
 			return -1;
 		}
+		pr[t].started = true;
 	}
 	return 0;
 }
 
 static void proposers_stop(struct bench *b, struct proposer *pr)
 {
-	px_stop = 1;
+	atomic_store(&b->stopping, true);
 	for (uint32_t t = 0; t < b->threads; t++) {
 		if (b->wake[t] >= 0) {
 			uint64_t one = 1;
@@ -240,10 +242,10 @@ static void proposers_stop(struct bench *b, struct proposer *pr)
 				/* the thread wakes on its poll timeout */
 			}
 		}
-		if (pr[t].fd >= 0) {
+		if (pr[t].started)
 			pthread_join(pr[t].tid, NULL);
+		if (pr[t].fd >= 0)
 			close(pr[t].fd);
-		}
 		if (b->wake[t] >= 0)
 			close(b->wake[t]);
 	}
@@ -334,9 +336,7 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	}
 	(void)start_n;
 	if (threads) {
-		bool stopped = px_stop;
 		proposers_stop(&b, pr);
-		px_stop = stopped;
 		/* Still waiting at the end after more than a second: lost. */
 		uint64_t now = innet_now_ns();
 		for (uint32_t c = 0; c < w; c++)
