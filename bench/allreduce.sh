@@ -76,9 +76,11 @@ usage: bench/run allreduce [options]
                    (default: all as root, else loopback)
   --xdp-mtu M      MTU of every veth in the xdp runs (default 3500: one XDP buffer)
   --xdp-k K        innet elements per packet on XDP (default: fill --xdp-mtu)
-  --xdp-slots S    innet window at --xdp-mtu (default --slots; 165, the bytes in
-                   flight of 64 x 8968 B, overflowed the veths' 256-frame rings:
-                   20x the retransmissions)
+  --xdp-slots S    innet window at --xdp-mtu (default 128: 128 x 3514 B in flight
+                   fit the tbf's 1 MB queue and leave a descheduled worker room
+                   on the shaped links — 64 gave xdp_link_fraction 0.86, 128 0.95;
+                   165, the bytes in flight of 64 x 8968 B, overflowed the veths'
+                   256-frame rings: 20x the retransmissions)
   --mpi-mtus L     MTUs MPI runs at in the unshaped xdp comparison, the best one
                    counts (default 9000,3500)
   --perf           xdp mode: perf record -a (cpu-clock) of one unshaped innet-on-XDP
@@ -153,7 +155,7 @@ ar_parse() {
 	fi
 	[ -n "$ar_xdp_k" ] || ar_xdp_k=$(((ar_xdp_mtu - 28 - 40) / 4))
 	if ! [[ $ar_xdp_k =~ ^[1-9][0-9]*$ ]] || [ "$ar_xdp_k" -gt 2294 ]; then bench_usage_error "--xdp-k: 1..2294"; fi
-	[ -n "$ar_xdp_slots" ] || ar_xdp_slots=$ar_slots
+	[ -n "$ar_xdp_slots" ] || ar_xdp_slots=128
 	[[ $ar_xdp_slots =~ ^[1-9][0-9]*$ ]] || bench_usage_error "--xdp-slots: a number"
 	[[ $ar_mpi_mtus =~ ^[0-9]+(,[0-9]+)*$ ]] || bench_usage_error "--mpi-mtus: a comma list of MTUs"
 }
