@@ -154,16 +154,6 @@ void innet_paxos_get_stats(const struct innet_paxos *p, struct innet_paxos_stats
  * forge it. Off by default. */
 void innet_paxos_trust_filter(struct innet_paxos *p, bool on);
 
-/* Send this endpoint's REQUESTs from a thread of its own (on), or from the
- * caller's thread again (off; innet_paxos_destroy does it too). propose()
- * then queues the datagram (up to 64; beyond, it sends it itself) and
- * returns. Worth it where a send is expensive: on a veth the receivers' XDP
- * programs — the in-network coordinator's and acceptors' — run inside the
- * sender's system call, on the sender's CPU. The endpoint stays one-thread
- * for its caller (see Threading above); only the sending moves. 0 or
- * -errno. */
-int innet_paxos_send_thread(struct innet_paxos *p, bool on);
-
 /* The learner's deduplication state (per client id: the highest sequence
  * delivered and the 64 below it), which a snapshot taken at
  * innet_paxos_delivered() must carry: a resend chosen again after the

@@ -367,9 +367,7 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		return 2;
 	}
 	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
-			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name,
-			     /* on veths a REQUEST's send runs the switches' XDP (netns mode) */
-			     .send_thread = t->netns };
+			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name };
 	if (metrics != NULL) {
 		char merr[160];
 		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,

@@ -27,8 +27,6 @@ struct kv_conf {
 	uint32_t entry_max;                 /* bytes of one log entry at most, batching stops
 	                                     * there (0: PAXOS_VALUE_MAX); a single connection's
 	                                     * group larger than it still goes, alone */
-	bool send_thread;                   /* REQUESTs from a thread of their own
-	                                     * (innet_paxos_send_thread; netns mode) */
 	uint32_t n_learners;                /* replicas of the log: learner ids 0..n-1 (REPLICA
 	                                     * REMOVE|ADD); 0 = not known, 64 accepted */
 	struct innet_addr peers[KV_MAX_PEERS]; /* other replicas' RESP addresses (ip, TCP port):

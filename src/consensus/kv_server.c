@@ -847,10 +847,6 @@ int kv_serve(const struct kv_conf *conf)
 		fprintf(stderr, "innet kv: %s\n", err);
 		goto err_free;
 	}
-	int st = conf->send_thread ? innet_paxos_send_thread(s->px, true) : 0;
-	if (st != 0)
-		fprintf(stderr, "innet kv: no REQUEST sender thread (%s): sending from the loop\n",
-			strerror(-st));
 	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

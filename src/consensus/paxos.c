@@ -27,12 +27,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -92,31 +89,6 @@ struct dedup {
 	uint64_t below;           /* bit k: seq last-1-k delivered */
 };
 
-/* The REQUEST sender (innet_paxos_send_thread): a ring of datagrams the
- * endpoint's thread fills and the sender thread empties, one producer and one
- * consumer; head and tail count datagrams, slot = count % TXQ_SLOTS.
- *
- *   endpoint thread:  copy into slot[head % N], head++ (release), wake the
- *                     sender through its eventfd if it said it sleeps
- *   sender thread:    while tail != head: sendmmsg the slots in between,
- *                     tail += sent (release); then sleep on the eventfd
- *
- * A full ring is not waited for: the REQUEST goes out at once from the
- * endpoint's thread, as without a sender. */
-#define TXQ_SLOTS 64u
-
-struct txq {
-	struct paxos_msg *slot;   /* TXQ_SLOTS */
-	uint32_t len[TXQ_SLOTS];
-	struct sockaddr_in to[TXQ_SLOTS];
-	_Atomic uint64_t head, tail;
-	_Atomic bool sleeping, stop;
-	int wake;                 /* eventfd */
-	int fd;                   /* the endpoint's socket */
-	pthread_t tid;
-	_Atomic uint64_t sent, calls;
-};
-
 struct innet_paxos {
 	struct innet_paxos_conf c;
 	int fd;
@@ -144,7 +116,6 @@ struct innet_paxos {
 	uint64_t wait_inst;
 	bool wait_done;
 	bool trust_filter;        /* PAXOS_F_QUORUM on a 2B means a majority voted */
-	struct txq *txq;          /* REQUEST sender thread, or NULL */
 	struct innet_paxos_stats st;
 };
 
@@ -293,118 +264,6 @@ int innet_paxos_request_encode(void *buf, size_t cap, uint64_t req_id, const voi
 	return (int)(PAXOS_HDR_LEN + len);
 }
 
-/* ---- REQUEST sender thread ---------------------------------------------- */
-
-static bool txq_put(struct txq *q, const struct innet_addr *to, const struct paxos_msg *m,
-		    uint32_t len)
-{
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-	if (h - atomic_load_explicit(&q->tail, memory_order_acquire) >= TXQ_SLOTS)
-		return false; /* full: the caller sends it itself */
-	uint32_t i = (uint32_t)(h % TXQ_SLOTS);
-	memcpy(&q->slot[i], m, len);
-	q->len[i] = len;
-	q->to[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(to->ip),
-					 .sin_port = htons(to->udp) };
-	atomic_store_explicit(&q->head, h + 1, memory_order_seq_cst);
-	if (atomic_exchange(&q->sleeping, false)) {
-		uint64_t one = 1;
-		if (write(q->wake, &one, sizeof(one)) < 0) {
-			/* the counter is full: the sender is awake anyway */
-		}
-	}
-	return true;
-}
-
-static void *txq_main(void *arg)
-{
-	struct txq *q = arg;
-	struct mmsghdr mm[TXQ_SLOTS];
-	struct iovec iov[TXQ_SLOTS];
-	while (!atomic_load(&q->stop)) {
-		uint64_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-		uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
-		if (t == h) {
-			/* Say we sleep, look once more (a put between the two loads
-			 * saw sleeping false and did not write), then wait. */
-			atomic_store(&q->sleeping, true);
-			if (atomic_load(&q->head) != t || atomic_load(&q->stop)) {
-				atomic_store(&q->sleeping, false);
-				continue;
-			}
-			struct pollfd pf = { .fd = q->wake, .events = POLLIN };
-			if (poll(&pf, 1, 100) > 0) {
-				uint64_t v;
-				if (read(q->wake, &v, sizeof(v)) < 0) {
-					/* nothing to read: a spurious wake-up */
-				}
-			}
-			atomic_store(&q->sleeping, false);
-			continue;
-		}
-		uint32_t n = 0;
-		for (uint64_t k = t; k != h && n < TXQ_SLOTS; k++, n++) {
-			uint32_t i = (uint32_t)(k % TXQ_SLOTS);
-			iov[n] = (struct iovec){ .iov_base = &q->slot[i], .iov_len = q->len[i] };
-			mm[n] = (struct mmsghdr){ .msg_hdr = { .msg_name = &q->to[i],
-							       .msg_namelen = sizeof(q->to[i]),
-							       .msg_iov = &iov[n], .msg_iovlen = 1 } };
-		}
-		int k = sendmmsg(q->fd, mm, n, 0);
-		atomic_fetch_add(&q->calls, 1);
-		/* Sent or not (a full socket buffer): the slots are free again;
-		 * a lost REQUEST is resent by the proposer's timer. */
-		if (k > 0)
-			atomic_fetch_add(&q->sent, (uint64_t)k);
-		atomic_store_explicit(&q->tail, t + n, memory_order_release);
-	}
-	return NULL;
-}
-
-static void txq_stop(struct txq *q)
-{
-	atomic_store(&q->stop, true);
-	uint64_t one = 1;
-	if (write(q->wake, &one, sizeof(one)) < 0) {
-		/* the sender wakes on its poll timeout */
-	}
-	pthread_join(q->tid, NULL);
-	close(q->wake);
-	free(q->slot);
-	free(q);
-}
-
-int innet_paxos_send_thread(struct innet_paxos *p, bool on)
-{
-	if (!on) {
-		if (p->txq != NULL) {
-			txq_stop(p->txq);
-			p->txq = NULL;
-		}
-		return 0;
-	}
-	if (p->txq != NULL)
-		return 0;
-	struct txq *q = calloc(1, sizeof(*q));
-	if (q == NULL)
-		return -ENOMEM;
-	q->slot = malloc(TXQ_SLOTS * sizeof(*q->slot));
-	q->wake = eventfd(0, EFD_CLOEXEC);
-	q->fd = p->fd;
-	int e = q->slot == NULL ? ENOMEM : q->wake < 0 ? errno : 0;
-	if (e == 0)
-		e = pthread_create(&q->tid, NULL, txq_main, q);
-	if (e != 0) {
-		if (q->wake >= 0)
-			close(q->wake);
-		free(q->slot);
-		free(q);
-		return -e;
-	}
-	p->txq = q;
-	return 0;
-}
-
 static int pend_send(struct innet_paxos *p, struct pending *pe)
 {
 	struct paxos_msg m;
@@ -413,8 +272,6 @@ static int pend_send(struct innet_paxos *p, struct pending *pe)
 	p->st.proposed++;
 	const struct innet_addr *to = p->cur_coord == 0 ? &p->c.coordinator
 							 : &p->c.backups[p->cur_coord - 1];
-	if (p->txq != NULL && txq_put(p->txq, to, &m, PAXOS_HDR_LEN + pe->len))
-		return 0;
 	return send_to(p, to, &m, PAXOS_HDR_LEN + pe->len);
 }
 
@@ -1042,7 +899,6 @@ void innet_paxos_destroy(struct innet_paxos *p)
 {
 	if (p == NULL)
 		return;
-	innet_paxos_send_thread(p, false);
 	close(p->fd);
 	free(p->ring);
 	free(p->pend);

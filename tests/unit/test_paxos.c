@@ -312,58 +312,6 @@ static void test_basic(void **state)
 	fab_down(&f);
 }
 
-/* REQUESTs from the endpoint's sender thread (innet_paxos_send_thread):
- * 120 proposals, up to 24 in flight, over links with 10% loss and 5%
- * duplication, so resends go through the queue too. Every value delivered
- * once, both learners in the same order; then the thread off, values
- * submitted from the caller's thread, the thread on again and the endpoint
- * destroyed with it running (the sanitizer builds check the hand-over). */
-static void test_send_thread(void **state)
-{
-	static struct fab f;
-	f = (struct fab){ .n_acc = 3, .n_lrn = 2, .ring = 256, .loss = 0.1, .dup = 0.05 };
-	fab_up(&f);
-	assert_int_equal(innet_paxos_send_thread(f.lrn[0], true), 0);
-	assert_int_equal(innet_paxos_send_thread(f.lrn[0], true), 0); /* already on: nothing */
-	const uint32_t total = 120, window = 24;
-	uint32_t sent = 0;
-	for (int spins = 0; f.logs[0].n < total || f.logs[1].n < total; spins++) {
-		if (spins > 20000)
-			fail_msg("send thread: %u and %u of %u delivered", f.logs[0].n, f.logs[1].n, total);
-		while (sent < total && sent - f.logs[0].n < window) {
-			char v[16];
-			int len = snprintf(v, sizeof(v), "t%u", sent);
-			int rc = innet_paxos_propose(f.lrn[0], innet_paxos_req_id(77, sent + 1), v,
-						     (uint32_t)len);
-			if (rc == -EAGAIN)
-				break;
-			assert_int_equal(rc, 0);
-			sent++;
-		}
-		innet_paxos_step(f.lrn[0], 1);
-		innet_paxos_process(f.lrn[1]);
-	}
-	bool seen[120] = { false };
-	for (uint32_t i = 0; i < total; i++) {
-		unsigned k = 0;
-		assert_int_equal(sscanf(f.logs[0].val[i], "t%u", &k), 1);
-		assert_true(k < total && !seen[k]);
-		seen[k] = true;
-		assert_int_equal(f.logs[1].req[i], f.logs[0].req[i]);
-	}
-	struct innet_paxos_stats st;
-	innet_paxos_get_stats(f.lrn[0], &st);
-	fprintf(stderr, "send thread: proposed %lu, resent %lu\n", (unsigned long)st.proposed,
-		(unsigned long)st.resent);
-	assert_true(st.proposed >= total);
-	assert_int_equal(innet_paxos_send_thread(f.lrn[0], false), 0);
-	uint64_t inst;
-	assert_int_equal(innet_paxos_submit(f.lrn[0], "after", 5, &inst), 0);
-	assert_int_equal(innet_paxos_send_thread(f.lrn[0], true), 0);
-	assert_int_equal(innet_paxos_submit(f.lrn[0], "again", 5, &inst), 0);
-	fab_down(&f);
-}
-
 /* Five acceptors: two may die; three may not. */
 static void test_five_acceptors(void **state)
 {
@@ -1042,7 +990,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_basic, fab_teardown),
 		cmocka_unit_test_teardown(test_five_acceptors, fab_teardown),
-		cmocka_unit_test_teardown(test_send_thread, fab_teardown),
 		cmocka_unit_test_teardown(test_lossy, fab_teardown),
 		cmocka_unit_test_teardown(test_learner_restart, fab_teardown),
 		cmocka_unit_test_teardown(test_tiny_ring_trim, fab_teardown),
