@@ -19,11 +19,13 @@
 # runs twice per round, once with one thread (the endpoint proposes and
 # learns) and once with T proposer threads (--gen-threads, default the CPUs;
 # `innet paxos bench --threads T`: each thread owns W/T clients and sends their
-# REQUESTs from a socket of its own, the main thread learns), and its faster
-# run counts. On a veth the receivers' XDP runs inside the sender's system
-# call, so with one sending thread the whole in-network path runs on one CPU;
-# the host baseline's processes want the CPUs for themselves and may do better
-# with one thread: each contender gets whichever is better for it.
+# REQUESTs from a socket of its own, the main thread learns), alternating
+# which goes first; the mode with the contender's higher median over the
+# rounds counts for it (key *_wW_gen_threads: 0 or T). On a veth the
+# receivers' XDP runs inside the sender's system call, so with one sending
+# thread the whole in-network path runs on one CPU; the host baseline's
+# processes want the CPUs for themselves and may do better with one thread:
+# each contender gets whichever is better for it.
 #
 # --target udp (default, any user): everything on loopback; the switches are
 #   user-space engines. Keys innet_w*, host_w*, ratio_w* = innet / host.
@@ -66,11 +68,12 @@ usage: bench/run consensus [options]
   --compare-filter  (xdp) a fourth contender, xdpnf: the xdp fabric without the
                     filter; keys xdp_nofilter_w*, filter_gain_w* = xdp / xdpnf
   --perf            (xdp) perf record -a (cpu-clock) during the first xdp run at the
-                    highest load; the breakdown by process and object goes to the
-                    log (where the time goes)
+                    highest load (with T proposer threads if that load runs them);
+                    the breakdown by process and object goes to the log
   --gen-threads T   proposer threads of the load generator tried at W > 1 besides
                     one (default: the CPUs, at most 8; 0: one thread only); each
-                    contender counts its better run in every round
+                    contender runs both ways every round and the mode with its
+                    higher median counts (key *_wW_gen_threads)
   --quick           1 round of 1 s
 EOF2
 }
@@ -213,7 +216,7 @@ cs_run() {
 		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) "$BENCH_INNET_BIN" paxos bench \
 			--topology "$topo" --name l0 --duration "$cs_duration" --outstanding "$w" "${lf[@]}" "${gen[@]}"
 		if [ "$impl" = xdp ] && [ "$cs_perf" = 1 ] && [ -z "${CS_PERF_DONE:-}" ] &&
-			[ "$w" = "${cs_loads##*,}" ] && [ "$threads" = "$cs_threads" ]; then
+			[ "$w" = "${cs_loads##*,}" ] && [ "$threads" = "$(cs_modes "$w" 0 | awk '{ print $NF }')" ]; then
 			# the measured window only (the bench warms up for 0.5 s)
 			CS_PERF_DONE=1
 			sleep 0.7
@@ -280,30 +283,69 @@ cs_run() {
 		timeouts="$(bench_kv timeouts "$BENCH_TMP/$tag.out")"
 }
 
-# cs_run_best IMPL W ROUND: the contender with the load generator at its best
-# for it: at W > 1 one run with the endpoint proposing (one thread) and one
-# with cs_threads proposer threads, the faster counts (cs_rate cs_p50 cs_p99
-# from it). On a veth the in-network path runs in the sender's system call,
-# so the XDP fabric gains from senders on more CPUs; the host baseline's
-# processes need those CPUs themselves and may not: each gets its better one.
-# At W=1 the hand-off between threads is pure latency: one thread only.
-cs_run_best() {
-	local impl=$1 w=$2 round=$3
-	cs_run "$impl" "$w" "$round" 0
-	[ "$w" -gt 1 ] && [ "$cs_threads" -gt 0 ] || return 0
-	local r0=$cs_rate p0=$cs_p50 q0=$cs_p99
-	cs_run "$impl" "$w" "$round" "$cs_threads"
-	if awk -v a="$r0" -v b="$cs_rate" 'BEGIN { exit !(a + 0 >= b + 0) }'; then
-		bench_log "$impl W=$w round $round: one thread ($r0 cmds/s) beat $cs_threads proposer threads ($cs_rate)"
-		cs_rate=$r0 cs_p50=$p0 cs_p99=$q0
+# The load generator at its best for each contender: at W > 1 each contender
+# runs once with one thread (the endpoint proposes) and once with cs_threads
+# proposer threads in every round (one first in even rounds, threads first
+# in odd ones); after the rounds the mode with the higher median counts for
+# it, all its figures from that mode's runs (cs_pick). On a veth the
+# in-network path runs in the sender's system call, so the XDP fabric gains
+# from senders on more CPUs; the host baseline's processes need those CPUs
+# themselves and may not. At W=1 the hand-off between threads is pure
+# latency: one thread only.
+cs_modes() { # W ROUND: the generator modes of that run, in order
+	if [ "$1" -le 1 ] || [ "$cs_threads" = 0 ]; then
+		echo 0
+	elif [ $(($2 % 2)) = 0 ]; then
+		echo "0 $cs_threads"
 	else
-		bench_log "$impl W=$w round $round: $cs_threads proposer threads ($cs_rate cmds/s) beat one thread ($r0)"
+		echo "$cs_threads 0"
 	fi
 }
 
-# cs_medians PREFIX W IMPL: RESULT keys PREFIX_wW_{cmds_per_s,p50_us,p99_us}
-# from the arrays cs_rate_IMPL etc.; sets cs_med to the median rate.
+# cs_run_modes IMPL W ROUND: its runs of this round, recorded per mode in
+# cs_{rate,p50,p99}_IMPL_gMODE.
+cs_run_modes() {
+	local impl=$1 w=$2 round=$3 g
+	for g in $(cs_modes "$w" "$round"); do
+		cs_run "$impl" "$w" "$round" "$g"
+		local -n ra="cs_rate_${impl}_g$g" pa="cs_p50_${impl}_g$g" qa="cs_p99_${impl}_g$g"
+		ra+=("$cs_rate"); pa+=("$cs_p50"); qa+=("$cs_p99")
+		unset -n ra pa qa
+	done
+}
+
+# cs_pick IMPL W: the mode with the higher median rate; its runs become
+# cs_{rate,p50,p99}_IMPL (what cs_medians reads).
+cs_pick() {
+	local impl=$1 w=$2 g m best="" bm=-1 said=""
+	for g in 0 $([ "$cs_threads" != 0 ] && echo "$cs_threads"); do
+		local -n rates="cs_rate_${impl}_g$g"
+		if [ "${#rates[@]}" -gt 0 ]; then
+			m=$(bench_median "${rates[@]}")
+			said+=" $([ "$g" = 0 ] && echo "one thread" || echo "$g threads") $(bench_calc %.0f "$m")"
+			if awk -v a="$m" -v b="$bm" 'BEGIN { exit !(a + 0 > b + 0) }'; then
+				best=$g bm=$m
+			fi
+		fi
+		unset -n rates
+	done
+	local -n src_r="cs_rate_${impl}_g$best" src_p="cs_p50_${impl}_g$best" src_q="cs_p99_${impl}_g$best"
+	local -n dst_r="cs_rate_$impl" dst_p="cs_p50_$impl" dst_q="cs_p99_$impl"
+	# namerefs: these write cs_{rate,p50,p99}_IMPL
+	# shellcheck disable=SC2034
+	dst_r=("${src_r[@]}")
+	# shellcheck disable=SC2034
+	dst_p=("${src_p[@]}")
+	# shellcheck disable=SC2034
+	dst_q=("${src_q[@]}")
+	unset -n src_r src_p src_q dst_r dst_p dst_q
+	bench_log "$impl W=$w: medians by generator mode:$said cmds/s; counts: $([ "$best" = 0 ] && echo "one thread" || echo "$best threads")"
+	cs_keys+=("${CS_PRE[$impl]}_w${w}_gen_threads=$best")
+}
+
 cs_keys=()
+# the RESULT key prefix of each contender
+declare -A CS_PRE=([innet]=innet [host]=host [xdp]=xdp [udp]=innet [nshost]=host [xdpnf]=xdp_nofilter)
 cs_medians() {
 	local pre=$1 w=$2 impl=$3
 	local -n rate="cs_rate_$impl" p50="cs_p50_$impl" p99="cs_p99_$impl"
@@ -365,12 +407,15 @@ bench_main() {
 	bench_param acceptors 3
 	if [ "$cs_target" = xdp ]; then bench_param learner_filter "$cs_filter"; fi
 	bench_param gen_threads "$cs_threads"
-	local w r impl order i n=${#impls[@]}
+	local w r g impl order i n=${#impls[@]}
 	local -a loads
 	IFS=, read -r -a loads <<<"$cs_loads"
 	for w in "${loads[@]}"; do
 		for impl in "${impls[@]}"; do
 			local -a "cs_rate_$impl=()" "cs_p50_$impl=()" "cs_p99_$impl=()"
+			for g in 0 "$cs_threads"; do
+				local -a "cs_rate_${impl}_g$g=()" "cs_p50_${impl}_g$g=()" "cs_p99_${impl}_g$g=()"
+			done
 		done
 		for ((r = 0; r < cs_rounds; r++)); do
 			# A B C, then C B A, ...: no contender always runs first
@@ -379,12 +424,10 @@ bench_main() {
 				if [ $((r % 2)) = 0 ]; then order+=("${impls[$i]}"); else order+=("${impls[$((n - 1 - i))]}"); fi
 			done
 			for impl in "${order[@]}"; do
-				cs_run_best "$impl" "$w" "$r"
-				local -n ra="cs_rate_$impl" pa="cs_p50_$impl" qa="cs_p99_$impl"
-				ra+=("$cs_rate"); pa+=("$cs_p50"); qa+=("$cs_p99")
-				unset -n ra pa qa
+				cs_run_modes "$impl" "$w" "$r"
 			done
 		done
+		for impl in "${impls[@]}"; do cs_pick "$impl" "$w"; done
 		local ir hr xr
 		if [ "$cs_target" = udp ]; then
 			cs_medians innet "$w" innet; ir=$cs_med

@@ -147,16 +147,16 @@ int kv_topology_paxos_conf(const struct innet_topology *t, int host, struct inne
 	return 0;
 }
 
-/* Leader hosts get proposer ids 0xfe, 0xfd, ... in topology order, so two
- * backups never use the same ballot. */
 uint32_t kv_window_default(uint32_t entry_max)
 {
 	if (entry_max == 0 || entry_max >= PAXOS_VALUE_MAX)
 		return KV_WINDOW_DEFAULT;
-	uint32_t w = KV_WINDOW_DEFAULT * ((PAXOS_VALUE_MAX + entry_max - 1) / entry_max);
+	uint32_t w = (KV_WINDOW_DEFAULT * PAXOS_VALUE_MAX + entry_max - 1) / entry_max;
 	return w < KV_MAX_WINDOW ? w : KV_MAX_WINDOW;
 }
 
+/* Leader hosts get proposer ids 0xfe, 0xfd, ... in topology order, so two
+ * backups never use the same ballot. */
 uint8_t kv_topology_leader_id(const struct innet_topology *t, uint32_t h)
 {
 	uint32_t k = 0;

@@ -87,11 +87,19 @@ void fab_say(bool problem, const char *fmt, ...)
 /* Load and check FILE, printing every problem. Exit status in *rc on failure. */
 static struct innet_topology *load(const char *file, int *rc)
 {
-	static _Thread_local char err[ERRBUF]; /* one call at a time per thread */
-	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
+	char *err = malloc(ERRBUF);
+	if (err == NULL) {
+		fab_say(true, "%s: out of memory\n", file);
+		*rc = 1;
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct innet_topology *t = innet_topology_load(file, err, ERRBUF);
 
-	if (t != NULL)
+	if (t != NULL) {
+		free(err);
 		return t;
+	}
 	int e = errno;
 	unsigned n = 1;
 	for (const char *c = err; *c; c++)
@@ -101,6 +109,7 @@ static struct innet_topology *load(const char *file, int *rc)
 			file, n, n == 1 ? "" : "s", err);
 	else
 		fab_say(true, "%s\n", err);
+	free(err);
 	*rc = e == ENOMEM ? 1 : 2;
 	errno = e;
 	return NULL;

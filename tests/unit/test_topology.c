@@ -576,8 +576,8 @@ static void test_netns_mode(void **state)
 	/* innet kv's log entries fit one frame: no fragments on any hop */
 	assert_int_equal(kv_topology_entry_max(t), 3000 - 20 - 8 - PAXOS_HDR_LEN);
 	/* and a replica keeps as many bytes in flight as with full entries:
-	 * 9160-byte entries x 8 by default, so 2916-byte ones x 8 x 4 = 32 */
-	assert_int_equal(kv_window_default(kv_topology_entry_max(t)), 32);
+	 * 8 x 9160 bytes by default, so ceil(8 x 9160 / 2916) = 26 entries */
+	assert_int_equal(kv_window_default(kv_topology_entry_max(t)), 26);
 	assert_int_equal(kv_window_default(PAXOS_VALUE_MAX / 2), 16);
 	assert_int_equal(kv_window_default(1500 - 20 - 8 - PAXOS_HDR_LEN), KV_MAX_WINDOW);
 	assert_true(t->links[0].emu.loss > 0.09);
