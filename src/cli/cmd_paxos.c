@@ -94,6 +94,9 @@ struct bench {
 	_Atomic bool sleeping[BENCH_MAX_T];
 	int wake[BENCH_MAX_T];    /* eventfd per proposer thread */
 	_Atomic bool stopping;    /* the proposer threads end (set by the main thread) */
+	uint32_t client_base;     /* client c's id is client_base + c: fresh ids per run, so
+	                           * a log that still holds an earlier run's requests (the
+	                           * learners' deduplication) does not swallow this run's */
 	_Atomic uint64_t resends;
 	_Atomic uint64_t send_calls, sent;
 };
@@ -103,7 +106,7 @@ static void bench_deliver(void *arg, uint64_t inst, uint64_t req, const uint8_t 
 			  uint32_t len)
 {
 	struct bench *b = arg;
-	uint32_t c = (uint32_t)(req >> 32) - 1;
+	uint32_t c = (uint32_t)(req >> 32) - b->client_base;
 	(void)inst, (void)value, (void)len;
 	if (c >= BENCH_MAX_W || !atomic_load_explicit(&b->busy[c], memory_order_acquire) ||
 	    atomic_load_explicit(&b->seq[c], memory_order_relaxed) != (uint32_t)req)
@@ -174,7 +177,8 @@ static void *proposer_main(void *arg)
 			all_busy = false;
 			last_sent[c] = now;
 			int len = innet_paxos_request_encode(bufs[n], sizeof(bufs[n]),
-							     innet_paxos_req_id(c + 1, seq), value, pr->size);
+							     innet_paxos_req_id(b->client_base + c, seq), value,
+							     pr->size);
 			iov[n] = (struct iovec){ .iov_base = bufs[n], .iov_len = (size_t)len };
 			mm[n] = (struct mmsghdr){ .msg_hdr = { .msg_name = &to, .msg_namelen = sizeof(to),
 							       .msg_iov = &iov[n], .msg_iovlen = 1 } };
@@ -316,8 +320,14 @@ static int run_bench(struct innet_paxos_conf *pc, double duration, uint32_t w, u
 	uint64_t end = warm + (uint64_t)(duration * 1e9), last_trim = 0;
 	uint64_t start_n = 0;
 	int rc = 0;
-	if (threads && proposers_start(&b, pr, pc, w, size) != 0)
-		rc = 1;
+	if (threads) {
+		/* a random base with room for BENCH_MAX_W clients, never 0 */
+		b.client_base = (innet_paxos_client_new(p) & ~(uint32_t)(BENCH_MAX_W - 1)) | BENCH_MAX_W;
+		if (b.client_base > UINT32_MAX - BENCH_MAX_W)
+			b.client_base = BENCH_MAX_W;
+		if (proposers_start(&b, pr, pc, w, size) != 0)
+			rc = 1;
+	}
 	while (!px_stop && rc == 0) {
 		uint64_t t = innet_now_ns();
 		if (!b.measuring && t >= warm) {
