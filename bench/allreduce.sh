@@ -369,7 +369,7 @@ ar_run() {
 	local perf_pid=""
 	if [ "$impl" = innet_xdp ] && [ "$mode" = veth ] && [ "$ar_perf" = 1 ] && [ -z "${AR_PERF_DONE:-}" ]; then
 		AR_PERF_DONE=1
-		bench_spawn perf_pid perf "" 120 perf record -a -e cpu-clock -F 999 -o "$BENCH_TMP/perf.data" -- sleep 8
+		bench_perf_record perf_pid 8
 	fi
 	# shellcheck disable=SC2086
 	bench_spawn ar_pid "$tag" "" 300 $pfx "${mpi[@]}" "$BENCH_TMP/arprog" --bench "$count" "$ar_iters"
@@ -399,11 +399,8 @@ print(p["rx_pkts"], p["xdp_rx_pkts"], sum(p["handoffs"].values()))' "$BENCH_TMP/
 		AR_XDP_SHARE=$(awk -v s="$xs" 'BEGIN { split(s, x, " "); if (x[1] > 0) printf "%.3f", x[2] / x[1]; else print "na" }')
 	fi
 	if [ -n "$perf_pid" ]; then
-		bench_wait "$perf_pid" || true
-		perf report -i "$BENCH_TMP/perf.data" --no-children --sort comm,dso --stdio 2>/dev/null |
-			grep '%' | head -n 25 >"$BENCH_TMP/perf-veth-xdp.txt" || true
-		bench_log "perf (cpu-clock, all CPUs, 8 s of the unshaped innet-on-XDP run): $BENCH_TMP/perf-veth-xdp.txt"
-		sed 's/^/    /' "$BENCH_TMP/perf-veth-xdp.txt" >&2
+		bench_perf_report "$perf_pid" "$BENCH_TMP/perf-veth-xdp.txt" comm,dso 25 \
+			"8 s of the unshaped innet-on-XDP run"
 	fi
 	[ -n "$sw_pid" ] && bench_stop "$sw_pid"
 	[ "$impl" = innet_xdp ] && ar_xdp_links off

@@ -220,8 +220,7 @@ cs_run() {
 			# the measured window only (the bench warms up for 0.5 s)
 			CS_PERF_DONE=1
 			sleep 0.7
-			bench_spawn cs_perf_pid perf "" 60 perf record -a -e cpu-clock -F 999 \
-				-o "$BENCH_TMP/perf.data" -- sleep "$(bench_calc %.1f "$cs_duration * 0.8")"
+			bench_perf_record cs_perf_pid "$(bench_calc %.1f "$cs_duration * 0.8")"
 		fi
 		;;
 	host)
@@ -245,12 +244,9 @@ cs_run() {
 	esac
 	bench_wait "$cs_lpid" || cs_die "$tag: load generator failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
 	if [ -n "${cs_perf_pid:-}" ]; then
-		bench_wait "$cs_perf_pid" || true
+		bench_perf_report "$cs_perf_pid" "$BENCH_TMP/perf-$tag.txt" comm,dso 25 \
+			"the measured window of $tag"
 		cs_perf_pid=""
-		perf report -i "$BENCH_TMP/perf.data" --no-children --sort comm,dso --stdio 2>/dev/null |
-			grep '%' | head -n 25 >"$BENCH_TMP/perf-$tag.txt" || true
-		bench_log "perf (cpu-clock, all CPUs, the measured window of $tag), by process and object:"
-		sed 's/^/    /' "$BENCH_TMP/perf-$tag.txt" >&2
 	fi
 	case $impl in
 	host)

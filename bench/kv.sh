@@ -111,17 +111,12 @@ kvb_run() {
 	if [ "$target" = xdp ] && [ "$p" -gt 1 ] && [ "$kvb_perf" = 1 ] && [ -z "${KVB_PERF_DONE:-}" ]; then
 		KVB_PERF_DONE=1
 		sleep 0.2
-		bench_spawn kvb_perf_pid perf "" 60 perf record -a -e cpu-clock -F 999 \
-			-o "$BENCH_TMP/perf.data" -- sleep 1
+		bench_perf_record kvb_perf_pid 1
 	fi
 	bench_wait "$kvb_lpid" || kvb_die "$tag: redis-benchmark failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
 	if [ -n "$kvb_perf_pid" ]; then
-		bench_wait "$kvb_perf_pid" || true
+		bench_perf_report "$kvb_perf_pid" "$BENCH_TMP/perf-$tag.txt" pid,dso 30 "1 s of $tag"
 		kvb_perf_pid=""
-		perf report -i "$BENCH_TMP/perf.data" --no-children --sort pid,dso --stdio 2>/dev/null |
-			grep '%' | head -n 30 >"$BENCH_TMP/perf-$tag.txt" || true
-		bench_log "perf (cpu-clock, all CPUs, 1 s of $tag), by process and object:"
-		sed 's/^/    /' "$BENCH_TMP/perf-$tag.txt" >&2
 	fi
 	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
 	kvb_set=$(awk -F'"' '$2 == "SET" { print $4 }' "$BENCH_TMP/$tag.out")

@@ -107,6 +107,24 @@ bench_bpf_stats_off() {
 	BENCH_BPF_STATS_OLD=""
 }
 
+# bench_perf_record VAR SECONDS: perf record -a (cpu-clock, 999 Hz) for
+# SECONDS into $BENCH_TMP/perf.data, in the background; its pid in VAR (for
+# bench_perf_report).
+bench_perf_record() {
+	bench_spawn "$1" perf "" $((${2%.*} + 60)) perf record -a -e cpu-clock -F 999 \
+		-o "$BENCH_TMP/perf.data" -- sleep "$2"
+}
+# bench_perf_report PID OUT SORT LINES WHAT: wait for that perf record, keep
+# the top LINES of its report sorted by SORT (perf --sort) in OUT, and log
+# them under "perf (cpu-clock, all CPUs, WHAT), by process and object:".
+bench_perf_report() {
+	bench_wait "$1" || true
+	perf report -i "$BENCH_TMP/perf.data" --no-children --sort "$3" --stdio 2>/dev/null |
+		grep '%' | head -n "$4" >"$2" || true
+	bench_log "perf (cpu-clock, all CPUs, $5), by process and object:"
+	sed 's/^/    /' "$2" >&2
+}
+
 bench_cleanup() {
 	local rc=$? pid
 	trap - EXIT INT TERM
