@@ -26,10 +26,7 @@ NAME=xsl$$
 DIR=$(mktemp -d /tmp/innet-xsl.XXXXXX)
 TOPO=$DIR/topo.json
 cleanup() {
-	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
-	for ns in $(ip netns list | awk '{print $1}' | grep "^innet-$NAME-" || true); do
-		ip netns del "$ns" 2>/dev/null || true
-	done
+	fabric_teardown "$TOPO" "$NAME"
 	rm -rf "$DIR"
 }
 in_ns() { local ns=$1; shift; ip netns exec "innet-$NAME-$ns" "$@"; }

@@ -20,6 +20,8 @@
 #                        XDP tests)
 #   need_cmd CMD...      skip unless every CMD is on PATH
 #   spawn VAR CMD...     CMD in the background, its pid in VAR, stopped at exit
+#   fabric_teardown TOPO NAME  `innet fabric down TOPO`, then any namespace
+#                        innet-NAME-* left (for cleanup() of netns tests)
 #   in_ns NS CMD...      CMD inside network namespace NS
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
@@ -69,6 +71,16 @@ spawn() {
 }
 
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# fabric_teardown TOPO NAME: `innet fabric down` of a netns-mode fabric, then
+# any namespace innet-NAME-* it left (a test that failed half-way up).
+fabric_teardown() {
+	local ns
+	timeout 30 "$INNET" fabric down "$1" >/dev/null 2>&1 || true
+	for ns in $(ip netns list | awk '{print $1}' | grep "^innet-$2-" || true); do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
 
 _lib_exit() {
 	local rc=$? p

@@ -31,10 +31,7 @@ DIR=$(mktemp -d /tmp/innet-lf.XXXXXX)
 TOPO=$DIR/topo.json
 fail_logs "$DIR/*.err"
 cleanup() {
-	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
-	for ns in $(ip netns list | awk '{print $1}' | grep "^innet-$NAME-" || true); do
-		ip netns del "$ns" 2>/dev/null || true
-	done
+	fabric_teardown "$TOPO" "$NAME"
 	rm -rf "$DIR"
 }
 

@@ -25,10 +25,7 @@ TOPO=$DIR/topo.json
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	timeout 30 "$INNET" fabric down "$TOPO" >/dev/null 2>&1 || true
-	for ns in $(ip netns list | awk '{print $1}' | grep "^innet-$NAME-" || true); do
-		ip netns del "$ns" 2>/dev/null || true
-	done
+	fabric_teardown "$TOPO" "$NAME"
 	rm -rf "$DIR"
 }
 in_ns() { local ns=$1; shift; ip netns exec "innet-$NAME-$ns" "$@"; }
