@@ -8,15 +8,16 @@
 #   make SANITIZE=thread               ThreadSanitizer build
 #   make fuzz                          libFuzzer targets (clang)
 #   make check                         the whole test suite (tests/run)
-# Sources are found by wildcard: src/runtime, src/programs, one folder per
-# service (src/<svc>/*.c); src/cli/*.c make the innet command.
+# Sources are found by wildcard: the runtime's parts (src/engine, src/control,
+# src/topology), one folder per target (src/targets/<target>/*.c), src/programs,
+# one folder per service (src/<svc>/*.c); src/cli/*.c make the innet command.
 #
 # The data-path contract (docs/programs.md): every NAME_dp.c is compiled
 #   - for the user-space engine freestanding (-ffreestanding -nostdinc: no
 #     libc header exists), with a 512-byte stack frame limit, and its object is
 #     then checked by tools/contract/check-dp (only innet_* symbols, no
 #     mutable globals);
-#   - for the XDP target with clang -target bpf (src/xdp/prog.bpf.c), into
+#   - for the XDP target with clang -target bpf (src/targets/xdp/prog.bpf.c), into
 #     $(O)/bpf/NAME.bpf.o, embedded in libinnet ($(O)/bpf/objects.c).
 # A data path marked INNET_DATAPATH_USERSPACE skips the second (and the
 # stack limit); the build says so. Any violation fails the build.
@@ -39,7 +40,7 @@ CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC  := $(sort $(filter-out src/cli/% %.bpf.c,$(wildcard src/*/*.c)))
+LIB_SRC  := $(sort $(filter-out src/cli/% %.bpf.c,$(wildcard src/*/*.c src/targets/*/*.c)))
 TOOL_SRC := $(sort $(wildcard src/cli/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(O)/%.o) $(O)/bpf/objects.o
 
@@ -120,19 +121,19 @@ $(O)/%_dp.o: %_dp.c tools/contract/check-dp
 
 # A data path, XDP build: one eBPF object per program.
 define bpf_rule
-$(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/xdp/prog.bpf.c src/xdp/engine.bpf.h include/innet/dp.h \
+$(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h include/innet/dp.h \
 		include/innet/dp_xdp.h include/innet/xdp_abi.h
 	@mkdir -p $$(@D)
-	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/xdp/prog.bpf.c
+	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/targets/xdp/prog.bpf.c
 endef
 $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
 # The eBPF objects, embedded in the library, and the list of user-space-only
 # data paths with their reasons (innet programs shows both); and the
-# runtime's own eBPF (netns mode's link faults: src/runtime/linkfault.bpf.c;
+# runtime's own eBPF (netns mode's link faults: src/topology/linkfault.bpf.c;
 # the Paxos learner filter: src/consensus/learnfilter.bpf.c).
 BPF_AUX := $(O)/bpf/linkfault.bpf.o $(O)/bpf/learnfilter.bpf.o
-$(O)/bpf/linkfault.bpf.o: src/runtime/linkfault.bpf.c
+$(O)/bpf/linkfault.bpf.o: src/topology/linkfault.bpf.c
 	@mkdir -p $(@D)
 	$(BPF_CLANG) -target bpf -mcpu=v3 -O2 -g -Wall -Werror -I/usr/include/$(shell $(CC) -print-multiarch) -c -o $@ $<
 $(O)/bpf/learnfilter.bpf.o: src/consensus/learnfilter.bpf.c src/consensus/learnfilter.h
@@ -162,14 +163,14 @@ $(O)/bench/%.bpf.o: bench/src/%.bpf.c
 # Aggregation (docs/aggregation.md): the host library as a shared object for
 # src/agg/python/innet_agg.py (ctypes), and the MPI interposition library (mpicc,
 # OpenMPI). Not part of `all`: make build/libinnet-agg.so build/libinnet-mpi.so
-AGG_SO_DEPS := src/agg/host.c src/runtime/clock.c src/agg/wire.h include/innet/agg.h include/innet/wire.h \
+AGG_SO_DEPS := src/agg/host.c src/engine/clock.c src/agg/wire.h include/innet/agg.h include/innet/wire.h \
 	include/innet/clock.h
 $(O)/libinnet-agg.so: $(AGG_SO_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/host.c src/runtime/clock.c -lm -pthread
+	$(CC) $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/host.c src/engine/clock.c -lm -pthread
 $(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
 	@mkdir -p $(@D)
-	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c src/runtime/clock.c -lm -pthread
+	OMPI_CC=$(CC) mpicc $(CFLAGS) $(LDFLAGS) -fPIC -shared -o $@ src/agg/pmpi/innet_pmpi.c src/agg/host.c src/engine/clock.c -lm -pthread
 
 # The contract on one file (tests/contract/*.c, tests/integration/contract.sh):
 #   make dp-check DP=FILE   both builds of FILE, as for a program's NAME_dp.c
@@ -182,7 +183,7 @@ dp-check:
 	  tools/contract/bpf-objects $(O)/contract $(DP) > /dev/null; \
 	else \
 	  $(BPF_CLANG) $(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(DP))"' \
-	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/xdp/prog.bpf.c; \
+	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/targets/xdp/prog.bpf.c; \
 	fi
 $(O)/tests/contract-load: tests/contract/load.c
 	@mkdir -p $(@D)

@@ -6,7 +6,7 @@
  *   innet ctl ... watch [SECONDS]
  *
  * The command words are joined with spaces into one request line and sent to
- * the switch (src/runtime/control.c); its one-line JSON response is printed
+ * the switch (src/control/control.c); its one-line JSON response is printed
  * raw (--json) or rendered as text: aligned tables for ports, programs,
  * registers and table entries; one line per port and per program for stats.
  * `watch` is done here, on the client side: it asks for stats every second and

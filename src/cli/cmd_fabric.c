@@ -42,7 +42,7 @@
 #include "innet/parse.h"
 #include "innet/fabric.h"
 #include "innet/topology.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 #include "cli/cmds.h"
 
 #define MAX_SETS        16

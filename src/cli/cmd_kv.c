@@ -457,7 +457,7 @@ static bool is_kv_process(pid_t pid, const char *name)
 /* ---- rejoin: an acceptor switch restarted with empty state ---------------- */
 
 /* One request on a switch's control socket: line in, one JSON line out
- * (src/runtime/control.c). The parsed answer if "ok" is true, else NULL with
+ * (src/control/control.c). The parsed answer if "ok" is true, else NULL with
  * a message printed. */
 static bool ctl_quiet; /* ctl_call's caller explains failures itself */
 

@@ -1,5 +1,5 @@
 /*
- * test_resources.c — unit tests for the resource model (src/runtime/resources.c).
+ * test_resources.c — unit tests for the resource model (src/control/resources.c).
  *
  * Table-driven: each case builds one program description and states, per
  * target, whether it must fit and, if not, which check must be the first to

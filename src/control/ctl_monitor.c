@@ -19,8 +19,8 @@
 
 #include "innet/metrics.h"
 #include "innet/resources.h"
-#include "runtime/ctl_pvt.h"
-#include "runtime/switch_pvt.h"
+#include "control/ctl_pvt.h"
+#include "engine/switch_pvt.h"
 
 /* ------------------------------------------------------------------------ */
 /* Commands: stats, metrics, capture, resources                             */

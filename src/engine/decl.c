@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/switch_pvt.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/xdp.h"
 
 struct innet_args {
 	json_t *obj;                 /* the settings object (never NULL) */

@@ -66,8 +66,8 @@
 #include <linux/if_link.h>
 
 #include "innet/topology.h"
-#include "runtime/switch_pvt.h"
-#include "xdp/objects.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/objects.h"
 
 #define NETNS_DIR "/run/netns"
 

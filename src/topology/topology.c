@@ -37,8 +37,8 @@
 #include "innet/metrics.h"
 #include "innet/parse.h"
 #include "innet/topology.h"
-#include "runtime/switch_pvt.h"
-#include "runtime/topology_pvt.h"
+#include "engine/switch_pvt.h"
+#include "topology/topology_pvt.h"
 
 _Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /
 			       sizeof(((struct innet_switch_conf *)0)->progs[0]) ==

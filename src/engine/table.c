@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "innet/xdp_abi.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define PROBE      32u
 #define SPIN       100000u

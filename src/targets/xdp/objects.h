@@ -20,7 +20,7 @@ extern const struct innet_bpf_object innet_bpf_objects[];
  * such as a test's: user-space only). */
 const struct innet_bpf_object *innet_bpf_object_find(const char *name);
 
-/* The runtime's own eBPF: netns mode's link faults (src/runtime/linkfault.bpf.c),
+/* The runtime's own eBPF: netns mode's link faults (src/topology/linkfault.bpf.c),
  * the Paxos learner filter (src/consensus/learnfilter.bpf.c). */
 extern const unsigned char innet_bpf_aux_linkfault[], innet_bpf_aux_linkfault_end[];
 extern const unsigned char innet_bpf_aux_learnfilter[], innet_bpf_aux_learnfilter_end[];
@@ -29,7 +29,7 @@ extern const unsigned char innet_bpf_aux_learnfilter[], innet_bpf_aux_learnfilte
  * contains `section` (a .rodata section: the object's load-time settings),
  * the rest zeroed; before bpf_object__load. 0, -ENOENT (no such map),
  * -EINVAL (the section is smaller than conf), -ENOMEM or libbpf's error
- * (src/xdp/xdp.c). */
+ * (src/targets/xdp/xdp.c). */
 struct bpf_object;
 int innet_bpf_set_rodata(struct bpf_object *obj, const char *section, const void *conf, size_t len);
 

@@ -6,4 +6,4 @@
  * for what only the verifier sees, in tests/unit/test_xdp_verifier.c).
  */
 #include INNET_DP_SOURCE
-#include "xdp/engine.bpf.h"
+#include "targets/xdp/engine.bpf.h"

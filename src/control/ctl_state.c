@@ -23,8 +23,8 @@
 #include <jansson.h>
 
 #include "innet/parse.h"
-#include "runtime/ctl_pvt.h"
-#include "runtime/switch_pvt.h"
+#include "control/ctl_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define CTL_REG_READ_MAX  4096u       /* elements per "reg read" */
 #define CTL_LIST_DEFAULT  256u        /* entries per "table list" unless MAX is given */

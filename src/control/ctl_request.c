@@ -26,8 +26,8 @@
 #include <jansson.h>
 
 #include "innet/parse.h"
-#include "runtime/ctl_pvt.h"
-#include "runtime/switch_pvt.h"
+#include "control/ctl_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define CTL_MAX_WORDS     80u         /* group set: 4 words + 64 members, with room */
 

@@ -38,9 +38,9 @@
 
 #include "innet/resources.h"
 #include "innet/xdp_abi.h"
-#include "runtime/switch_pvt.h"
-#include "xdp/objects.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/objects.h"
+#include "targets/xdp/xdp.h"
 
 #define PAGE 4096u
 #define PROG_USERSPACE 0x80u

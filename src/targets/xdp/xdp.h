@@ -1,7 +1,7 @@
 /*
  * xdp/xdp.h — the XDP target as the runtime sees it: what switch.c, decl.c,
  * worker.c and control.c call when a switch's target is INNET_TARGET_XDP.
- * Everything target-specific lives in src/xdp/; the runtime only calls
+ * Everything target-specific lives in src/targets/xdp/; the runtime only calls
  * these (docs/xdp.md, "Two targets").
  *
  * Lifecycle, inside innet_switch_create / start / stop / destroy:

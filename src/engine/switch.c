@@ -23,8 +23,8 @@
 
 #include "innet/metrics.h"
 #include "innet/xdp_abi.h"
-#include "runtime/switch_pvt.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/xdp.h"
 
 #define SOCK_BUF (4 << 20)
 

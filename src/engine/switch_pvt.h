@@ -271,7 +271,7 @@ struct innet_switch {
 	pthread_mutex_t inject_lock;           /* serialises innet_switch_inject */
 	char *init_err;                        /* during create: the caller's message buffer */
 	size_t init_errlen;
-	struct innet_xdp *xdp;                 /* the XDP target (src/xdp/), or NULL */
+	struct innet_xdp *xdp;                 /* the XDP target (src/targets/xdp/), or NULL */
 };
 
 /* Per-thread counters: one writer (the owning thread), read by anyone with

@@ -19,7 +19,7 @@
 
 #include "innet/parse.h"
 #include "innet/topology.h"
-#include "runtime/topology_pvt.h"
+#include "topology/topology_pvt.h"
 
 /* ------------------------------------------------------------------------ */
 /* Error collection: one message per line, into the caller's buffer.        */

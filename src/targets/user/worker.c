@@ -41,8 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/switch_pvt.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/xdp.h"
 
 void innet_worker_set_now(struct innet_worker *w)
 {
@@ -563,7 +563,7 @@ static inline void drop(struct innet_worker *w, struct innet_cp *cp, unsigned re
 }
 
 /* A SERIAL program on the XDP target: its handler also runs in eBPF, on any
- * CPU, under the same lock word (src/xdp/engine.bpf.h, "SERIAL programs").
+ * CPU, under the same lock word (src/targets/xdp/engine.bpf.h, "SERIAL programs").
  * An eBPF holder is never preempted and holds it for one handler run: wait. */
 static void serial_lock(_Atomic uint32_t *lock)
 {

@@ -31,7 +31,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define RING_SIZE  65536u   /* power of two */
 #define IDLE_NS    10000000ull

@@ -15,8 +15,8 @@
 
 #include "innet/metrics.h"
 #include "innet/topology.h"
-#include "runtime/switch_pvt.h"
-#include "runtime/topology_pvt.h"
+#include "engine/switch_pvt.h"
+#include "topology/topology_pvt.h"
 
 /* ------------------------------------------------------------------------ */
 /* Resolution (only for a file without errors).                              */

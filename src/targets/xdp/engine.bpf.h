@@ -1,6 +1,6 @@
 /*
  * engine.bpf.h — the XDP target's engine: what runs around a program's
- * handler in the kernel. src/xdp/prog.bpf.c includes a program's NAME_dp.c
+ * handler in the kernel. src/targets/xdp/prog.bpf.c includes a program's NAME_dp.c
  * and then this file, so each program becomes one eBPF object with:
  *
  *   innet_xdp_main     SEC("xdp"): attached to every port device of the switch

@@ -44,7 +44,7 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define CAP_SNAPLEN   65535u
 #define CAP_IP_HDR    20u

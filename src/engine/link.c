@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define REORDER_HOLD_US 300u
 #define HELD_MAX        4096u

@@ -49,8 +49,8 @@
 
 #include "innet/metrics.h"
 #include "innet/resources.h"
-#include "runtime/switch_pvt.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/xdp.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
 #define CTL_MAX_CLIENTS   64u

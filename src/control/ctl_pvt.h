@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define CTL_ERR_MAX       512u
 

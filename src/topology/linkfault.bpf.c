@@ -14,7 +14,7 @@
  * innet's switches, on either target, see only the result.
  *
  * The probabilities are fractions of 2^32, set in lf_conf by the loader
- * (src/runtime/netns.c) before the verifier runs.
+ * (src/topology/netns.c) before the verifier runs.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>

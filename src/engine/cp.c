@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "runtime/switch_pvt.h"
-#include "xdp/xdp.h"
+#include "engine/switch_pvt.h"
+#include "targets/xdp/xdp.h"
 
 /* ------------------------------------------------------------------------ */
 /* Control plane: registers, tables, groups                                   */
