@@ -83,14 +83,21 @@ static void on_signal(int sig)
 	kv_stop = 1;
 }
 
+/* A replica's options, from `kv up|start|serve` to the replicas spawned. */
+struct kv_opts {
+	uint32_t window;          /* --window (0: the replica's default) */
+	bool reads_log;           /* --reads log */
+};
+
 static void kv_usage(FILE *f)
 {
-	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
+	fprintf(f, "usage: innet kv up FILE [--port P] [--window N] [--reads index|log]\n"
 		   "       innet kv down FILE\n"
 		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
-		   "                      [--metrics IP:PORT]\n"
+		   "                      [--reads index|log] [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
-		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
+		   "       innet kv start|stop FILE HOST [--port P] [--window N] [--reads index|log]\n"
+		   "                      [--kill]\n"
 		   "       innet kv rejoin FILE ACCEPTOR\n"
 		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
@@ -104,10 +111,14 @@ static void kv_usage(FILE *f)
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
 		   "  --window N  entries of a replica in flight (1..32; default 8 full-size entries'\n"
 		   "              worth of bytes: 8, more when netns links make entries smaller)\n"
+		   "  --reads index|log  read-only commands (GET, MGET, EXISTS, ...): answered from\n"
+		   "              a read index — no log entry, still linearizable — (index, the\n"
+		   "              default) or through the log like writes (log)\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
-		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
+		   "redis-benchmark). Writes go through the consensus log, reads are answered once the\n"
+		   "replica applied it up to a read index from a majority; see docs/consensus.md.\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
 
@@ -351,7 +362,7 @@ static int leader(const char *file, const char *name)
 	return 0;
 }
 
-static int serve(const char *file, const char *name, uint16_t port, uint32_t window,
+static int serve(const char *file, const char *name, uint16_t port, const struct kv_opts *o,
 		 const char *metrics)
 {
 	char err[8192];
@@ -366,8 +377,9 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		innet_topology_free(t);
 		return 2;
 	}
-	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
-			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name };
+	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = o->window,
+			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name,
+			     .reads_log = o->reads_log };
 	if (metrics != NULL) {
 		char merr[160];
 		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,
@@ -784,11 +796,11 @@ static int kv_down(const char *file)
  * coordinator) for host h in the background: log and pid file in the state
  * dir; a replica is waited for until it accepts connections. 0 or 1. */
 static int spawn_host(const struct innet_topology *t, const char *file, uint32_t h, uint16_t port,
-		      uint32_t window, bool fresh_log)
+		      const struct kv_opts *o, bool fresh_log)
 {
 	char portstr[8], winstr[16];
 	snprintf(portstr, sizeof(portstr), "%u", port);
-	snprintf(winstr, sizeof(winstr), "%u", window); /* 0: the replica's default */
+	snprintf(winstr, sizeof(winstr), "%u", o->window); /* 0: the replica's default */
 	bool lead = kv_topology_is_leader_host(t, h);
 	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
 	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
@@ -807,9 +819,18 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		}
 		if (nul >= 0)
 			dup2(nul, 0);
-		char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
-				 (char *)file, "--name", t->nodes[h].name, "--port", portstr,
-				 lead || window == 0 ? NULL : "--window", winstr, NULL };
+		char *argv[16] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
+				   (char *)file, "--name", t->nodes[h].name, "--port", portstr };
+		int n = 9;
+		if (!lead && o->window != 0) {
+			argv[n++] = "--window";
+			argv[n++] = winstr;
+		}
+		if (!lead && o->reads_log) {
+			argv[n++] = "--reads";
+			argv[n++] = "log";
+		}
+		argv[n] = NULL;
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
@@ -881,7 +902,7 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 
 /* innet kv start|stop FILE HOST: one replica (or backup coordinator) of a
  * running KV fabric. */
-static int kv_one(const char *file, const char *name, bool start, uint16_t port, uint32_t window,
+static int kv_one(const char *file, const char *name, bool start, uint16_t port, const struct kv_opts *o,
 		  bool kill_now)
 {
 	char err[8192];
@@ -899,13 +920,13 @@ static int kv_one(const char *file, const char *name, bool start, uint16_t port,
 	}
 	rc = stop_host(t, (uint32_t)h, kill_now);
 	if (rc == 0 && start)
-		rc = spawn_host(t, file, (uint32_t)h, port, window, false);
+		rc = spawn_host(t, file, (uint32_t)h, port, o, false);
 out:
 	innet_topology_free(t);
 	return rc;
 }
 
-static int kv_up(const char *file, uint16_t port, uint32_t window)
+static int kv_up(const char *file, uint16_t port, const struct kv_opts *o)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -921,7 +942,7 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	int rc = 0;
 	for (uint32_t h = t->n_switches; h < t->n_nodes && rc == 0; h++)
 		if (kv_topology_is_replica(t, h) || kv_topology_is_leader_host(t, h))
-			rc = spawn_host(t, file, h, port, window, true);
+			rc = spawn_host(t, file, h, port, o, true);
 	innet_topology_free(t);
 	if (rc != 0)
 		kv_down(file);
@@ -1068,7 +1089,7 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 			target = n > target ? n : target;
 		}
 		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
-		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
+		    spawn_host(t, file, (uint32_t)h, port, &(struct kv_opts){ 0 }, false) != 0)
 			goto out;
 		long long at = -1;
 		for (int i = 0; i < 300; i++) {
@@ -1121,11 +1142,12 @@ int cmd_kv(int argc, char **argv)
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
-		{ "metrics", required_argument, NULL, 'M' },
+		{ "metrics", required_argument, NULL, 'M' }, { "reads", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
-	unsigned long port = 6379, window = 0;
+	unsigned long port = 6379;
+	struct kv_opts o = { 0 };
 	bool kill_now = false;
 	int c;
 	optind = 1;
@@ -1142,13 +1164,21 @@ int cmd_kv(int argc, char **argv)
 		}
 		case 'w': {
 			char *end;
-			window = strtoul(optarg, &end, 10);
+			unsigned long window = strtoul(optarg, &end, 10);
 			if (*end || window == 0 || window > KV_MAX_WINDOW) {
 				fprintf(stderr, "innet kv: --window wants 1..%u\n", KV_MAX_WINDOW);
 				goto bad;
 			}
+			o.window = (uint32_t)window;
 			break;
 		}
+		case 'r':
+			if (strcmp(optarg, "index") != 0 && strcmp(optarg, "log") != 0) {
+				fprintf(stderr, "innet kv: --reads wants index or log, not '%s'\n", optarg);
+				goto bad;
+			}
+			o.reads_log = !strcmp(optarg, "log");
+			break;
 		case 'k': kill_now = true; break;
 		case 'M': metrics = optarg; break;
 		case 'h': kv_usage(stdout); return 0;
@@ -1163,16 +1193,16 @@ int cmd_kv(int argc, char **argv)
 		goto bad;
 	}
 	if (!strcmp(verb, "serve") && optind + 1 == argc && file && name)
-		return serve(file, name, (uint16_t)port, window, metrics);
+		return serve(file, name, (uint16_t)port, &o, metrics);
 	if (!strcmp(verb, "leader") && optind + 1 == argc && file && name)
 		return leader(file, name);
 	if (!strcmp(verb, "up") && optind + 2 == argc)
-		return kv_up(argv[optind + 1], (uint16_t)port, (uint32_t)window);
+		return kv_up(argv[optind + 1], (uint16_t)port, &o);
 	if (!strcmp(verb, "down") && optind + 2 == argc)
 		return kv_down(argv[optind + 1]);
 	if ((!strcmp(verb, "start") || !strcmp(verb, "stop")) && optind + 3 == argc)
 		return kv_one(argv[optind + 1], argv[optind + 2], verb[2] == 'a', (uint16_t)port,
-			      (uint32_t)window, kill_now);
+			      &o, kill_now);
 	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)

@@ -40,6 +40,8 @@ struct kv_conf {
 	uint16_t metrics_port;              /* any free port, printed on stderr) */
 	const char *name;                   /* the replica's name (its host): the metrics'
 	                                     * "replica" label; NULL: "learner<ID>" */
+	bool reads_log;                     /* read-only commands through the log, as writes
+	                                     * (else from a read index: docs/consensus.md) */
 };
 
 /* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */

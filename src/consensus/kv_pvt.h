@@ -17,7 +17,10 @@
 #define KV_MAX_ARGS    1024
 #define KV_INBUF_MAX   (1u << 20)
 #define KV_MAX_CONNS   4096
-#define KV_QUEUED      UINT64_MAX /* conn.inflight: its group waits for the next entry */
+#define KV_QUEUED      UINT64_MAX /* a write unit's entry: it waits for the next entry */
+#define KV_CONN_UNITS  16u        /* units (runs of commands) of one connection at most */
+#define KV_READ_SLOTS  64u        /* read rounds running or still referenced by units */
+#define KV_READ_WINDOW 2u         /* read rounds of one replica in flight at most */
 #define KV_ENTRY_MAGIC0  'K'
 #define KV_ENTRY_MAGIC1  'V'
 #define KV_ENTRY_VERSION 1u
@@ -53,6 +56,10 @@ bool kv_parse_ll(const char *p, size_t n, long long *out);
 /* The index of a command that goes through the log, or -1; its arity; the
  * arity error redis answers. */
 int kv_logged_index(const char *name);
+/* Command li only reads the store (KV_CMD_READ): a replica may answer it
+ * from a read index instead of a log entry. */
+#define KV_CMD_READ 0x1u
+bool kv_logged_readonly(int li);
 bool kv_arity_ok(int li, int argc);
 void kv_arity_error(struct kv_buf *out, int li);
 /* Set key k to v (a copy); out of memory marks the store (kv_store_oom). */
@@ -77,6 +84,9 @@ struct kv_stats {
 	uint64_t snapshots_served; /* SNAPSHOT answered */
 	uint64_t snapshots_installed;
 	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
+	uint64_t reads_local;      /* read-only commands answered from a read index */
+	uint64_t read_rounds;      /* read rounds begun */
+	uint64_t read_rounds_failed; /* read rounds that timed out */
 	uint64_t conns_oom;        /* connections closed: a request or answer found no memory */
 	uint64_t ns_wait;          /* epoll_wait */
 	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
@@ -85,6 +95,18 @@ struct kv_stats {
 	uint64_t ns_apply;         /* applying entries to the store */
 	uint64_t ns_reply;         /* sending replies to the connections of applied groups */
 };
+
+/* A read round of the server: the reads of every connection parsed before
+ * it began wait for its index (docs/consensus.md, "Reads without a log
+ * entry"). Units refer to it by slot until they are answered. */
+struct kv_read_round {
+	uint64_t id;              /* the library's round id */
+	uint64_t index;           /* status 0: every instance below it applied first */
+	int status;               /* 0 or -ETIMEDOUT once ended */
+	uint8_t state;            /* KV_RR_FREE, KV_RR_RUNNING, KV_RR_DONE */
+	uint32_t refs;            /* units waiting on it */
+};
+enum { KV_RR_FREE = 0, KV_RR_RUNNING, KV_RR_DONE };
 
 struct server {
 	const struct kv_conf *c;
@@ -105,6 +127,16 @@ struct server {
 	uint32_t entry_max;       /* bytes of one entry at most (batching stops there) */
 	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
 	uint32_t n_queue;
+	bool reads_log;           /* read-only commands through the log (--reads log) */
+	struct kv_read_round rounds[KV_READ_SLOTS];
+	uint32_t rounds_running;
+	struct conn *rq[KV_MAX_CONNS];    /* connections with reads not in a round yet */
+	uint32_t n_rq;
+	struct conn *rwait[KV_MAX_CONNS]; /* connections whose next reply is a read waiting
+	                                   * for its round or for the log to reach its index */
+	uint32_t n_rwait;
+	bool reads_moved;         /* a round ended: look at rwait */
+	uint64_t rwait_next;      /* the log position rwait was last looked at */
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint32_t n_batches;
 	bool bad_logged;

@@ -2,15 +2,19 @@
  * kv_server.c — the replicated key-value store of `innet kv`: a RESP server
  * (redis-cli and redis-benchmark work unmodified) on top of the Paxos log.
  *
- * Every command that reads or writes keys goes through the log; each replica
- * applies the log in instance order, so all replicas pass through the same
- * states, and a reply is computed when the replica that received the
- * command applies it. Reads are therefore linearizable: a GET is ordered in
- * the log after every write acknowledged before it was sent.
+ * Every command that writes keys goes through the log; each replica applies
+ * the log in instance order, so all replicas pass through the same states,
+ * and a write's reply is computed when the replica that received it applies
+ * it. A read-only command does not: the replica asks the acceptors for a
+ * read index (a read round, shared by every read waiting at the replica)
+ * and answers from its own copy once it has applied every instance below
+ * the index — linearizable without a log entry (docs/consensus.md, "Reads
+ * without a log entry"; --reads log sends reads through the log instead).
  *
- * Per connection, at most one group of commands is in flight: every command
- * the connection has pipelined so far (up to one value), so a pipelined
- * client gets its replies in order. Batching across connections: a replica
+ * A connection's commands are runs of one kind (units, drawn below: local,
+ * read, write) answered in order; several are under way at once. A run of
+ * writes is one group in an entry: every write the connection pipelined so
+ * far (up to one value). Batching across connections: a replica
  * keeps at most `window` (--window, default 8) log entries of its own in
  * flight; groups that queue up while the window is full all go into the next
  * entry, up to PAXOS_VALUE_MAX (INNET_PKT_MAX - 56) bytes. The busier the
@@ -79,18 +83,60 @@
 
 /* ---- the server --------------------------------------------------------- */
 
+/*
+ * A connection's commands, in the order they came, as runs of one kind —
+ * units — each answered in turn (docs/consensus.md, "Order within a
+ * connection"):
+ *
+ *   units[head] ... units[head + n_units - 1]   (a ring of KV_CONN_UNITS)
+ *   LOCAL  PING, INFO, errors found here ...     answered when it is first
+ *   READ   read-only commands                    wait for a read round begun
+ *                                                after they were parsed, answered
+ *                                                when first and the log reached
+ *                                                the round's index
+ *   WRITE  commands through the log (a group)    proposed when first, answered
+ *                                                when its entry is applied
+ *   ERROR  a protocol error: its text            answered when first, then close
+ *
+ * A new command joins the last unit if that is of its kind and has not
+ * started (a READ not in a round yet, a WRITE not in an entry yet); so a
+ * pipeline of GETs behind a write in flight waits as one unit, in a round
+ * begun at once, and several units of one connection are under way at a
+ * time while the replies keep their order.
+ */
+enum { KV_U_LOCAL = 1, KV_U_READ, KV_U_WRITE, KV_U_ERROR };
+
+struct kv_unit {
+	uint8_t kind;             /* KV_U_* */
+	uint8_t slot;             /* READ: its round's slot + 1 (0: no round yet) */
+	uint32_t n_cmds;
+	uint64_t entry;           /* WRITE: 0 (not its turn yet), KV_QUEUED, or the entry */
+	struct kv_buf cmds;       /* WRITE: encoded as an entry's group (u16 lengths);
+	                           * READ, LOCAL: u32 argc, u32 lengths; ERROR: the reply */
+};
+
 struct conn {
 	int fd;
 	uint32_t client;
-	uint64_t inflight;        /* entry in flight with its group (0 = none, KV_QUEUED) */
-	uint32_t inflight_cmds;   /* commands in its group */
-	uint32_t qlen;            /* encoded commands of the group */
-	uint8_t q[KV_GROUP_MAX];
-	bool closing;             /* protocol error or QUIT: close once out is flushed */
+	struct kv_unit units[KV_CONN_UNITS];
+	uint32_t head, n_units;
+	bool quit;                /* QUIT or a protocol error parsed: nothing after it */
+	bool closing;             /* ... answered: close once out is flushed */
 	bool eof;                 /* the client stopped sending: close once answered */
+	bool in_rq, in_rwait;     /* in the server's rq / rwait lists */
 	uint32_t events;
 	struct kv_buf in, out;
 };
+
+static struct kv_unit *unit_head(struct conn *c)
+{
+	return &c->units[c->head % KV_CONN_UNITS];
+}
+
+static struct kv_unit *unit_last(struct conn *c)
+{
+	return c->n_units ? &c->units[(c->head + c->n_units - 1) % KV_CONN_UNITS] : NULL;
+}
 
 static size_t encoded_len(int argc, const size_t *lens)
 {
@@ -133,7 +179,7 @@ static struct conn *conn_by_client(struct server *s, uint32_t client)
 static void conn_update(struct server *s, struct conn *c)
 {
 	uint32_t ev = 0;
-	if (!c->closing && !c->eof && c->in.len < KV_INBUF_MAX)
+	if (!c->quit && !c->eof && c->in.len < KV_INBUF_MAX)
 		ev |= EPOLLIN;
 	if (c->out.len > 0)
 		ev |= EPOLLOUT;
@@ -198,6 +244,11 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "entries_applied", t->entries_applied);
 	info_field(b, "commands_applied", t->cmds_applied);
 	info_field(b, "entries_bad", t->entries_bad);
+	kv_buf_str(b, "# reads\r\n");
+	kv_buf_str(b, s->reads_log ? "reads:log\r\n" : "reads:index\r\n");
+	info_field(b, "reads_local", t->reads_local);
+	info_field(b, "read_rounds", t->read_rounds);
+	info_field(b, "read_rounds_failed", t->read_rounds_failed);
 	kv_buf_str(b, "# snapshots\r\n");
 	info_field(b, "stale", s->stale);
 	info_field(b, "snapshots_served", t->snapshots_served);
@@ -259,6 +310,12 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 		     "Snapshots installed from a peer replica."),
 		KV_C("snapshot_failures_total", snapshot_failures,
 		     "Snapshot attempts that got none, or an unusable one."),
+		KV_C("reads_local_total", reads_local,
+		     "Read-only commands answered from a read index, without a log entry."),
+		KV_C("read_rounds_total", read_rounds,
+		     "Read rounds begun (a read index asked of the acceptors)."),
+		KV_C("read_rounds_failed_total", read_rounds_failed,
+		     "Read rounds that timed out: no majority of acceptors answered."),
 #undef KV_C
 	};
 	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
@@ -428,89 +485,352 @@ static uint64_t trim_proxied(const struct server *s, uint64_t now)
 	return m;
 }
 
-/* Parse what the connection sent; answer local commands and queue the
- * logged ones as the connection's group (server_propose puts it into an
- * entry). Stops while a group is queued or in flight. */
-static void conn_work(struct server *s, struct conn *c)
+/* ---- units: a connection's commands in order ------------------------------ */
+
+static void put32w(struct kv_buf *b, size_t v)
 {
-	if (c->inflight || c->closing)
+	uint8_t t[4];
+	kv_put32(t, (uint32_t)v);
+	kv_buf_append(b, t, 4);
+}
+
+/* Append a command to a unit's commands: u16 lengths (a WRITE: the entry's
+ * group format), else u32 (a read or a local command may be larger than a
+ * log entry). */
+static void cmd_encode(struct kv_buf *b, bool wide, int argc, char *const *argv, const size_t *lens)
+{
+	uint8_t t[2];
+	if (wide) {
+		put32w(b, (size_t)argc);
+	} else {
+		put16(t, (size_t)argc);
+		kv_buf_append(b, t, 2);
+	}
+	for (int i = 0; i < argc; i++) {
+		if (wide) {
+			put32w(b, lens[i]);
+		} else {
+			put16(t, lens[i]);
+			kv_buf_append(b, t, 2);
+		}
+		kv_buf_append(b, argv[i], lens[i]);
+	}
+}
+
+/* Decode the command at v[*pos..) (encoded by cmd_encode) into s->argv,
+ * s->lens (copies in s->scratch, NUL-terminated): its argc. */
+static int cmd_decode(struct server *s, const uint8_t *v, size_t *pos, bool wide)
+{
+	int argc = (int)(wide ? kv_get32(v + *pos) : get16(v + *pos));
+	*pos += wide ? 4 : 2;
+	size_t used = 0;
+	for (int i = 0; i < argc; i++) {
+		size_t l = wide ? kv_get32(v + *pos) : get16(v + *pos);
+		*pos += wide ? 4 : 2;
+		s->argv[i] = s->scratch + used;
+		s->lens[i] = l;
+		memcpy(s->scratch + used, v + *pos, l);
+		s->scratch[used + l] = '\0';
+		used += l + 1;
+		*pos += l;
+	}
+	return argc;
+}
+
+/* What a parsed command is: answered here (LOCAL: also every error found
+ * here), a read from a read index (READ), or through the log (WRITE). */
+static int cmd_kind(const struct server *s, int argc, char *const *argv, const size_t *lens)
+{
+	int li = kv_logged_index(argv[0]);
+	if (li < 0 || !kv_arity_ok(li, argc))
+		return KV_U_LOCAL;
+	if (!s->reads_log && kv_logged_readonly(li))
+		return KV_U_READ;
+	return encoded_len(argc, lens) > KV_GROUP_MAX ? KV_U_LOCAL : KV_U_WRITE;
+}
+
+static void rq_add(struct server *s, struct conn *c)
+{
+	if (!c->in_rq) {
+		c->in_rq = true;
+		s->rq[s->n_rq++] = c;
+	}
+}
+
+static void rwait_add(struct server *s, struct conn *c)
+{
+	if (!c->in_rwait) {
+		c->in_rwait = true;
+		s->rwait[s->n_rwait++] = c;
+	}
+}
+
+static void list_del(struct conn **list, uint32_t *n, struct conn *c)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (list[i] == c) {
+			list[i] = list[--*n];
+			return;
+		}
+}
+
+/* Add a command of kind k to the connection's units: to the last one if it
+ * is of that kind and has not started, else to a new one. False: no room
+ * (the command stays unparsed until a unit is answered). */
+static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *const *argv,
+		     const size_t *lens)
+{
+	struct kv_unit *u = unit_last(c);
+	bool join = u != NULL && u->kind == k &&
+		    ((k == KV_U_LOCAL) || (k == KV_U_READ && u->slot == 0) ||
+		     (k == KV_U_WRITE && (u->entry == 0 || u->entry == KV_QUEUED) &&
+		      u->cmds.len + encoded_len(argc, lens) <= KV_GROUP_MAX));
+	if (!join) {
+		if (c->n_units == KV_CONN_UNITS)
+			return false;
+		u = &c->units[(c->head + c->n_units++) % KV_CONN_UNITS];
+		u->kind = (uint8_t)k;
+		u->slot = 0;
+		u->n_cmds = 0;
+		u->entry = 0;
+		u->cmds.len = 0;
+	}
+	if (k == KV_U_ERROR)
+		kv_buf_str(&u->cmds, argv[0]);
+	else
+		cmd_encode(&u->cmds, k != KV_U_WRITE, argc, argv, lens);
+	u->n_cmds++;
+	if (k == KV_U_READ)
+		rq_add(s, c);
+	return true;
+}
+
+static void round_release(struct server *s, struct kv_unit *u)
+{
+	if (u->kind != KV_U_READ || u->slot == 0)
 		return;
-	size_t blen = 0, consumed = 0;
-	uint32_t n_cmds = 0;
-	while (!c->closing && consumed < c->in.len) {
+	struct kv_read_round *r = &s->rounds[u->slot - 1];
+	if (--r->refs == 0 && r->state == KV_RR_DONE)
+		r->state = KV_RR_FREE;
+	u->slot = 0;
+}
+
+/* The head unit is answered: the next one's turn. */
+static void unit_pop(struct server *s, struct conn *c)
+{
+	struct kv_unit *u = unit_head(c);
+	round_release(s, u);
+	u->kind = 0;
+	u->cmds.len = 0;
+	c->head++;
+	c->n_units--;
+}
+
+/* Answer the head unit's commands n times with msg (a failed write or read). */
+static void unit_fail(struct server *s, struct conn *c, const char *msg)
+{
+	for (uint32_t k = 0; k < unit_head(c)->n_cmds; k++)
+		kv_buf_str(&c->out, msg);
+	unit_pop(s, c);
+}
+
+static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens);
+
+/* Answer what can be answered at the head of the connection's units, in
+ * order; queue its write when it is first; note where it waits. */
+static void conn_advance(struct server *s, struct conn *c)
+{
+	while (c->n_units > 0 && !c->closing) {
+		struct kv_unit *u = unit_head(c);
+		size_t pos = 0;
+		if (u->kind == KV_U_ERROR) {
+			kv_buf_append(&c->out, u->cmds.p, u->cmds.len);
+			c->closing = true;
+			unit_pop(s, c);
+		} else if (u->kind == KV_U_LOCAL) {
+			for (uint32_t k = 0; k < u->n_cmds; k++) {
+				int argc = cmd_decode(s, (const uint8_t *)u->cmds.p, &pos, true);
+				if (!local_command(s, c, argc, s->argv, s->lens))
+					kv_buf_str(&c->out, "-ERR internal error: not a local command\r\n");
+			}
+			unit_pop(s, c);
+		} else if (u->kind == KV_U_READ) {
+			if (u->slot == 0)
+				return; /* its round has not begun: rq */
+			struct kv_read_round *r = &s->rounds[u->slot - 1];
+			if (r->state == KV_RR_DONE && r->status != 0) {
+				unit_fail(s, c, "-ERR read timed out: no majority of acceptors answered "
+						"(this replica may be partitioned from them)\r\n");
+				continue;
+			}
+			if (r->state != KV_RR_DONE || innet_paxos_delivered(s->px) < r->index) {
+				rwait_add(s, c);
+				return;
+			}
+			for (uint32_t k = 0; k < u->n_cmds; k++) {
+				int argc = cmd_decode(s, (const uint8_t *)u->cmds.p, &pos, true);
+				kv_store_apply(s->store, argc, s->argv, s->lens, &c->out);
+			}
+			s->st.reads_local += u->n_cmds;
+			unit_pop(s, c);
+		} else {
+			if (u->entry == 0) {
+				u->entry = KV_QUEUED;
+				s->queue[s->n_queue++] = c;
+			}
+			return; /* answered when its entry is applied */
+		}
+	}
+}
+
+/* Parse what the connection sent into units (conn_advance answers them). */
+static void conn_parse(struct server *s, struct conn *c)
+{
+	size_t consumed = 0;
+	while (!c->quit && consumed < c->in.len) {
 		int argc = 0;
 		char err[128];
 		ssize_t r = kv_resp_parse(c->in.p + consumed, c->in.len - consumed, &argc, s->argv,
 					  s->lens, KV_MAX_ARGS, s->scratch, KV_INBUF_MAX + 1, err,
 					  sizeof(err));
-		if (r == 0) {
-			if (c->in.len >= KV_INBUF_MAX) {
-				kv_buf_str(&c->out, "-ERR Protocol error: request too large\r\n");
-				c->closing = true;
-			}
+		if (r == 0 && consumed == 0 && c->in.len >= KV_INBUF_MAX)
+			snprintf(err, sizeof(err), "-ERR Protocol error: request too large\r\n");
+		else if (r == 0)
 			break;
-		}
-		if (r < 0) {
-			if (n_cmds > 0)
-				break; /* answer the group first */
-			kv_buf_str(&c->out, err);
-			c->closing = true;
+		if (r <= 0) {
+			char *e[1] = { err };
+			size_t el[1] = { strlen(err) };
+			if (!unit_add(s, c, KV_U_ERROR, 1, e, el))
+				break;
+			c->quit = true;
 			break;
 		}
 		if (argc == 0) {
 			consumed += (size_t)r;
 			continue;
 		}
-		/* Only a logged command that passes the local checks (arity,
-		 * size) joins a group that has started; anything else (a local
-		 * command, or an error to answer locally) ends the group and is
-		 * handled after its replies, which keeps the replies in order. */
-		int li = kv_logged_index(s->argv[0]);
-		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (li < 0 || !kv_arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
-			break; /* keep order: after the group */
-		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
-			consumed += (size_t)r;
-			continue;
-		}
-		if (argc == 3 && !strcasecmp(s->argv[0], "replica") && !strcasecmp(s->argv[1], "remove"))
+		int k = cmd_kind(s, argc, s->argv, s->lens);
+		if (!unit_add(s, c, k, argc, s->argv, s->lens))
+			break; /* every unit in use: parse the rest when one is answered */
+		if (k == KV_U_WRITE && argc == 3 && !strcasecmp(s->argv[0], "replica") &&
+		    !strcasecmp(s->argv[1], "remove"))
 			replica_remove_received(s, s->argv[2], s->lens[2]);
-		uint8_t *q = c->q + blen;
-		put16(q, (size_t)argc);
-		q += 2;
-		for (int i = 0; i < argc; i++) {
-			put16(q, s->lens[i]);
-			memcpy(q + 2, s->argv[i], s->lens[i]);
-			q += 2 + s->lens[i];
-		}
-		blen += el;
-		n_cmds++;
+		if (k == KV_U_LOCAL && !strcasecmp(s->argv[0], "quit"))
+			c->quit = true;
 		consumed += (size_t)r;
 	}
 	kv_buf_consume(&c->in, consumed);
-	if (n_cmds > 0) {
-		c->qlen = (uint32_t)blen;
-		c->inflight = KV_QUEUED;
-		c->inflight_cmds = n_cmds;
-		s->queue[s->n_queue++] = c;
+}
+
+/* Parse, answer what can be answered (and parse again while that made
+ * room for commands left unparsed). */
+static void conn_work(struct server *s, struct conn *c)
+{
+	for (;;) {
+		conn_parse(s, c);
+		uint64_t head = c->head;
+		conn_advance(s, c);
+		if (c->head == head || c->quit || c->in.len == 0)
+			break;
 	}
 	conn_update(s, c);
 }
 
 static void conn_flush(struct server *s, struct conn *c);
 
+/* ---- read rounds -------------------------------------------------------- */
+
+/* Begin a read round for every read parsed and not in a round yet, while
+ * fewer than KV_READ_WINDOW rounds are under way (the reads that come
+ * meanwhile wait for the next: the fuller the replica, the more reads a
+ * round serves). */
+static void reads_begin(struct server *s)
+{
+	if (s->n_rq == 0 || s->rounds_running >= KV_READ_WINDOW)
+		return;
+	uint32_t slot = 0;
+	while (slot < KV_READ_SLOTS && s->rounds[slot].state != KV_RR_FREE)
+		slot++;
+	if (slot == KV_READ_SLOTS)
+		return; /* every slot waited on: later */
+	struct kv_read_round *r = &s->rounds[slot];
+	if (innet_paxos_read_index(s->px, &r->id) != 0)
+		return;
+	r->state = KV_RR_RUNNING;
+	r->status = 0;
+	r->index = 0;
+	r->refs = 0;
+	s->rounds_running++;
+	s->st.read_rounds++;
+	for (uint32_t i = 0; i < s->n_rq; i++) {
+		struct conn *c = s->rq[i];
+		c->in_rq = false;
+		rwait_add(s, c); /* looked at when the round ends */
+		for (uint32_t k = 0; k < c->n_units; k++) {
+			struct kv_unit *u = &c->units[(c->head + k) % KV_CONN_UNITS];
+			if (u->kind == KV_U_READ && u->slot == 0) {
+				u->slot = (uint8_t)(slot + 1);
+				r->refs++;
+			}
+		}
+	}
+	s->n_rq = 0;
+}
+
+static void on_read_done(void *arg, uint64_t id, int status, uint64_t index)
+{
+	struct server *s = arg;
+	for (uint32_t i = 0; i < KV_READ_SLOTS; i++) {
+		struct kv_read_round *r = &s->rounds[i];
+		if (r->state != KV_RR_RUNNING || r->id != id)
+			continue;
+		r->state = r->refs > 0 ? KV_RR_DONE : KV_RR_FREE;
+		r->status = status;
+		r->index = index;
+		s->rounds_running--;
+		if (status != 0)
+			s->st.read_rounds_failed++;
+		s->reads_moved = true;
+		return;
+	}
+}
+
+/* The connections whose next reply is a read: answer those whose round
+ * ended and whose index the log reached. */
+static void reads_answer(struct server *s)
+{
+	uint64_t next = innet_paxos_delivered(s->px);
+	if (!s->reads_moved && next == s->rwait_next)
+		return;
+	s->reads_moved = false;
+	s->rwait_next = next;
+	uint32_t n = s->n_rwait;
+	struct conn *w[KV_MAX_CONNS];
+	memcpy(w, s->rwait, n * sizeof(w[0]));
+	s->n_rwait = 0;
+	for (uint32_t i = 0; i < n; i++)
+		w[i]->in_rwait = false;
+	for (uint32_t i = 0; i < n; i++) {
+		conn_work(s, w[i]);
+		conn_flush(s, w[i]);
+	}
+}
+
+/* ---- writes: groups into entries ---------------------------------------- */
+
 /* Fail every group of entry req (our proposal was refused or timed out). */
 void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
 {
 	struct conn *failed[KV_MAX_CONNS];
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < s->n_conns; i++)
-		if (s->conns[i]->inflight == req)
-			failed[n++] = s->conns[i];
+	for (uint32_t i = 0; i < s->n_conns; i++) {
+		struct conn *c = s->conns[i];
+		if (c->n_units > 0 && unit_head(c)->kind == KV_U_WRITE && unit_head(c)->entry == req)
+			failed[n++] = c;
+	}
 	for (uint32_t i = 0; i < n; i++) {
-		for (uint32_t k = 0; k < failed[i]->inflight_cmds; k++)
-			kv_buf_str(&failed[i]->out, msg);
-		failed[i]->inflight = 0;
+		unit_fail(s, failed[i], msg);
+		conn_work(s, failed[i]);
 		conn_flush(s, failed[i]);
 	}
 }
@@ -531,13 +851,15 @@ static void server_propose(struct server *s)
 		uint32_t ng = 0, ncmds = 0;
 		/* the first group always goes (a group fits PAXOS_VALUE_MAX) */
 		while (ng < s->n_queue &&
-		       pos + KV_GROUP_HDR + s->queue[ng]->qlen <= (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
+		       pos + KV_GROUP_HDR + unit_head(s->queue[ng])->cmds.len <=
+			       (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
 			struct conn *c = s->queue[ng++];
+			struct kv_unit *u = unit_head(c);
 			kv_put32(s->entry + pos, c->client);
-			put16(s->entry + pos + 4, c->inflight_cmds);
-			memcpy(s->entry + pos + KV_GROUP_HDR, c->q, c->qlen);
-			pos += KV_GROUP_HDR + c->qlen;
-			ncmds += c->inflight_cmds;
+			put16(s->entry + pos + 4, u->n_cmds);
+			memcpy(s->entry + pos + KV_GROUP_HDR, u->cmds.p, u->cmds.len);
+			pos += KV_GROUP_HDR + u->cmds.len;
+			ncmds += u->n_cmds;
 		}
 		s->entry[0] = KV_ENTRY_MAGIC0;
 		s->entry[1] = KV_ENTRY_MAGIC1;
@@ -549,7 +871,7 @@ static void server_propose(struct server *s)
 			return; /* an older entry holds the dedup window: later */
 		s->seq++;
 		for (uint32_t i = 0; i < ng; i++)
-			s->queue[i]->inflight = req;
+			unit_head(s->queue[i])->entry = req;
 		memmove(s->queue, s->queue + ng, (s->n_queue - ng) * sizeof(s->queue[0]));
 		s->n_queue -= ng;
 		if (rc != 0) {
@@ -582,11 +904,19 @@ void kv_batch_end(struct server *s, uint64_t req)
 static void conn_close(struct server *s, struct conn *c)
 {
 	for (uint32_t i = 0; i < s->n_queue; i++)
-		if (s->queue[i] == c) {
+		if (s->queue[i] == c) { /* the queue is an order: close the gap */
 			memmove(s->queue + i, s->queue + i + 1, (s->n_queue - i - 1) * sizeof(s->queue[0]));
 			s->n_queue--;
 			break;
 		}
+	if (c->in_rq)
+		list_del(s->rq, &s->n_rq, c);
+	if (c->in_rwait)
+		list_del(s->rwait, &s->n_rwait, c);
+	while (c->n_units > 0)
+		unit_pop(s, c);
+	for (uint32_t k = 0; k < KV_CONN_UNITS; k++)
+		kv_buf_free(&c->units[k].cmds);
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	for (uint32_t i = 0; i < s->n_conns; i++)
@@ -601,7 +931,10 @@ static void conn_close(struct server *s, struct conn *c)
 
 static void conn_flush(struct server *s, struct conn *c)
 {
-	if (INNET_UNLIKELY(c->in.oom || c->out.oom)) {
+	bool oom = c->in.oom || c->out.oom;
+	for (uint32_t k = 0; k < KV_CONN_UNITS; k++)
+		oom |= c->units[k].cmds.oom;
+	if (INNET_UNLIKELY(oom)) {
 		/* a request or its answer would not fit in memory: the client
 		 * gets a closed connection, the server goes on */
 		s->st.conns_oom++;
@@ -614,7 +947,10 @@ static void conn_flush(struct server *s, struct conn *c)
 			break;
 		kv_buf_consume(&c->out, (size_t)n);
 	}
-	if (c->out.len == 0 && (c->closing || c->eof) && c->inflight == 0) {
+	/* QUIT or a protocol error: once answered (nothing was parsed after it);
+	 * the client stopped sending: once every unit is answered (a write in
+	 * flight may still be applied) */
+	if (c->out.len == 0 && (c->closing || (c->eof && c->n_units == 0))) {
 		conn_close(s, c);
 		return;
 	}
@@ -716,18 +1052,20 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
-		if (c != NULL && c->inflight != req)
+		if (c != NULL && (c->n_units == 0 || unit_head(c)->kind != KV_U_WRITE ||
+				  unit_head(c)->entry != req))
 			c = NULL;
 		apply_cmds(s, v, &pos, cmds, c ? &c->out : &s->scratch_out);
 		s->scratch_out.len = 0;
-		if (c != NULL && n_ans < KV_MAX_CONNS)
+		if (c != NULL) {
+			unit_pop(s, c);
 			answered[n_ans++] = c;
+		}
 	}
 	uint64_t t1 = innet_now_ns();
 	for (uint32_t i = 0; i < n_ans; i++) {
 		struct conn *c = answered[i];
-		c->inflight = 0;
-		conn_work(s, c); /* the next pipelined commands */
+		conn_work(s, c); /* its next units */
 		conn_flush(s, c);
 	}
 	s->st.ns_apply += t1 - t0;
@@ -839,7 +1177,9 @@ int kv_serve(const struct kv_conf *conf)
 	struct innet_paxos_conf pc = conf->paxos;
 	pc.deliver = on_deliver;
 	pc.done = on_done;
+	pc.read_done = on_read_done;
 	pc.arg = s;
+	s->reads_log = conf->reads_log;
 	char err[256];
 	s->px = innet_paxos_create(&pc, err, sizeof(err));
 	if (s->px == NULL) {
@@ -914,6 +1254,7 @@ int kv_serve(const struct kv_conf *conf)
 			}
 		}
 		uint64_t t2 = innet_now_ns();
+		reads_begin(s);
 		server_propose(s);
 		uint64_t t3 = innet_now_ns();
 		if (innet_paxos_process(s->px) == -ESTALE) {
@@ -925,6 +1266,8 @@ int kv_serve(const struct kv_conf *conf)
 			s->stale = true;
 			kv_snapshot_catch_up(s);
 		}
+		reads_answer(s);
+		reads_begin(s);
 		uint64_t t4 = innet_now_ns();
 		if (t4 - last_trim >= trim_ms * 1000000ull) {
 			innet_paxos_trim(s->px);

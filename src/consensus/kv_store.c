@@ -231,15 +231,24 @@ bool kv_parse_ll(const char *p, size_t n, long long *out)
 	return true;
 }
 
-/* Commands that go through the log, with redis's arity (negative: at least). */
+/* Commands that read or write the store, with redis's arity (negative: at
+ * least) and whether they only read it (KV_CMD_READ: answered from a read
+ * index, without a log entry; docs/consensus.md). */
 static const struct {
 	const char *name;
 	int arity;
+	uint32_t flags;
 } logged[] = {
-	{ "get", 2 }, { "set", 3 }, { "del", -2 }, { "incr", 2 }, { "decr", 2 },
-	{ "incrby", 3 }, { "exists", -2 }, { "mget", -2 }, { "mset", -3 }, { "dbsize", 1 },
-	{ "replica", 3 },
+	{ "get", 2, KV_CMD_READ }, { "set", 3, 0 }, { "del", -2, 0 }, { "incr", 2, 0 },
+	{ "decr", 2, 0 }, { "incrby", 3, 0 }, { "exists", -2, KV_CMD_READ },
+	{ "mget", -2, KV_CMD_READ }, { "mset", -3, 0 }, { "dbsize", 1, KV_CMD_READ },
+	{ "replica", 3, 0 },
 };
+
+bool kv_logged_readonly(int li)
+{
+	return (logged[li].flags & KV_CMD_READ) != 0;
+}
 
 int kv_logged_index(const char *name)
 {

@@ -2,14 +2,19 @@
 # kv_pipeline.sh — commands that fail the replica's local checks (wrong
 # number of arguments, unknown command, larger than one consensus value)
 # are answered locally with redis's error, in order, also when they come
-# pipelined after commands that go through the log:
+# pipelined after commands that go through the log; read-only commands are
+# answered from a read index, in order with the writes around them:
 #   1. `innet kv up` (examples/kv.json's shape at 127.70.40.x/41.x);
 #   2. one write of "SET a 1", "GET" (no key): "+OK", then "-ERR wrong number
 #      of arguments for 'get' command"; INFO commands_proposed grows by 1 (the
 #      SET), not 2: the bad command did not go through Paxos;
 #   3. more pipelines (a bad command between and after good ones, MSET with a
 #      key and no value, an unknown command, a command over one value): each
-#      reply in order, as redis gives it, and only the good commands proposed.
+#      reply in order, as redis gives it, only the good writes proposed and
+#      the good reads answered without the log (INFO reads_local);
+#   4. reads and writes of one key interleaved in one pipeline: each read
+#      sees exactly the writes before it;
+#   5. r0 restarted with --reads log: a GET goes through the log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
@@ -60,7 +65,7 @@ def talk(data, want):
     s.close()
     return got
 
-def proposed():
+def info(field):
     s = socket.create_connection((host, port), timeout=5)
     s.sendall(resp("INFO"))
     got = b""
@@ -71,30 +76,39 @@ def proposed():
         got += b
     s.close()
     for line in got.decode().split("\r\n"):
-        if line.startswith("commands_proposed:"):
+        if line.startswith(field + ":"):
             return int(line.split(":")[1])
-    sys.exit("no commands_proposed in INFO")
+    sys.exit("no %s in INFO" % field)
+
+def proposed():
+    return info("commands_proposed"), info("reads_local")
 
 ARITY = lambda c: b"-ERR wrong number of arguments for '%s' command\r\n" % c
 big = "x" * 20000
 cases = [
-    # (name, commands, expected replies, commands that must go through the log)
+    # (name, commands, expected replies, commands that must go through the log,
+    #  read-only commands answered from a read index)
     ("SET then GET without a key", [("SET", "a", "1"), ("GET",)],
-     b"+OK\r\n" + ARITY(b"get"), 1),
+     b"+OK\r\n" + ARITY(b"get"), 1, 0),
     ("bad GET between good ones", [("GET", "a"), ("GET",), ("GET", "a")],
-     b"$1\r\n1\r\n" + ARITY(b"get") + b"$1\r\n1\r\n", 2),
+     b"$1\r\n1\r\n" + ARITY(b"get") + b"$1\r\n1\r\n", 0, 2),
     ("INCR with two keys after SET", [("SET", "n", "5"), ("INCR", "n", "m"), ("INCR", "n")],
-     b"+OK\r\n" + ARITY(b"incr") + b":6\r\n", 2),
+     b"+OK\r\n" + ARITY(b"incr") + b":6\r\n", 2, 0),
     ("MSET with a key and no value", [("SET", "b", "2"), ("MSET", "a", "9", "b"), ("MGET", "a", "b")],
-     b"+OK\r\n" + ARITY(b"mset") + b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", 2),
+     b"+OK\r\n" + ARITY(b"mset") + b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", 1, 1),
     ("unknown command after SET", [("SET", "c", "3"), ("FLUBBER", "x"), ("GET", "c")],
-     b"+OK\r\n-ERR unknown command 'FLUBBER'\r\n$1\r\n3\r\n", 2),
+     b"+OK\r\n-ERR unknown command 'FLUBBER'\r\n$1\r\n3\r\n", 1, 1),
     ("command over one value after SET", [("SET", "d", "4"), ("SET", "big", big), ("GET", "d")],
-     None, 2),
-    ("DEL without a key, alone", [("DEL",)], ARITY(b"del"), 0),
+     None, 1, 1),
+    ("DEL without a key, alone", [("DEL",)], ARITY(b"del"), 0, 0),
+    ("reads and writes of one key", [("GET", "e"), ("SET", "e", "1"), ("GET", "e"), ("EXISTS", "e"),
+                                     ("INCR", "e"), ("SET", "f", "x"), ("MGET", "e", "f"),
+                                     ("PING",), ("DEL", "e"), ("GET", "e"), ("DBSIZE",)],
+     b"$-1\r\n+OK\r\n$1\r\n1\r\n:1\r\n:2\r\n+OK\r\n*2\r\n$1\r\n2\r\n$1\r\nx\r\n+PONG\r\n:1\r\n"
+     b"$-1\r\n:6\r\n", 4, 6),
 ]
-for name, cmds, want, n_logged in cases:
-    before = proposed()
+for name, cmds, want, n_logged, n_read in cases:
+    before, rbefore = proposed()
     data = b"".join(resp(*c) for c in cmds)
     if want is None:  # the too-large case: check the shape of the middle reply
         got = talk(data, b"+OK\r\n-ERR command too large for one consensus packet (at most 9148 bytes encoded)\r\n$1\r\n4\r\n")
@@ -102,12 +116,25 @@ for name, cmds, want, n_logged in cases:
     else:
         got = talk(data, want)
         ok = got == want
-    after = proposed()
-    print("%-36s replies %s, commands proposed %d" % (name, "ok" if ok else "WRONG", after - before))
+    after, rafter = proposed()
+    print("%-36s replies %s, commands proposed %d, reads without the log %d"
+          % (name, "ok" if ok else "WRONG", after - before, rafter - rbefore))
     if not ok:
         sys.exit("%s: want %r, got %r" % (name, want, got))
     if after - before != n_logged:
         sys.exit("%s: %d commands went through the log, want %d (a bad command must be "
                  "answered locally)" % (name, after - before, n_logged))
+    if rafter - rbefore != n_read:
+        sys.exit("%s: %d reads answered from a read index, want %d" % (name, rafter - rbefore, n_read))
 PYEOF
+
+echo "--- --reads log: read-only commands through the log"
+"$INNET" kv stop "$TOPO" r0 >/dev/null
+timeout 30 "$INNET" kv start "$TOPO" r0 --port $PORT --reads log >/dev/null
+before=$(redis-cli -h 127.70.41.1 -p $PORT INFO | tr -d '\r' | sed -n 's/^commands_proposed://p')
+[ "$(redis-cli -h 127.70.41.1 -p $PORT GET a)" = 1 ] || fail "GET a through the log"
+info=$(redis-cli -h 127.70.41.1 -p $PORT INFO | tr -d '\r')
+echo "$info" | grep -q '^reads:log$' || fail "INFO does not say reads:log"
+after=$(echo "$info" | sed -n 's/^commands_proposed://p')
+[ $((after - before)) -eq 1 ] || fail "GET with --reads log: $((after - before)) commands proposed, want 1"
 echo "PASS"
