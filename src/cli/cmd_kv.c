@@ -87,17 +87,17 @@ static void on_signal(int sig)
 struct kv_opts {
 	uint32_t window;          /* --window (0: the replica's default) */
 	bool reads_log;           /* --reads log */
+	char max_bulk[24];        /* --proto-max-bulk-len, as given ("" = the default) */
 };
 
 static void kv_usage(FILE *f)
 {
-	fprintf(f, "usage: innet kv up FILE [--port P] [--window N] [--reads index|log]\n"
+	fprintf(f, "usage: innet kv up FILE [--port P] [REPLICA OPTIONS]\n"
 		   "       innet kv down FILE\n"
-		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
-		   "                      [--reads index|log] [--metrics IP:PORT]\n"
+		   "       innet kv serve --topology FILE --name HOST [--port P] [REPLICA OPTIONS]\n"
+		   "                      [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
-		   "       innet kv start|stop FILE HOST [--port P] [--window N] [--reads index|log]\n"
-		   "                      [--kill]\n"
+		   "       innet kv start|stop FILE HOST [--port P] [REPLICA OPTIONS] [--kill]\n"
 		   "       innet kv rejoin FILE ACCEPTOR\n"
 		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
@@ -109,11 +109,15 @@ static void kv_usage(FILE *f)
 		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
 		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
+		   "replica options:\n"
 		   "  --window N  entries of a replica in flight (1..32; default 8 full-size entries'\n"
 		   "              worth of bytes: 8, more when netns links make entries smaller)\n"
 		   "  --reads index|log  read-only commands (GET, MGET, EXISTS, ...): answered from\n"
 		   "              a read index — no log entry, still linearizable — (index, the\n"
 		   "              default) or through the log like writes (log)\n"
+		   "  --proto-max-bulk-len N  the longest argument (value) a client may send, as\n"
+		   "              redis's setting: 1mb .. 1gb, default 512mb; a write over one log\n"
+		   "              entry goes through the log in chunks (CONFIG SET changes it too)\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
@@ -380,6 +384,17 @@ static int serve(const char *file, const char *name, uint16_t port, const struct
 	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = o->window,
 			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name,
 			     .reads_log = o->reads_log };
+	if (o->max_bulk[0] != '\0') {
+		unsigned long long v;
+		if (kv_parse_memory(o->max_bulk, strlen(o->max_bulk), &v) != 0 ||
+		    v < (1u << 20) || v > (1ull << 30)) {
+			fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from 1mb to "
+					"1gb, not '%s'\n", o->max_bulk);
+			innet_topology_free(t);
+			return 2;
+		}
+		c.max_bulk = v;
+	}
 	if (metrics != NULL) {
 		char merr[160];
 		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,
@@ -830,6 +845,10 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 			argv[n++] = "--reads";
 			argv[n++] = "log";
 		}
+		if (!lead && o->max_bulk[0] != '\0') {
+			argv[n++] = "--proto-max-bulk-len";
+			argv[n++] = (char *)o->max_bulk;
+		}
 		argv[n] = NULL;
 		execv("/proc/self/exe", argv);
 		_exit(127);
@@ -1143,6 +1162,7 @@ int cmd_kv(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
 		{ "metrics", required_argument, NULL, 'M' }, { "reads", required_argument, NULL, 'r' },
+		{ "proto-max-bulk-len", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
@@ -1179,6 +1199,17 @@ int cmd_kv(int argc, char **argv)
 			}
 			o.reads_log = !strcmp(optarg, "log");
 			break;
+		case 'B': {
+			unsigned long long v;
+			if (kv_parse_memory(optarg, strlen(optarg), &v) != 0 || v < (1u << 20) ||
+			    v > (1ull << 30) || strlen(optarg) >= sizeof(o.max_bulk)) {
+				fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from "
+						"1mb to 1gb, not '%s'\n", optarg);
+				goto bad;
+			}
+			snprintf(o.max_bulk, sizeof(o.max_bulk), "%s", optarg);
+			break;
+		}
 		case 'k': kill_now = true; break;
 		case 'M': metrics = optarg; break;
 		case 'h': kv_usage(stdout); return 0;

@@ -42,10 +42,16 @@ struct kv_conf {
 	                                     * "replica" label; NULL: "learner<ID>" */
 	bool reads_log;                     /* read-only commands through the log, as writes
 	                                     * (else from a read index: docs/consensus.md) */
+	uint64_t max_bulk;                  /* proto-max-bulk-len: an argument longer is a
+	                                     * protocol error (0: 512 MiB, redis's default;
+	                                     * 1 MiB .. 1 GiB) */
 };
 
 /* Serve until *stop. 0, or -errno (with a message on stderr) if it cannot start. */
 int kv_serve(const struct kv_conf *c);
+/* A memory amount as redis writes one ("64mb", "1gb", "1048576"; k = 1000,
+ * kb = 1024, m, mb, g, gb): 0 or -EINVAL. */
+int kv_parse_memory(const char *p, size_t n, unsigned long long *out);
 
 /* ---- the KV store in a topology file (kv_topology.c) ----------------------- */
 
@@ -106,9 +112,11 @@ uint64_t kv_store_removed(const struct kv_store *s);
 
 /* Parse one command from buf[0..len): returns bytes consumed (> 0) with
  * argc/argv/lens filled (pointers into scratch), 0 if incomplete, or -1 with
- * a RESP error message in err (protocol error: the connection closes). */
+ * a RESP error message in err (protocol error: the connection closes). A
+ * bulk string longer than max_bulk (proto-max-bulk-len) is an error. */
 ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_t *lens,
-		      int max_args, char *scratch, size_t scratch_len, char *err, size_t errlen);
+		      int max_args, size_t max_bulk, char *scratch, size_t scratch_len, char *err,
+		      size_t errlen);
 
 /* True if v[0..len) is a complete, well-formed log entry of the KV batch
  * format (docs/protocol.md 2.2); replicas skip any other entry whole. */

@@ -24,8 +24,15 @@
 #define KV_ENTRY_MAGIC0  'K'
 #define KV_ENTRY_MAGIC1  'V'
 #define KV_ENTRY_VERSION 1u
-#define KV_SNAPSHOT_VERSION 2u
+#define KV_SNAPSHOT_VERSION 3u
 #define KV_ENTRY_HDR   6u         /* 'K' 'V' version flags, u16 n_groups */
+#define KV_ENTRY_F_WIDE  0x01u    /* entry flags: argc and argument lengths are u32 */
+#define KV_ENTRY_F_CHUNK 0x02u    /* a chunk of a larger entry (kv_chunk.c) */
+#define KV_CHUNK_HDR   (KV_ENTRY_HDR + 16u) /* + u64 id, u32 total, u32 offset */
+#define KV_BIG_MAX     8u         /* large entries being reassembled at once */
+#define KV_BIG_TOTAL_MAX ((1u << 30) + (1u << 20)) /* bytes of one large entry at most */
+#define KV_BULK_MAX_LIMIT (1ull << 30) /* proto-max-bulk-len at most */
+#define KV_BULK_MAX_DEFAULT (512ull << 20) /* proto-max-bulk-len by default (redis's) */
 #define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
 #define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
 
@@ -87,6 +94,9 @@ struct kv_stats {
 	uint64_t reads_local;      /* read-only commands answered from a read index */
 	uint64_t read_rounds;      /* read rounds begun */
 	uint64_t read_rounds_failed; /* read rounds that timed out */
+	uint64_t chunks_proposed;  /* chunk entries of large writes proposed */
+	uint64_t chunks_applied;   /* chunk entries applied (every replica's) */
+	uint64_t bigs_applied;     /* large entries put back together and applied */
 	uint64_t conns_oom;        /* connections closed: a request or answer found no memory */
 	uint64_t ns_wait;          /* epoll_wait */
 	uint64_t ns_clients;       /* reading and parsing RESP, local replies */
@@ -107,6 +117,15 @@ struct kv_read_round {
 	uint32_t refs;            /* units waiting on it */
 };
 enum { KV_RR_FREE = 0, KV_RR_RUNNING, KV_RR_DONE };
+
+/* A large entry being reassembled from its chunks (kv_chunk.c): replicated
+ * state, in snapshots. */
+struct kv_big {
+	uint64_t id;              /* proposer's client id << 32 | its count */
+	uint64_t first;           /* instance of the first chunk applied */
+	uint32_t total, got;      /* bytes of the whole, bytes come */
+	uint8_t *buf;             /* total bytes */
+};
 
 struct server {
 	const struct kv_conf *c;
@@ -137,6 +156,20 @@ struct server {
 	uint32_t n_rwait;
 	bool reads_moved;         /* a round ended: look at rwait */
 	uint64_t rwait_next;      /* the log position rwait was last looked at */
+	uint64_t max_bulk;        /* proto-max-bulk-len: an argument longer is a protocol error */
+	size_t query_max;         /* one command's bytes at most (max_bulk + 1 MiB) */
+	size_t scratch_cap;       /* bytes of scratch (query_max + 1) */
+	struct kv_big bigs[KV_BIG_MAX]; /* large entries being reassembled */
+	uint32_t n_bigs;
+	struct conn *bigq[KV_MAX_CONNS]; /* connections whose large write waits its turn */
+	uint32_t n_bigq;
+	struct conn *big_conn;    /* the one whose chunks go out now (or NULL) */
+	uint64_t big_id;          /* its image's id */
+	uint32_t big_off;         /* bytes of it in chunks proposed so far */
+	uint32_t big_seq;         /* this replica's count of large entries */
+	uint64_t big_reqs[KV_MAX_WINDOW]; /* chunk entries of ours in flight (0 = free) */
+	uint64_t big_req_of[KV_MAX_WINDOW]; /* ... and the large entry each is part of */
+	bool oom;                 /* out of memory applying the log: this copy stops */
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint32_t n_batches;
 	bool bad_logged;
@@ -159,6 +192,23 @@ void kv_entry_failed(struct server *s, uint64_t req, const char *msg);
  * out of memory), for SNAPSHOT; and, while stale, trying every peer for a
  * snapshot (at most once a second). */
 void kv_snapshot_build(struct server *s, struct kv_buf *b);
+/* kv_server.c: set proto-max-bulk-len: 0, -ERANGE, -ENOMEM. */
+int kv_set_max_bulk(struct server *s, unsigned long long v);
+/* kv_chunk.c. A chunk entry applied at instance: 0 taken (the image is not
+ * whole yet), 1 the image is whole (*img, malloc'ed: the caller applies and
+ * frees it; *id its id), -1 malformed, -ENOMEM. */
+int kv_chunk_deliver(struct server *s, uint64_t instance, const uint8_t *v, uint32_t len,
+		     uint8_t **img, uint32_t *img_len, uint64_t *id);
+/* The partials into / from a snapshot (u32 n, then per partial u64 id, u64
+ * first, u32 total, u32 got, total bytes); load: 0 with *used, or -EINVAL /
+ * -ENOMEM (nothing changed). */
+void kv_chunk_save(const struct server *s, struct kv_buf *b);
+int kv_chunk_load(struct server *s, const uint8_t *p, size_t len, size_t *used);
+void kv_chunk_reset(struct server *s);
+/* The next chunk entry of image (total bytes, id s->big_id, from
+ * s->big_off) into entry (cap bytes at most): its length, 0 if none left. */
+size_t kv_chunk_next(struct server *s, const uint8_t *image, uint32_t total, uint8_t *entry,
+		     size_t cap);
 void kv_snapshot_catch_up(struct server *s);
 
 #endif /* INNET_CONSENSUS_KV_PVT_H */

@@ -36,7 +36,8 @@ static bool parse_count(const char *p, size_t n, long long min, long long max, l
 }
 
 ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_t *lens,
-		      int max_args, char *scratch, size_t scratch_len, char *err, size_t errlen)
+		      int max_args, size_t max_bulk, char *scratch, size_t scratch_len, char *err,
+		      size_t errlen)
 {
 	if (len == 0)
 		return 0;
@@ -107,8 +108,15 @@ ssize_t kv_resp_parse(const char *buf, size_t len, int *argc, char **argv, size_
 		if (ln < 0)
 			return len - pos > 64 ? (snprintf(err, errlen, "-ERR Protocol error: invalid bulk length\r\n"), -1) : 0;
 		long long bl;
-		if (!parse_count(buf + pos + 1, (size_t)ln - 1, 0, KV_INBUF_MAX, &bl)) {
+		if (!parse_count(buf + pos + 1, (size_t)ln - 1, 0, LLONG_MAX, &bl)) {
 			snprintf(err, errlen, "-ERR Protocol error: invalid bulk length\r\n");
+			return -1;
+		}
+		if ((unsigned long long)bl > max_bulk) {
+			/* redis's error (proto-max-bulk-len), and which limit it hit */
+			snprintf(err, errlen, "-ERR Protocol error: invalid bulk length (%lld bytes, "
+					      "proto-max-bulk-len is %llu)\r\n", bl,
+				 (unsigned long long)max_bulk);
 			return -1;
 		}
 		pos += (size_t)ln + 1;

@@ -63,6 +63,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
@@ -97,6 +98,8 @@
  *   WRITE  commands through the log (a group)    proposed when first, answered
  *                                                when its entry is applied
  *   ERROR  a protocol error: its text            answered when first, then close
+ *   BIG    one write larger than an entry        as WRITE, but its own entry, sent
+ *                                                as chunks (kv_chunk.c)
  *
  * A new command joins the last unit if that is of its kind and has not
  * started (a READ not in a round yet, a WRITE not in an entry yet); so a
@@ -104,15 +107,17 @@
  * begun at once, and several units of one connection are under way at a
  * time while the replies keep their order.
  */
-enum { KV_U_LOCAL = 1, KV_U_READ, KV_U_WRITE, KV_U_ERROR };
+enum { KV_U_LOCAL = 1, KV_U_READ, KV_U_WRITE, KV_U_ERROR, KV_U_BIG };
 
 struct kv_unit {
 	uint8_t kind;             /* KV_U_* */
 	uint8_t slot;             /* READ: its round's slot + 1 (0: no round yet) */
 	uint32_t n_cmds;
-	uint64_t entry;           /* WRITE: 0 (not its turn yet), KV_QUEUED, or the entry */
+	uint64_t entry;           /* WRITE: 0 (not its turn yet), KV_QUEUED, or the entry;
+	                           * BIG: 0, KV_QUEUED, or its image's id */
 	struct kv_buf cmds;       /* WRITE: encoded as an entry's group (u16 lengths);
-	                           * READ, LOCAL: u32 argc, u32 lengths; ERROR: the reply */
+	                           * READ, LOCAL: u32 argc, u32 lengths; ERROR: the reply;
+	                           * BIG: the whole image (entry header, group, command) */
 };
 
 struct conn {
@@ -122,6 +127,13 @@ struct conn {
 	uint32_t head, n_units;
 	bool quit;                /* QUIT or a protocol error parsed: nothing after it */
 	bool closing;             /* ... answered: close once out is flushed */
+	bool drain;               /* a protocol error: once answered, read and drop what the
+	                           * client still sends until it closes (or for 2 s, or
+	                           * query_max bytes), so that it reads the error rather
+	                           * than a reset */
+	bool draining;
+	uint64_t drain_ns;        /* when draining began */
+	size_t drained;
 	bool eof;                 /* the client stopped sending: close once answered */
 	bool in_rq, in_rwait;     /* in the server's rq / rwait lists */
 	uint32_t events;
@@ -179,7 +191,7 @@ static struct conn *conn_by_client(struct server *s, uint32_t client)
 static void conn_update(struct server *s, struct conn *c)
 {
 	uint32_t ev = 0;
-	if (!c->quit && !c->eof && c->in.len < KV_INBUF_MAX)
+	if ((!c->quit && !c->eof && c->in.len < s->query_max) || c->draining)
 		ev |= EPOLLIN;
 	if (c->out.len > 0)
 		ev |= EPOLLOUT;
@@ -249,6 +261,12 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "reads_local", t->reads_local);
 	info_field(b, "read_rounds", t->read_rounds);
 	info_field(b, "read_rounds_failed", t->read_rounds_failed);
+	kv_buf_str(b, "# large values\r\n");
+	info_field(b, "proto_max_bulk_len", s->max_bulk);
+	info_field(b, "chunks_proposed", t->chunks_proposed);
+	info_field(b, "chunks_applied", t->chunks_applied);
+	info_field(b, "large_entries_applied", t->bigs_applied);
+	info_field(b, "large_entries_partial", s->n_bigs);
 	kv_buf_str(b, "# snapshots\r\n");
 	info_field(b, "stale", s->stale);
 	info_field(b, "snapshots_served", t->snapshots_served);
@@ -380,6 +398,115 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 	innet_prom_base_labels(w, 0, NULL);
 }
 
+/* A memory amount as redis writes one ("64mb", "1gb", "1048576"; k = 1000,
+ * kb = 1024, ...): 0 or -EINVAL. */
+int kv_parse_memory(const char *p, size_t n, unsigned long long *out)
+{
+	size_t d = 0;
+	while (d < n && isdigit((unsigned char)p[d]))
+		d++;
+	if (d == 0 || d > 19)
+		return -EINVAL;
+	unsigned long long v = strtoull(p, NULL, 10), mul = 1;
+	char u[4] = "";
+	if (n - d > 2)
+		return -EINVAL;
+	for (size_t i = d; i < n; i++)
+		u[i - d] = (char)tolower((unsigned char)p[i]);
+	if (!strcmp(u, "") || !strcmp(u, "b"))
+		mul = 1;
+	else if (!strcmp(u, "k"))
+		mul = 1000;
+	else if (!strcmp(u, "kb"))
+		mul = 1024;
+	else if (!strcmp(u, "m"))
+		mul = 1000 * 1000;
+	else if (!strcmp(u, "mb"))
+		mul = 1024 * 1024;
+	else if (!strcmp(u, "g"))
+		mul = 1000ull * 1000 * 1000;
+	else if (!strcmp(u, "gb"))
+		mul = 1024ull * 1024 * 1024;
+	else
+		return -EINVAL;
+	if (v > ULLONG_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static bool scratch_fit(struct server *s, size_t need);
+
+/* proto-max-bulk-len = v: the longest argument a client may send (a write
+ * over one log entry goes in chunks). 0, or -ERANGE (1 MiB .. 1 GiB, the
+ * most one large entry holds) / -ENOMEM (scratch for a command that long). */
+int kv_set_max_bulk(struct server *s, unsigned long long v)
+{
+	if (v < KV_INBUF_MAX || v > KV_BULK_MAX_LIMIT)
+		return -ERANGE;
+	size_t q = (size_t)v + KV_INBUF_MAX;
+	if (!scratch_fit(s, q + 1))
+		return -ENOMEM;
+	s->max_bulk = v;
+	s->query_max = q;
+	return 0;
+}
+
+/* CONFIG GET pattern... / CONFIG SET name value...: the replica's own
+ * settings (proto-max-bulk-len); an unknown one: redis's error on SET, no
+ * match on GET. */
+static void kv_config(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
+{
+	static const char *const names[] = { "proto-max-bulk-len" };
+	if (argc >= 3 && !strcasecmp(argv[1], "get")) {
+		char val[32];
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)s->max_bulk);
+		uint32_t n = 0;
+		for (int i = 2; i < argc; i++)
+			if (fnmatch(argv[i], names[0], FNM_CASEFOLD) == 0)
+				n = 1;
+		kv_buf_num(&c->out, '*', 2 * n);
+		if (n) {
+			kv_buf_bulk(&c->out, names[0], strlen(names[0]));
+			kv_buf_bulk(&c->out, val, strlen(val));
+		}
+		return;
+	}
+	if (argc >= 4 && argc % 2 == 0 && !strcasecmp(argv[1], "set")) {
+		unsigned long long v = 0;
+		for (int i = 2; i < argc; i += 2) {
+			char msg[256];
+			if (strcasecmp(argv[i], names[0]) != 0) {
+				snprintf(msg, sizeof(msg), "-ERR Unknown option or number of arguments for "
+							   "CONFIG SET - '%.64s'\r\n", argv[i]);
+				kv_buf_str(&c->out, msg);
+				return;
+			}
+			if (kv_parse_memory(argv[i + 1], lens[i + 1], &v) != 0 ||
+			    v < KV_INBUF_MAX || v > KV_BULK_MAX_LIMIT) {
+				snprintf(msg, sizeof(msg), "-ERR CONFIG SET failed (possibly related to "
+							   "argument '%s') - argument must be a memory value "
+							   "between %u and %llu\r\n", names[0], KV_INBUF_MAX,
+					 KV_BULK_MAX_LIMIT);
+				kv_buf_str(&c->out, msg);
+				return;
+			}
+		}
+		if (kv_set_max_bulk(s, v) != 0) {
+			kv_buf_str(&c->out, "-ERR CONFIG SET failed: out of memory\r\n");
+			return;
+		}
+		kv_buf_str(&c->out, "+OK\r\n");
+		return;
+	}
+	if (argc == 2 && !strcasecmp(argv[1], "resetstat")) {
+		kv_buf_str(&c->out, "+OK\r\n");
+		return;
+	}
+	kv_buf_str(&c->out, "-ERR unknown subcommand or wrong number of arguments for 'config' "
+			    "command\r\n");
+}
+
 /* Answer a command that needs no log. Returns false if it is not one. */
 static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
 {
@@ -399,8 +526,10 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 	} else if (!strcasecmp(cmd, "quit")) {
 		kv_buf_str(&c->out, "+OK\r\n");
 		c->closing = true;
-	} else if (!strcasecmp(cmd, "config") || !strcasecmp(cmd, "command")) {
-		kv_buf_str(&c->out, "*0\r\n"); /* nothing to configure; redis-benchmark asks */
+	} else if (!strcasecmp(cmd, "config")) {
+		kv_config(s, c, argc, argv, lens);
+	} else if (!strcasecmp(cmd, "command")) {
+		kv_buf_str(&c->out, "*0\r\n"); /* redis-benchmark asks */
 	} else if (!strcasecmp(cmd, "snapshot")) {
 		if (argc != 1) {
 			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
@@ -546,7 +675,9 @@ static int cmd_kind(const struct server *s, int argc, char *const *argv, const s
 		return KV_U_LOCAL;
 	if (!s->reads_log && kv_logged_readonly(li))
 		return KV_U_READ;
-	return encoded_len(argc, lens) > KV_GROUP_MAX ? KV_U_LOCAL : KV_U_WRITE;
+	if (encoded_len(argc, lens) <= KV_GROUP_MAX)
+		return KV_U_WRITE;
+	return KV_U_BIG; /* its own entry, in chunks (each argument fit proto-max-bulk-len) */
 }
 
 static void rq_add(struct server *s, struct conn *c)
@@ -581,7 +712,7 @@ static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *co
 		     const size_t *lens)
 {
 	struct kv_unit *u = unit_last(c);
-	bool join = u != NULL && u->kind == k &&
+	bool join = u != NULL && u->kind == k && k != KV_U_BIG && k != KV_U_ERROR &&
 		    ((k == KV_U_LOCAL) || (k == KV_U_READ && u->slot == 0) ||
 		     (k == KV_U_WRITE && (u->entry == 0 || u->entry == KV_QUEUED) &&
 		      u->cmds.len + encoded_len(argc, lens) <= KV_GROUP_MAX));
@@ -595,10 +726,20 @@ static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *co
 		u->entry = 0;
 		u->cmds.len = 0;
 	}
-	if (k == KV_U_ERROR)
+	if (k == KV_U_ERROR) {
 		kv_buf_str(&u->cmds, argv[0]);
-	else
+	} else if (k == KV_U_BIG) {
+		/* the whole entry this write will be, put back together by every
+		 * replica from its chunks: header (WIDE), one group, the command */
+		uint8_t h[KV_ENTRY_HDR + KV_GROUP_HDR] = { KV_ENTRY_MAGIC0, KV_ENTRY_MAGIC1,
+							   KV_ENTRY_VERSION, KV_ENTRY_F_WIDE, 0, 1 };
+		kv_put32(h + KV_ENTRY_HDR, c->client);
+		put16(h + KV_ENTRY_HDR + 4, 1);
+		kv_buf_append(&u->cmds, h, sizeof(h));
+		cmd_encode(&u->cmds, true, argc, argv, lens);
+	} else {
 		cmd_encode(&u->cmds, k != KV_U_WRITE, argc, argv, lens);
+	}
 	u->n_cmds++;
 	if (k == KV_U_READ)
 		rq_add(s, c);
@@ -646,6 +787,7 @@ static void conn_advance(struct server *s, struct conn *c)
 		if (u->kind == KV_U_ERROR) {
 			kv_buf_append(&c->out, u->cmds.p, u->cmds.len);
 			c->closing = true;
+			c->drain = true;
 			unit_pop(s, c);
 		} else if (u->kind == KV_U_LOCAL) {
 			for (uint32_t k = 0; k < u->n_cmds; k++) {
@@ -673,6 +815,12 @@ static void conn_advance(struct server *s, struct conn *c)
 			}
 			s->st.reads_local += u->n_cmds;
 			unit_pop(s, c);
+		} else if (u->kind == KV_U_BIG) {
+			if (u->entry == 0) {
+				u->entry = KV_QUEUED;
+				s->bigq[s->n_bigq++] = c;
+			}
+			return; /* answered when its image is applied */
 		} else {
 			if (u->entry == 0) {
 				u->entry = KV_QUEUED;
@@ -691,9 +839,9 @@ static void conn_parse(struct server *s, struct conn *c)
 		int argc = 0;
 		char err[128];
 		ssize_t r = kv_resp_parse(c->in.p + consumed, c->in.len - consumed, &argc, s->argv,
-					  s->lens, KV_MAX_ARGS, s->scratch, KV_INBUF_MAX + 1, err,
-					  sizeof(err));
-		if (r == 0 && consumed == 0 && c->in.len >= KV_INBUF_MAX)
+					  s->lens, KV_MAX_ARGS, s->max_bulk, s->scratch, s->scratch_cap,
+					  err, sizeof(err));
+		if (r == 0 && consumed == 0 && c->in.len >= s->query_max)
 			snprintf(err, sizeof(err), "-ERR Protocol error: request too large\r\n");
 		else if (r == 0)
 			break;
@@ -818,14 +966,26 @@ static void reads_answer(struct server *s)
 
 /* ---- writes: groups into entries ---------------------------------------- */
 
-/* Fail every group of entry req (our proposal was refused or timed out). */
+static uint64_t big_req_end(struct server *s, uint64_t req);
+
+/* Fail every group of entry req (our proposal was refused or timed out); a
+ * chunk of a large entry fails the large write (its other chunks may still
+ * be chosen: the replicas drop the partial image when this replica's next
+ * large entry begins). */
 void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
 {
 	struct conn *failed[KV_MAX_CONNS];
 	uint32_t n = 0;
+	uint64_t big = big_req_end(s, req);
+	if (big != 0 && big == s->big_id && s->big_conn != NULL) {
+		req = s->big_id;
+		s->big_conn = NULL;
+	}
 	for (uint32_t i = 0; i < s->n_conns; i++) {
 		struct conn *c = s->conns[i];
-		if (c->n_units > 0 && unit_head(c)->kind == KV_U_WRITE && unit_head(c)->entry == req)
+		if (c->n_units > 0 &&
+		    (unit_head(c)->kind == KV_U_WRITE || unit_head(c)->kind == KV_U_BIG) &&
+		    unit_head(c)->entry == req)
 			failed[n++] = c;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -835,59 +995,127 @@ void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
 	}
 }
 
-/* Put the queued groups into entries, in order, as many as one value holds,
- * and propose them while fewer than `window` of ours are in flight. Groups
- * that arrive while the window is full wait here and go out together in the
- * next entry: the fuller the window, the larger the batch. */
+static void batch_add(struct server *s, uint64_t req)
+{
+	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
+		if (s->batches[i] == 0) {
+			s->batches[i] = req;
+			break;
+		}
+	s->n_batches++;
+}
+
+/* One entry of the queued groups, in order, as many as one value holds:
+ * 1 proposed, 0 not now (the dedup window), -1 nothing queued. */
+static int propose_batch(struct server *s)
+{
+	if (s->n_queue == 0)
+		return -1;
+	uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
+	size_t pos = KV_ENTRY_HDR;
+	uint32_t ng = 0, ncmds = 0;
+	/* the first group always goes (a group fits PAXOS_VALUE_MAX) */
+	while (ng < s->n_queue &&
+	       pos + KV_GROUP_HDR + unit_head(s->queue[ng])->cmds.len <=
+		       (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
+		struct conn *c = s->queue[ng++];
+		struct kv_unit *u = unit_head(c);
+		kv_put32(s->entry + pos, c->client);
+		put16(s->entry + pos + 4, u->n_cmds);
+		memcpy(s->entry + pos + KV_GROUP_HDR, u->cmds.p, u->cmds.len);
+		pos += KV_GROUP_HDR + u->cmds.len;
+		ncmds += u->n_cmds;
+	}
+	s->entry[0] = KV_ENTRY_MAGIC0;
+	s->entry[1] = KV_ENTRY_MAGIC1;
+	s->entry[2] = KV_ENTRY_VERSION;
+	s->entry[3] = 0; /* flags */
+	put16(s->entry + 4, ng);
+	int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
+	if (rc == -EAGAIN)
+		return 0; /* an older entry holds the dedup window: later */
+	s->seq++;
+	for (uint32_t i = 0; i < ng; i++)
+		unit_head(s->queue[i])->entry = req;
+	memmove(s->queue, s->queue + ng, (s->n_queue - ng) * sizeof(s->queue[0]));
+	s->n_queue -= ng;
+	if (rc != 0) {
+		kv_entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
+		return 1;
+	}
+	s->st.entries_proposed++;
+	s->st.groups_proposed += ng;
+	s->st.cmds_proposed += ncmds;
+	s->st.bytes_proposed += pos;
+	batch_add(s, req);
+	return 1;
+}
+
+/* The next chunk of the large write whose turn it is (one at a time: the
+ * next begins once this one's image was applied or failed, since replicas
+ * drop a proposer's older partial image when a newer one begins): 1
+ * proposed, 0 not now, -1 nothing to send. */
+static int propose_chunk(struct server *s)
+{
+	if (s->big_conn == NULL) {
+		if (s->n_bigq == 0)
+			return -1;
+		s->big_conn = s->bigq[0];
+		memmove(s->bigq, s->bigq + 1, (--s->n_bigq) * sizeof(s->bigq[0]));
+		if (++s->big_seq == 0)
+			s->big_seq = 1;
+		s->big_id = innet_paxos_req_id(s->client, s->big_seq);
+		s->big_off = 0;
+		unit_head(s->big_conn)->entry = s->big_id;
+	}
+	struct kv_unit *u = unit_head(s->big_conn);
+	uint32_t slot = 0;
+	while (slot < KV_MAX_WINDOW && s->big_reqs[slot] != 0)
+		slot++;
+	if (s->big_off >= u->cmds.len || slot == KV_MAX_WINDOW)
+		return -1; /* every chunk sent: its image is applied when the last lands */
+	uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
+	uint32_t off = s->big_off;
+	size_t len = kv_chunk_next(s, (const uint8_t *)u->cmds.p, (uint32_t)u->cmds.len, s->entry,
+				   s->entry_max);
+	int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)len);
+	if (rc == -EAGAIN) {
+		s->big_off = off;
+		return 0;
+	}
+	s->seq++;
+	s->big_reqs[slot] = req;
+	s->big_req_of[slot] = s->big_id;
+	if (rc != 0) {
+		kv_entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
+		return 1;
+	}
+	s->st.chunks_proposed++;
+	s->st.bytes_proposed += len;
+	batch_add(s, req);
+	return 1;
+}
+
+/* Put the queued groups into entries and the large writes into chunks, and
+ * propose them while fewer than `window` of ours are in flight (a batch and
+ * a chunk in turn, so that a large value streaming out does not hold up the
+ * small writes of other connections). Groups that arrive while the window
+ * is full wait and go out together in the next entry: the fuller the
+ * window, the larger the batch. */
 static void server_propose(struct server *s)
 {
-	while (s->n_queue > 0) {
+	for (;;) {
 		if (s->n_batches >= s->window) {
-			s->st.window_full++;
+			if (s->n_queue > 0 || s->big_conn != NULL || s->n_bigq > 0)
+				s->st.window_full++;
 			return;
 		}
-		uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
-		size_t pos = KV_ENTRY_HDR;
-		uint32_t ng = 0, ncmds = 0;
-		/* the first group always goes (a group fits PAXOS_VALUE_MAX) */
-		while (ng < s->n_queue &&
-		       pos + KV_GROUP_HDR + unit_head(s->queue[ng])->cmds.len <=
-			       (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
-			struct conn *c = s->queue[ng++];
-			struct kv_unit *u = unit_head(c);
-			kv_put32(s->entry + pos, c->client);
-			put16(s->entry + pos + 4, u->n_cmds);
-			memcpy(s->entry + pos + KV_GROUP_HDR, u->cmds.p, u->cmds.len);
-			pos += KV_GROUP_HDR + u->cmds.len;
-			ncmds += u->n_cmds;
-		}
-		s->entry[0] = KV_ENTRY_MAGIC0;
-		s->entry[1] = KV_ENTRY_MAGIC1;
-		s->entry[2] = KV_ENTRY_VERSION;
-		s->entry[3] = 0; /* flags */
-		put16(s->entry + 4, ng);
-		int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
-		if (rc == -EAGAIN)
-			return; /* an older entry holds the dedup window: later */
-		s->seq++;
-		for (uint32_t i = 0; i < ng; i++)
-			unit_head(s->queue[i])->entry = req;
-		memmove(s->queue, s->queue + ng, (s->n_queue - ng) * sizeof(s->queue[0]));
-		s->n_queue -= ng;
-		if (rc != 0) {
-			kv_entry_failed(s, req, "-ERR cannot propose to the coordinator\r\n");
+		int b = propose_batch(s);
+		if (s->n_batches >= s->window)
 			continue;
-		}
-		s->st.entries_proposed++;
-		s->st.groups_proposed += ng;
-		s->st.cmds_proposed += ncmds;
-		s->st.bytes_proposed += pos;
-		for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
-			if (s->batches[i] == 0) {
-				s->batches[i] = req;
-				break;
-			}
-		s->n_batches++;
+		int c = propose_chunk(s);
+		if (b <= 0 && c <= 0)
+			return;
 	}
 }
 
@@ -909,6 +1137,15 @@ static void conn_close(struct server *s, struct conn *c)
 			s->n_queue--;
 			break;
 		}
+	for (uint32_t i = 0; i < s->n_bigq; i++)
+		if (s->bigq[i] == c) {
+			memmove(s->bigq + i, s->bigq + i + 1, (s->n_bigq - i - 1) * sizeof(s->bigq[0]));
+			s->n_bigq--;
+			break;
+		}
+	if (s->big_conn == c)
+		s->big_conn = NULL; /* its chunks stop; the replicas drop the partial image
+		                     * when this replica's next large entry begins */
 	if (c->in_rq)
 		list_del(s->rq, &s->n_rq, c);
 	if (c->in_rwait)
@@ -950,6 +1187,16 @@ static void conn_flush(struct server *s, struct conn *c)
 	/* QUIT or a protocol error: once answered (nothing was parsed after it);
 	 * the client stopped sending: once every unit is answered (a write in
 	 * flight may still be applied) */
+	if (c->out.len == 0 && c->closing && c->drain && !c->eof) {
+		if (!c->draining) {
+			shutdown(c->fd, SHUT_WR); /* the client reads the error, then EOF */
+			c->draining = true;
+			c->drain_ns = innet_now_ns();
+			kv_buf_free(&c->in);
+		}
+		conn_update(s, c);
+		return;
+	}
 	if (c->out.len == 0 && (c->closing || (c->eof && c->n_units == 0))) {
 		conn_close(s, c);
 		return;
@@ -957,31 +1204,38 @@ static void conn_flush(struct server *s, struct conn *c)
 	conn_update(s, c);
 }
 
-/* Walk n commands encoded at v[*pos..len): true if well-formed. */
-static bool check_cmds(const uint8_t *v, uint32_t len, size_t *pos, uint32_t n)
+/* Walk n commands encoded at v[*pos..len) (u16 lengths, or u32 if wide):
+ * true if well-formed. */
+static bool check_cmds(const uint8_t *v, uint32_t len, size_t *pos, uint32_t n, bool wide)
 {
+	size_t w = wide ? 4 : 2;
 	for (uint32_t k = 0; k < n; k++) {
-		if (*pos + 2 > len)
+		if (*pos + w > len)
 			return false;
-		uint32_t argc = get16(v + *pos);
-		*pos += 2;
+		uint32_t argc = wide ? kv_get32(v + *pos) : get16(v + *pos);
+		*pos += w;
 		if (argc == 0 || argc > KV_MAX_ARGS)
 			return false;
 		for (uint32_t i = 0; i < argc; i++) {
-			if (*pos + 2 > len || *pos + 2 + get16(v + *pos) > len)
+			if (*pos + w > len)
 				return false;
-			*pos += 2 + get16(v + *pos);
+			size_t l = wide ? kv_get32(v + *pos) : get16(v + *pos);
+			if (l > len - *pos - w)
+				return false;
+			*pos += w + l;
 		}
 	}
 	return true;
 }
 
-/* True if v is a complete, well-formed entry of the KV batch format. */
+/* True if v is a complete, well-formed entry of the KV batch format (flags:
+ * WIDE or none; a chunk is taken apart by kv_chunk.c before). */
 bool kv_entry_valid(const uint8_t *v, uint32_t len)
 {
 	if (len < KV_ENTRY_HDR || v[0] != KV_ENTRY_MAGIC0 || v[1] != KV_ENTRY_MAGIC1 ||
-	    v[2] != KV_ENTRY_VERSION || v[3] != 0)
+	    v[2] != KV_ENTRY_VERSION || (v[3] & ~KV_ENTRY_F_WIDE) != 0)
 		return false;
+	bool wide = (v[3] & KV_ENTRY_F_WIDE) != 0;
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
 	for (uint32_t g = 0; g < ng; g++) {
@@ -989,44 +1243,61 @@ bool kv_entry_valid(const uint8_t *v, uint32_t len)
 			return false;
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
-		if (!check_cmds(v, len, &pos, cmds))
+		if (!check_cmds(v, len, &pos, cmds, wide))
 			return false;
 	}
 	return pos == len;
 }
 
+/* scratch holds at least need bytes (a large entry from another replica may
+ * be larger than this one's own limit). False: out of memory. */
+static bool scratch_fit(struct server *s, size_t need)
+{
+	if (need <= s->scratch_cap)
+		return true;
+	char *p = realloc(s->scratch, need);
+	if (p == NULL)
+		return false;
+	s->scratch = p;
+	s->scratch_cap = need;
+	return true;
+}
+
 /* Apply n (checked) commands encoded at v[*pos..), replies to out. */
-static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t n,
+static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t n, bool wide,
 		       struct kv_buf *out)
 {
 	for (uint32_t k = 0; k < n; k++) {
-		int argc = (int)get16(v + *pos);
-		*pos += 2;
-		size_t used = 0;
-		for (int i = 0; i < argc; i++) {
-			size_t l = get16(v + *pos);
-			s->argv[i] = s->scratch + used;
-			s->lens[i] = l;
-			memcpy(s->scratch + used, v + *pos + 2, l);
-			s->scratch[used + l] = '\0';
-			used += l + 1;
-			*pos += 2 + l;
+		size_t start = *pos, need = 0;
+		int argc = (int)(wide ? kv_get32(v + start) : get16(v + start));
+		if (wide) { /* its arguments' bytes, for scratch */
+			size_t q = start + 4;
+			for (int i = 0; i < argc; i++) {
+				size_t l = kv_get32(v + q);
+				need += l + 1;
+				q += 4 + l;
+			}
+			if (!scratch_fit(s, need)) {
+				s->oom = true;
+				return;
+			}
 		}
+		argc = cmd_decode(s, v, pos, wide);
 		kv_store_apply(s->store, argc, s->argv, s->lens, out);
 	}
 	s->st.cmds_applied += n;
 }
 
-/* A log entry: apply every command; reply to our connections' groups. An
- * entry not in the KV batch format (malformed, or another version) is
- * skipped as a whole — by every replica alike, so their states stay equal —
- * counted and logged once. */
-static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t *v, uint32_t len)
+/* Log entry v, chosen at instance, applied: every command in it; our
+ * connections' groups answered. `owner` is the request id whose client
+ * part says which replica proposed it (a large entry: its image's id, whose
+ * units carry it in `entry`). An entry not in the KV batch format
+ * (malformed, or another version) is skipped as a whole — by every replica
+ * alike, so their states stay equal — counted and logged once. */
+static void entry_apply(struct server *s, uint64_t instance, uint64_t owner, const uint8_t *v,
+			uint32_t len)
 {
-	struct server *s = arg;
-	bool ours = (uint32_t)(req >> 32) == s->client;
-	if (ours)
-		kv_batch_end(s, req);
+	bool ours = (uint32_t)(owner >> 32) == s->client;
 	if (!kv_entry_valid(v, len)) {
 		s->st.entries_bad++;
 		if (!s->bad_logged) {
@@ -1038,11 +1309,12 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 			s->bad_logged = true;
 		}
 		if (ours)
-			kv_entry_failed(s, req, "-ERR internal error: malformed log entry\r\n");
+			kv_entry_failed(s, owner, "-ERR internal error: malformed log entry\r\n");
 		return;
 	}
 	uint64_t t0 = innet_now_ns();
 	s->st.entries_applied++;
+	bool wide = (v[3] & KV_ENTRY_F_WIDE) != 0;
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
 	struct conn *answered[KV_MAX_CONNS];
@@ -1052,12 +1324,15 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
-		if (c != NULL && (c->n_units == 0 || unit_head(c)->kind != KV_U_WRITE ||
-				  unit_head(c)->entry != req))
+		if (c != NULL && (c->n_units == 0 ||
+				  (unit_head(c)->kind != KV_U_WRITE && unit_head(c)->kind != KV_U_BIG) ||
+				  unit_head(c)->entry != owner))
 			c = NULL;
-		apply_cmds(s, v, &pos, cmds, c ? &c->out : &s->scratch_out);
+		apply_cmds(s, v, &pos, cmds, wide, c ? &c->out : &s->scratch_out);
 		s->scratch_out.len = 0;
 		if (c != NULL) {
+			if (c == s->big_conn)
+				s->big_conn = NULL; /* its image is applied: the next one's turn */
 			unit_pop(s, c);
 			answered[n_ans++] = c;
 		}
@@ -1070,6 +1345,51 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 	}
 	s->st.ns_apply += t1 - t0;
 	s->st.ns_reply += innet_now_ns() - t1;
+}
+
+/* Chunk entry req of ours is no longer in flight: the id of the large
+ * entry it was a chunk of, 0 if it was none. */
+static uint64_t big_req_end(struct server *s, uint64_t req)
+{
+	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
+		if (s->big_reqs[i] == req) {
+			s->big_reqs[i] = 0;
+			return s->big_req_of[i];
+		}
+	return 0;
+}
+
+/* A chosen value, in log order (the learner's deliver callback). */
+static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t *v, uint32_t len)
+{
+	struct server *s = arg;
+	if ((uint32_t)(req >> 32) == s->client) {
+		kv_batch_end(s, req);
+		big_req_end(s, req);
+	}
+	if (len < KV_ENTRY_HDR || v[0] != KV_ENTRY_MAGIC0 || v[1] != KV_ENTRY_MAGIC1 ||
+	    v[2] != KV_ENTRY_VERSION || v[3] != KV_ENTRY_F_CHUNK) {
+		entry_apply(s, instance, req, v, len);
+		return;
+	}
+	uint8_t *img = NULL;
+	uint32_t img_len = 0;
+	uint64_t id = 0;
+	int rc = kv_chunk_deliver(s, instance, v, len, &img, &img_len, &id);
+	if (rc == -ENOMEM) {
+		s->oom = true;
+		return;
+	}
+	if (rc < 0) {
+		s->st.entries_bad++;
+		return;
+	}
+	s->st.chunks_applied++;
+	if (rc == 1) {
+		s->st.bigs_applied++;
+		entry_apply(s, instance, id, img, img_len);
+		free(img);
+	}
 }
 
 static void on_done(void *arg, uint64_t req, int status, uint64_t instance)
@@ -1120,8 +1440,17 @@ static void accept_all(struct server *s)
 static void conn_read(struct server *s, struct conn *c)
 {
 	char buf[65536];
+	while (c->draining) {
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0 || (c->drained += (size_t)n) > s->query_max) {
+			conn_close(s, c);
+			return;
+		}
+	}
 	for (;;) {
-		size_t room = KV_INBUF_MAX - c->in.len;
+		size_t room = s->query_max > c->in.len ? s->query_max - c->in.len : 0;
 		if (room == 0)
 			break;
 		ssize_t n = recv(c->fd, buf, room < sizeof(buf) ? room : sizeof(buf), MSG_DONTWAIT);
@@ -1169,7 +1498,10 @@ int kv_serve(const struct kv_conf *conf)
 	s->c = conf;
 	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
 	s->window = conf->window ? conf->window : kv_window_default(conf->entry_max);
-	s->scratch = malloc(KV_INBUF_MAX + 1);
+	s->max_bulk = conf->max_bulk ? conf->max_bulk : KV_BULK_MAX_DEFAULT;
+	s->query_max = s->max_bulk + KV_INBUF_MAX;
+	s->scratch_cap = s->query_max + 1;
+	s->scratch = malloc(s->scratch_cap); /* touched only as far as commands go */
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
 		goto err_free;
@@ -1271,6 +1603,14 @@ int kv_serve(const struct kv_conf *conf)
 		uint64_t t4 = innet_now_ns();
 		if (t4 - last_trim >= trim_ms * 1000000ull) {
 			innet_paxos_trim(s->px);
+			/* connections draining after a protocol error: 2 s at most */
+			for (uint32_t i = 0; i < s->n_conns;) {
+				struct conn *c = s->conns[i];
+				if (c->draining && t4 - c->drain_ns > 2000000000ull)
+					conn_close(s, c); /* conns[i] is another one now */
+				else
+					i++;
+			}
 			/* and for the replicas removed from the trim group: their
 			 * watermark is ours, so the acceptors' trim no longer waits
 			 * for them (docs/consensus.md, "Removing a replica") */
@@ -1287,7 +1627,7 @@ int kv_serve(const struct kv_conf *conf)
 		s->st.ns_clients += t2 - t1;
 		s->st.ns_propose += (t3 - t2) + (t5 - t4);
 		s->st.ns_learn += t4 - t3;
-		if (INNET_UNLIKELY(kv_store_oom(s->store))) {
+		if (INNET_UNLIKELY(kv_store_oom(s->store) || s->oom)) {
 			fprintf(stderr, "innet kv: out of memory applying the log at instance %llu: this "
 					"replica stops (its copy would differ from the others')\n",
 				(unsigned long long)innet_paxos_delivered(s->px));
@@ -1312,6 +1652,7 @@ out_px:
 	innet_paxos_destroy(s->px);
 err_free:
 	kv_store_destroy(s->store);
+	kv_chunk_reset(s);
 	kv_buf_free(&s->scratch_out);
 	free(s->scratch);
 	free(s);

@@ -11,10 +11,14 @@
  * peers, one after the other, with the RESP command SNAPSHOT and installs
  * the first answer that reaches at least the acceptors' trim:
  *
- *   'K' 'V' 'S' version 2 | u64 next (every instance below it is applied)
+ *   'K' 'V' 'S' version 3 | u64 next (every instance below it is applied)
  *   | u32 dlen, the learner's dedup state (innet_paxos_dedup_save)
  *   | u64 removed (learner ids removed from the trim group: REPLICA REMOVE)
  *   | u64 n_keys, then per key: u32 klen, key, u32 vlen, value  (big-endian)
+ *   | u32 n_partial, the large entries being put together from their chunks
+ *     (kv_chunk_save: per one u64 id, u64 first, u32 total, u32 got, total
+ *     bytes) — so that a replica installing it mid-image completes the image
+ *     as the others do
  *
  * The peer builds it between two log entries (one thread), so it is the
  * state at exactly `next`; the dedup state makes a resend chosen again after
@@ -82,6 +86,7 @@ void kv_snapshot_build(struct server *s, struct kv_buf *b)
 			kv_buf_append(b, l, 4);
 			kv_buf_append(b, it->val, it->vlen);
 		}
+	kv_chunk_save(s, b);
 }
 
 /* Ask peer for a snapshot: the bulk payload into b. Blocking, bounded by
@@ -196,7 +201,11 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (pos != len || st->n != n || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
+	size_t used = 0;
+	if (st->n != n || kv_chunk_load(s, v + pos, len - pos, &used) != 0)
+		goto bad;
+	pos += used;
+	if (pos != len || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
 		goto bad;
 	kv_store_destroy(s->store);
 	s->store = st;

@@ -6,7 +6,9 @@
  *
  *   input ──► kv_resp_parse (loop) ──► commands ──► kv_store_apply (store A)
  *         │                                    └──► kv_store_apply (store B)
- *         └─► kv_entry_valid (as given, and behind a well-formed header)
+ *         ├─► kv_entry_valid (as given, and behind a well-formed header,
+ *         │                   u16 or u32 lengths)
+ *         └─► kv_chunk_deliver (slices of it as chunk entries of large ones)
  *
  * Invariants: the parser never consumes more than it was given, returns 0
  * (incomplete) only on a prefix, fills argc within [0, max] (0: an empty line) with lengths that
@@ -14,7 +16,8 @@
  * applying the same commands in the same order to two fresh stores gives the
  * same digest (replicas must agree) and every reply is a well-formed RESP
  * start byte; the entry decoder accepts or refuses without reading out of
- * bounds (ASan checks that).
+ * bounds (ASan checks that); the chunk reassembly keeps at most KV_BIG_MAX
+ * partials, never writes past one, and hands out only whole images.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include <sys/types.h>
 
 #include "consensus/kv.h"
+#include "consensus/kv_pvt.h"
 
 #define CHECK(cond)                                                                         \
 	do {                                                                                \
@@ -59,7 +63,8 @@ static void fuzz_resp(const uint8_t *data, size_t size)
 		size_t lens[MAX_ARGS];
 		char err[256] = "";
 		ssize_t used = kv_resp_parse((const char *)data + off, size - off, &argc, argv, lens,
-					     MAX_ARGS, scratch, sizeof(scratch), err, sizeof(err));
+					     MAX_ARGS, SCRATCH / 2, scratch, sizeof(scratch), err,
+					     sizeof(err));
 		if (used < 0) {
 			CHECK(err[0] != '\0');
 			break;
@@ -99,7 +104,7 @@ static void fuzz_entry(const uint8_t *data, size_t size)
 	v[0] = 'K';
 	v[1] = 'V';
 	v[2] = 1;
-	v[3] = 0;
+	v[3] = size && (data[0] & 8) ? KV_ENTRY_F_WIDE : 0;
 	v[4] = 0;
 	v[5] = size ? (uint8_t)(data[0] & 7) : 0;
 	if (size)
@@ -108,9 +113,40 @@ static void fuzz_entry(const uint8_t *data, size_t size)
 	free(v);
 }
 
+/* Slices of the input as chunk entries ('K' 'V' 1 CHUNK 0 0, then the
+ * input's bytes: id, total, offset, data), with small totals so that images
+ * complete: at most KV_BIG_MAX partials, whole images only. */
+static void fuzz_chunks(const uint8_t *data, size_t size)
+{
+	static struct server s;
+	uint8_t v[KV_CHUNK_HDR + 64];
+	for (size_t off = 0; off + 17 <= size && off < 4096; off += 17) {
+		size_t n = data[off + 16] % 48;
+		if (off + 17 + n > size)
+			n = size - off - 17;
+		memcpy(v, "KV\1\2\0\0", 6);
+		memcpy(v + KV_ENTRY_HDR, data + off, 16);
+		v[KV_ENTRY_HDR + 8] = v[KV_ENTRY_HDR + 9] = v[KV_ENTRY_HDR + 10] = 0; /* total < 256 */
+		v[KV_ENTRY_HDR + 12] = v[KV_ENTRY_HDR + 13] = v[KV_ENTRY_HDR + 14] = 0;
+		memcpy(v + KV_CHUNK_HDR, data + off + 17, n);
+		uint8_t *img = NULL;
+		uint32_t len = 0;
+		uint64_t id = 0;
+		int rc = kv_chunk_deliver(&s, off, v, (uint32_t)(KV_CHUNK_HDR + n), &img, &len, &id);
+		CHECK(rc >= -1 && rc <= 1);
+		CHECK(s.n_bigs <= KV_BIG_MAX);
+		if (rc == 1) {
+			CHECK(img != NULL && len > 0 && len < 256 && id != 0);
+			free(img);
+		}
+	}
+	kv_chunk_reset(&s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	fuzz_resp(data, size);
 	fuzz_entry(data, size);
+	fuzz_chunks(data, size);
 	return 0;
 }
