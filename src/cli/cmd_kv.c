@@ -60,6 +60,7 @@
 #include "innet/metrics.h"
 #include "innet/topology.h"
 #include "cli/cmds.h"
+#include "consensus/learnfilter.h"
 
 static volatile sig_atomic_t kv_stop;
 
@@ -88,6 +89,8 @@ struct kv_opts {
 	uint32_t window;          /* --window (0: the replica's default) */
 	bool reads_log;           /* --reads log */
 	char max_bulk[24];        /* --proto-max-bulk-len, as given ("" = the default) */
+	const char *filter;       /* --learner-filter IFACES|all (netns mode), or NULL */
+	bool filter_redundant;    /* --filter-mode redundant (else quorum) */
 };
 
 static void kv_usage(FILE *f)
@@ -118,6 +121,10 @@ static void kv_usage(FILE *f)
 		   "  --proto-max-bulk-len N  the longest argument (value) a client may send, as\n"
 		   "              redis's setting: 1mb .. 1gb, default 512mb; a write over one log\n"
 		   "              entry goes through the log in chunks (CONFIG SET changes it too)\n"
+		   "  --learner-filter IFACES|all  (netns mode, root) the learner filter on the\n"
+		   "              replica's interfaces: XDP counts the 2Bs and passes one per quorum\n"
+		   "              (docs/consensus.md); --filter-mode redundant only drops the 2Bs\n"
+		   "              after a quorum\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
@@ -415,16 +422,47 @@ static int serve(const char *file, const char *name, uint16_t port, const struct
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && kv_topology_is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
+	if (o->filter != NULL && !t->netns) {
+		fprintf(stderr, "innet kv: --learner-filter needs a topology in netns mode (the "
+				"replica's own interfaces)\n");
+		innet_topology_free(t);
+		return 2;
+	}
 	if (kv_enter(t, (uint32_t)h) != 0) {
 		innet_topology_free(t);
 		return 1;
 	}
 	innet_topology_free(t);
+	struct learnfilter *lf = NULL;
+	if (o->filter != NULL) {
+		lf = learnfilter_attach(o->filter, c.paxos.bind_udp, c.paxos.n_acceptors,
+					!o->filter_redundant, err, sizeof(err));
+		if (lf == NULL) {
+			fprintf(stderr, "innet kv: learner filter: %s\n", err);
+			return 1;
+		}
+		/* every 2B to the replica's socket now comes through it */
+		c.trust_filter = !o->filter_redundant;
+		fprintf(stderr, "innet kv: learner filter on %s (mode %s)\n", o->filter,
+			o->filter_redundant ? "redundant" : "quorum");
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return kv_serve(&c) == 0 ? 0 : 1;
+	int rc = kv_serve(&c) == 0 ? 0 : 1;
+	if (lf != NULL) {
+		struct lf_stats fs;
+		learnfilter_stats(lf, &fs);
+		int drc = learnfilter_detach(lf);
+		fprintf(stderr, "innet kv: learner_filter seen=%llu passed_quorum=%llu dropped_before=%llu "
+				"dropped_redundant=%llu passed_before=%llu passed_other=%llu%s\n",
+			(unsigned long long)fs.seen, (unsigned long long)fs.passed_quorum,
+			(unsigned long long)fs.dropped_before, (unsigned long long)fs.dropped_redundant,
+			(unsigned long long)fs.passed_before, (unsigned long long)fs.passed_other,
+			drc != 0 ? " (detach failed)" : "");
+	}
+	return rc;
 }
 
 static int run_self(char *const argv[])
@@ -834,7 +872,7 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		}
 		if (nul >= 0)
 			dup2(nul, 0);
-		char *argv[16] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
+		char *argv[24] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
 				   (char *)file, "--name", t->nodes[h].name, "--port", portstr };
 		int n = 9;
 		if (!lead && o->window != 0) {
@@ -848,6 +886,12 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		if (!lead && o->max_bulk[0] != '\0') {
 			argv[n++] = "--proto-max-bulk-len";
 			argv[n++] = (char *)o->max_bulk;
+		}
+		if (!lead && o->filter != NULL) {
+			argv[n++] = "--learner-filter";
+			argv[n++] = (char *)o->filter;
+			argv[n++] = "--filter-mode";
+			argv[n++] = o->filter_redundant ? "redundant" : "quorum";
 		}
 		argv[n] = NULL;
 		execv("/proc/self/exe", argv);
@@ -1163,6 +1207,8 @@ int cmd_kv(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
 		{ "metrics", required_argument, NULL, 'M' }, { "reads", required_argument, NULL, 'r' },
 		{ "proto-max-bulk-len", required_argument, NULL, 'B' },
+		{ "learner-filter", required_argument, NULL, 'L' },
+		{ "filter-mode", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
@@ -1210,6 +1256,14 @@ int cmd_kv(int argc, char **argv)
 			snprintf(o.max_bulk, sizeof(o.max_bulk), "%s", optarg);
 			break;
 		}
+		case 'L': o.filter = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "quorum") != 0 && strcmp(optarg, "redundant") != 0) {
+				fprintf(stderr, "innet kv: --filter-mode wants quorum or redundant\n");
+				goto bad;
+			}
+			o.filter_redundant = !strcmp(optarg, "redundant");
+			break;
 		case 'k': kill_now = true; break;
 		case 'M': metrics = optarg; break;
 		case 'h': kv_usage(stdout); return 0;

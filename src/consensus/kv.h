@@ -42,6 +42,8 @@ struct kv_conf {
 	                                     * "replica" label; NULL: "learner<ID>" */
 	bool reads_log;                     /* read-only commands through the log, as writes
 	                                     * (else from a read index: docs/consensus.md) */
+	bool trust_filter;                  /* the caller attached the learner filter (quorum
+	                                     * mode) to every interface 2Bs arrive on */
 	uint64_t max_bulk;                  /* proto-max-bulk-len: an argument longer is a
 	                                     * protocol error (0: 512 MiB, redis's default;
 	                                     * 1 MiB .. 1 GiB) */

@@ -1519,6 +1519,7 @@ int kv_serve(const struct kv_conf *conf)
 		fprintf(stderr, "innet kv: %s\n", err);
 		goto err_free;
 	}
+	innet_paxos_trust_filter(s->px, conf->trust_filter);
 	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
