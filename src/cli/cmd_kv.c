@@ -1115,6 +1115,37 @@ out:
 	return rc;
 }
 
+/* After the usage: what is wrong with `innet kv VERB` given nargs operands
+ * (and --topology/--name for serve and leader). */
+static void kv_usage_why(const char *verb, int nargs, const char *file, const char *name)
+{
+	static const struct {
+		const char *verb;
+		int nargs;          /* operands after the verb */
+		const char *want;
+	} verbs[] = {
+		{ "up", 1, "FILE (the topology)" },     { "down", 1, "FILE (the topology)" },
+		{ "start", 2, "FILE HOST" },            { "stop", 2, "FILE HOST" },
+		{ "rejoin", 2, "FILE ACCEPTOR" },       { "remove", 2, "FILE HOST" },
+		{ "add", 2, "FILE HOST" },              { "serve", 0, "--topology FILE --name HOST" },
+		{ "leader", 0, "--topology FILE --name HOST" },
+	};
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(verbs[i].verb, verb) != 0)
+			continue;
+		if (verbs[i].nargs == 0 && nargs == 0)
+			fprintf(stderr, "innet kv %s: missing %s%s%s\n", verb, file ? "" : "--topology FILE",
+				!file && !name ? " and " : "", name ? "" : "--name HOST");
+		else if (nargs < verbs[i].nargs)
+			fprintf(stderr, "innet kv %s: missing operand%s: wants %s\n", verb,
+				verbs[i].nargs - nargs > 1 ? "s" : "", verbs[i].want);
+		else
+			fprintf(stderr, "innet kv %s: too many operands: wants %s\n", verb, verbs[i].want);
+		return;
+	}
+	fprintf(stderr, "innet kv: unknown command '%s'\n", verb);
+}
+
 int cmd_kv(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1177,6 +1208,9 @@ int cmd_kv(int argc, char **argv)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)
 		return kv_membership(argv[optind + 1], argv[optind + 2], verb[0] == 'a', (uint16_t)port);
+	kv_usage(stderr);
+	kv_usage_why(verb, argc - optind - 1, file, name);
+	return 2;
 bad:
 	kv_usage(stderr);
 	return 2;
