@@ -65,6 +65,7 @@ expect 2 "innet kv serve: missing --topology FILE and --name HOST" kv serve
 expect 2 "innet kv: unknown command 'frob'" kv frob
 # A fabric that is not up: said so, with what to do (state in a fresh directory).
 st=$(mktemp -d /tmp/innet-clierr.XXXXXX)
+cleanup() { rm -rf "$st"; }
 sed "s#\"addr_base\"#\"state_dir\": \"$st\", \"addr_base\"#" examples/single.json >"$st/t.json"
 expect 1 "is not up (no state file $st/fabric.json): start it with 'innet fabric up $st/t.json'" fabric status "$st/t.json"
 rm -rf "$st"
