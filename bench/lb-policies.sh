@@ -226,7 +226,7 @@ bench_main() {
 		--policies) lbp_policies=$2; shift 2 ;;
 		--no-worst) lbp_worst=0; shift ;;
 		--reps) lbp_reps=$2; shift 2 ;;
-		--rounds) lbp_rounds=$2; shift 2 ;;
+		--rounds) lbp_rounds=$2; lbp_rounds_set=1; shift 2 ;;
 		--cpu-queue) lbp_cpu_queue=$2; shift 2 ;;
 		--accel-queue) lbp_acc_queue=$2; shift 2 ;;
 		--quick) lbp_quick=1; shift ;;
@@ -270,7 +270,7 @@ bench_main() {
 	if [ "${lbp_quick:-0}" = 1 ]; then
 		lbp_step=1.5
 		lbp_reps=1
-		lbp_rounds=1
+		[ "${lbp_rounds_set:-0}" = 1 ] || lbp_rounds=1
 	fi
 	[[ $lbp_reps =~ ^[1-9]$ ]] || bench_usage_error "--reps must be 1..9"
 	[[ $lbp_rounds =~ ^[1-9]$ ]] || bench_usage_error "--rounds must be 1..9"
