@@ -20,7 +20,7 @@
 #define KV_QUEUED      UINT64_MAX /* a write unit's entry: it waits for the next entry */
 #define KV_CONN_UNITS  16u        /* units (runs of commands) of one connection at most */
 #define KV_READ_SLOTS  64u        /* read rounds running or still referenced by units */
-#define KV_READ_WINDOW 2u         /* read rounds of one replica in flight at most */
+#define KV_READ_WINDOW 4u         /* read rounds of one replica in flight at most */
 #define KV_ENTRY_MAGIC0  'K'
 #define KV_ENTRY_MAGIC1  'V'
 #define KV_ENTRY_VERSION 1u
