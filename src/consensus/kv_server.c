@@ -616,37 +616,50 @@ static uint64_t trim_proxied(const struct server *s, uint64_t now)
 
 /* ---- units: a connection's commands in order ------------------------------ */
 
-static void put32w(struct kv_buf *b, size_t v)
-{
-	uint8_t t[4];
-	kv_put32(t, (uint32_t)v);
-	kv_buf_append(b, t, 4);
-}
+/* How a unit keeps its commands: as an entry's group (u16 lengths), as a
+ * large entry's command (u32 lengths: the WIDE format), or, for the units
+ * answered here (reads, local commands), u32 lengths with a NUL after each
+ * argument so that they are used where they lie (cmd_local). */
+enum { KV_ENC_ENTRY, KV_ENC_WIDE, KV_ENC_LOCAL };
 
-/* Append a command to a unit's commands: u16 lengths (a WRITE: the entry's
- * group format), else u32 (a read or a local command may be larger than a
- * log entry). */
-static void cmd_encode(struct kv_buf *b, bool wide, int argc, char *const *argv, const size_t *lens)
+/* Append a command to b in format f. */
+static void cmd_encode(struct kv_buf *b, int f, int argc, char *const *argv, const size_t *lens)
 {
-	uint8_t t[2];
-	if (wide) {
-		put32w(b, (size_t)argc);
-	} else {
-		put16(t, (size_t)argc);
-		kv_buf_append(b, t, 2);
-	}
-	for (int i = 0; i < argc; i++) {
-		if (wide) {
-			put32w(b, lens[i]);
-		} else {
-			put16(t, lens[i]);
-			kv_buf_append(b, t, 2);
+	size_t w = f == KV_ENC_ENTRY ? 2 : 4, n = w;
+	for (int i = 0; i < argc; i++)
+		n += w + lens[i] + (f == KV_ENC_LOCAL);
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n)
+			cap *= 2;
+		char *np = realloc(b->p, cap);
+		if (np == NULL) {
+			b->oom = true; /* the connection is closed (conn_flush) */
+			return;
 		}
-		kv_buf_append(b, argv[i], lens[i]);
+		b->p = np;
+		b->cap = cap;
 	}
+	uint8_t *p = (uint8_t *)b->p + b->len;
+	if (w == 2)
+		put16(p, (size_t)argc);
+	else
+		kv_put32(p, (uint32_t)argc);
+	p += w;
+	for (int i = 0; i < argc; i++) {
+		if (w == 2)
+			put16(p, lens[i]);
+		else
+			kv_put32(p, (uint32_t)lens[i]);
+		memcpy(p + w, argv[i], lens[i]);
+		p += w + lens[i];
+		if (f == KV_ENC_LOCAL)
+			*p++ = '\0';
+	}
+	b->len += n;
 }
 
-/* Decode the command at v[*pos..) (encoded by cmd_encode) into s->argv,
+/* Decode the command at v[*pos..) (an entry's or a WIDE one) into s->argv,
  * s->lens (copies in s->scratch, NUL-terminated): its argc. */
 static int cmd_decode(struct server *s, const uint8_t *v, size_t *pos, bool wide)
 {
@@ -662,6 +675,22 @@ static int cmd_decode(struct server *s, const uint8_t *v, size_t *pos, bool wide
 		s->scratch[used + l] = '\0';
 		used += l + 1;
 		*pos += l;
+	}
+	return argc;
+}
+
+/* The command at u->cmds[*pos..) of a unit answered here (KV_ENC_LOCAL):
+ * s->argv, s->lens point into the unit, no copy. Its argc. */
+static int cmd_local(struct server *s, struct kv_unit *u, size_t *pos)
+{
+	uint8_t *v = (uint8_t *)u->cmds.p;
+	int argc = (int)kv_get32(v + *pos);
+	*pos += 4;
+	for (int i = 0; i < argc; i++) {
+		size_t l = kv_get32(v + *pos);
+		s->argv[i] = (char *)v + *pos + 4;
+		s->lens[i] = l;
+		*pos += 4 + l + 1;
 	}
 	return argc;
 }
@@ -736,9 +765,9 @@ static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *co
 		kv_put32(h + KV_ENTRY_HDR, c->client);
 		put16(h + KV_ENTRY_HDR + 4, 1);
 		kv_buf_append(&u->cmds, h, sizeof(h));
-		cmd_encode(&u->cmds, true, argc, argv, lens);
+		cmd_encode(&u->cmds, KV_ENC_WIDE, argc, argv, lens);
 	} else {
-		cmd_encode(&u->cmds, k != KV_U_WRITE, argc, argv, lens);
+		cmd_encode(&u->cmds, k == KV_U_WRITE ? KV_ENC_ENTRY : KV_ENC_LOCAL, argc, argv, lens);
 	}
 	u->n_cmds++;
 	if (k == KV_U_READ)
@@ -791,7 +820,7 @@ static void conn_advance(struct server *s, struct conn *c)
 			unit_pop(s, c);
 		} else if (u->kind == KV_U_LOCAL) {
 			for (uint32_t k = 0; k < u->n_cmds; k++) {
-				int argc = cmd_decode(s, (const uint8_t *)u->cmds.p, &pos, true);
+				int argc = cmd_local(s, u, &pos);
 				if (!local_command(s, c, argc, s->argv, s->lens))
 					kv_buf_str(&c->out, "-ERR internal error: not a local command\r\n");
 			}
@@ -810,7 +839,7 @@ static void conn_advance(struct server *s, struct conn *c)
 				return;
 			}
 			for (uint32_t k = 0; k < u->n_cmds; k++) {
-				int argc = cmd_decode(s, (const uint8_t *)u->cmds.p, &pos, true);
+				int argc = cmd_local(s, u, &pos);
 				kv_store_apply(s->store, argc, s->argv, s->lens, &c->out);
 			}
 			s->st.reads_local += u->n_cmds;
