@@ -48,9 +48,9 @@
 # redis-server and the replicated one (its writes followed by WAIT 2 0):
 # keys {xdp,innet,redis,redis_wait}_mix_p{1,16}_ops and the ratios.
 #
-# --learner-filter IFACES|all (xdp): the learner filter on the XDP fabric's
-# replicas (innet kv --learner-filter; docs/consensus.md "The learner
-# filter").
+# The replicas in netns mode run the learner filter (innet kv's default
+# there); --learner-filter none|IFACES (xdp) sets it for the XDP fabric's
+# replicas (docs/consensus.md "The learner filter").
 
 bench_usage() {
 	cat <<'EOF2'
@@ -72,7 +72,8 @@ usage: bench/run kv [options]
   --seconds S       each kvbench run (the replicated peer, --mix): S seconds (default 3)
   --mix             also the application-like mix (kvbench --mode mix)
   --no-wait         skip the replicated redis peer
-  --learner-filter IFACES|all   (xdp) innet kv --learner-filter on the XDP fabric's replicas
+  --learner-filter IFACES|all|none  (xdp) innet kv --learner-filter for the XDP fabric's
+                    replicas (default: innet kv's, all in netns mode)
   --reads index|log innet kv --reads (default index: reads without a log entry)
 EOF2
 }

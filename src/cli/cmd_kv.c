@@ -91,7 +91,8 @@ struct kv_opts {
 	uint32_t window;          /* --window (0: the replica's default) */
 	bool reads_log;           /* --reads log */
 	char max_bulk[24];        /* --proto-max-bulk-len, as given ("" = the default) */
-	const char *filter;       /* --learner-filter IFACES|all (netns mode), or NULL */
+	const char *filter;       /* --learner-filter IFACES|all|none, or NULL: in netns mode
+	                           * all, if it attaches (else a warning), none on loopback */
 	bool filter_redundant;    /* --filter-mode redundant (else quorum) */
 };
 
@@ -123,10 +124,10 @@ static void kv_usage(FILE *f)
 		   "  --proto-max-bulk-len N  the longest argument (value) a client may send, as\n"
 		   "              redis's setting: 1mb .. 1gb, default 512mb; a write over one log\n"
 		   "              entry goes through the log in chunks (CONFIG SET changes it too)\n"
-		   "  --learner-filter IFACES|all  (netns mode, root) the learner filter on the\n"
+		   "  --learner-filter IFACES|all|none  (netns mode) the learner filter on the\n"
 		   "              replica's interfaces: XDP counts the 2Bs and passes one per quorum\n"
-		   "              (docs/consensus.md); --filter-mode redundant only drops the 2Bs\n"
-		   "              after a quorum\n"
+		   "              (docs/consensus.md); default in netns mode: all, if it attaches;\n"
+		   "              --filter-mode redundant only drops the 2Bs after a quorum\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
@@ -424,7 +425,15 @@ static int serve(const char *file, const char *name, uint16_t port, const struct
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && kv_topology_is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
-	if (o->filter != NULL && !t->netns) {
+	/* the learner filter: asked for, or by default in netns mode (where it
+	 * takes a fifth of the CPU a replica spends per write: docs/consensus.md) */
+	const char *filter = o->filter;
+	bool filter_auto = filter == NULL && t->netns;
+	if (filter_auto)
+		filter = "all";
+	if (filter != NULL && !strcmp(filter, "none"))
+		filter = NULL;
+	if (filter != NULL && !t->netns) {
 		fprintf(stderr, "innet kv: --learner-filter needs a topology in netns mode (the "
 				"replica's own interfaces)\n");
 		innet_topology_free(t);
@@ -436,17 +445,22 @@ static int serve(const char *file, const char *name, uint16_t port, const struct
 	}
 	innet_topology_free(t);
 	struct learnfilter *lf = NULL;
-	if (o->filter != NULL) {
-		lf = learnfilter_attach(o->filter, c.paxos.bind_udp, c.paxos.n_acceptors,
+	if (filter != NULL) {
+		lf = learnfilter_attach(filter, c.paxos.bind_udp, c.paxos.n_acceptors,
 					!o->filter_redundant, err, sizeof(err));
-		if (lf == NULL) {
+		if (lf == NULL && !filter_auto) {
 			fprintf(stderr, "innet kv: learner filter: %s\n", err);
 			return 1;
 		}
-		/* every 2B to the replica's socket now comes through it */
-		c.trust_filter = !o->filter_redundant;
-		fprintf(stderr, "innet kv: learner filter on %s (mode %s)\n", o->filter,
-			o->filter_redundant ? "redundant" : "quorum");
+		if (lf == NULL) {
+			fprintf(stderr, "innet kv: warning: no learner filter (%s): every 2B reaches the "
+					"replica\n", err);
+		} else {
+			/* every 2B to the replica's socket now comes through it */
+			c.trust_filter = !o->filter_redundant;
+			fprintf(stderr, "innet kv: learner filter on %s (mode %s)\n", filter,
+				o->filter_redundant ? "redundant" : "quorum");
+		}
 	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);

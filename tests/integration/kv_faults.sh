@@ -5,7 +5,8 @@
 # reordering on every acceptor link):
 # KV_FAULTS_RATES=LOSS,DUP,REORDER runs the same test with those rates on
 # every link that has emulation (kv_faults_20.sh: 20%, 10%, 10%).
-# KV_FAULTS_FILTER=1 adds the learner filter on the replicas (XDP target).
+# KV_FAULTS_FILTER=none runs the replicas without the learner filter, which
+# netns mode gives them by default.
 # KV_FAULTS_TARGET=xdp (root; kv_faults_xdp.sh) runs the switches on the XDP
 # target: every node in its own network namespace, every link a veth pair
 # whose faults are the kernel's own (netem), the coordinator and acceptors in
@@ -57,9 +58,9 @@ cleanup() {
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null 2>&1 || true
 
 UP=()
-# KV_FAULTS_FILTER=1 (with KV_FAULTS_TARGET=xdp): the learner filter on the
-# replicas' interfaces (innet kv --learner-filter all)
-[ -n "${KV_FAULTS_FILTER:-}" ] && UP=(--learner-filter all)
+# netns mode: the replicas run the learner filter by default;
+# KV_FAULTS_FILTER=none runs them without (innet kv --learner-filter none)
+[ -n "${KV_FAULTS_FILTER:-}" ] && UP=(--learner-filter "$KV_FAULTS_FILTER")
 timeout 60 "$INNET" kv up "$TOPO" --port $PORT "${UP[@]}" >/dev/null
 # the replicas' addresses (127.3.81.x; 10.3.81.x in netns mode)
 read -r -a R < <("$INNET" fabric show "$TOPO" --json |
