@@ -9,7 +9,11 @@
 #
 # Same client, same machine, same run: -t set,get -c 50 -P 1 and -P 16; the
 # targets alternate (innet, redis, redis, innet, ...) and the medians are
-# compared. RESULT: ops/s and p99 for each, ratio = innet / redis per test.
+# compared. RESULT: ops/s and p99 for each, ratio = innet / redis per test,
+# and the CPU time each target's processes spent per operation (user +
+# system, from /proc, around each redis-benchmark test: *_cpu_us; innet's
+# replica r0 alone: *_r0_cpu_us) — a figure the shared machine's load moves
+# much less than ops/s.
 # An innet kv write goes through the log; a read is answered from a read
 # index (no log entry; docs/consensus.md). Replica r0 batches: every
 # connection's pipelined commands form a
@@ -120,10 +124,44 @@ kvb_die() {
 	bench_die "$@"
 }
 
-# kvb_run TARGET P ROUND: one redis-benchmark run against a running target;
-# sets kvb_set kvb_get kvb_set_p99 kvb_get_p99
+# CPU time (user + system, clock ticks) of every thread of the pids given.
+kvb_cpu() {
+	local p f t=0 line rest
+	for p in "$@"; do
+		for f in /proc/"$p"/task/*/stat; do
+			[ -r "$f" ] || continue
+			line=$(<"$f") || continue
+			rest=${line##*) }
+			set -- $rest
+			t=$((t + ${12} + ${13}))
+		done
+	done
+	echo "$t"
+}
+
+# The processes of a target: innet: its replicas and switches (netns: the
+# fabric of that target); redis: the redis-server. Sets kvb_pids, kvb_r0pid.
+kvb_target_pids() { # target
+	local dir f
+	kvb_pids=() kvb_r0pid=""
+	case $1 in
+	redis) kvb_pids=("$(bench_child_pid "$kvb_redis")"); return ;;
+	xdp) dir=$BENCH_TMP/fabric-xdp ;;
+	innet) if [ "$kvb_target" = xdp ]; then dir=$BENCH_TMP/fabric-udp; else dir=$BENCH_TMP/fabric; fi ;;
+	esac
+	for f in "$dir"/kv-r*.pid; do
+		[ -r "$f" ] && kvb_pids+=("$(<"$f")")
+	done
+	kvb_r0pid=$(<"$dir/kv-r0.pid")
+	kvb_pids+=($(/usr/bin/python3 -c 'import json,sys; print(" ".join(str(s["pid"]) for s in json.load(open(sys.argv[1]))["switches"]))' "$dir/fabric.json"))
+}
+
+# kvb_run TARGET P ROUND: redis-benchmark SET then GET against a running
+# target, the target's CPU time measured around each; sets kvb_set kvb_get
+# kvb_set_p99 kvb_get_p99 and kvb_{set,get}_us (CPU microseconds of the
+# target's processes per operation; innet: kvb_{set,get}_r0_us for r0 alone).
 kvb_run() {
-	local target=$1 p=$2 round=$3 host n tag="$1-P$2-r$3" port=$KVB_PORT
+	local target=$1 p=$2 round=$3 host n tag="$1-P$2-r$3" port=$KVB_PORT t c0 c1 r0 r1
 	local -a in=()
 	host=$KVB_REDIS
 	[ "$target" = innet ] && host=127.3.101.1
@@ -136,27 +174,41 @@ kvb_run() {
 	fi
 	n=$kvb_n
 	[ "$p" -gt 1 ] && n=$((kvb_n * 4))
-	bench_spawn kvb_lpid "$tag" "" 300 "${in[@]}" redis-benchmark -h "$host" -p "$port" -t set,get \
-		-n "$n" -c "$kvb_c" -P "$p" --csv
-	if [ "$target" = xdp ] && [ "$p" -gt 1 ] && [ "$kvb_perf" = 1 ] && [ -z "${KVB_PERF_DONE:-}" ]; then
-		KVB_PERF_DONE=1
-		sleep 0.2
-		bench_perf_record kvb_perf_pid 1
-	fi
-	bench_wait "$kvb_lpid" || kvb_die "$tag: redis-benchmark failed: $(tail -n 3 "$BENCH_TMP/$tag.err")"
-	if [ -n "$kvb_perf_pid" ]; then
-		bench_perf_report "$kvb_perf_pid" "$BENCH_TMP/perf-$tag.txt" pid,dso 30 "1 s of $tag"
-		kvb_perf_pid=""
-	fi
+	kvb_target_pids "$target"
+	local tick
+	tick=$(getconf CLK_TCK)
+	for t in set get; do
+		c0=$(kvb_cpu "${kvb_pids[@]}") r0=0
+		[ -n "$kvb_r0pid" ] && r0=$(kvb_cpu "$kvb_r0pid")
+		bench_spawn kvb_lpid "$tag-$t" "" 300 "${in[@]}" redis-benchmark -h "$host" -p "$port" -t "$t" \
+			-n "$n" -c "$kvb_c" -P "$p" --csv
+		if [ "$target" = xdp ] && [ "$p" -gt 1 ] && [ "$kvb_perf" = 1 ] && [ -z "${KVB_PERF_DONE:-}" ]; then
+			KVB_PERF_DONE=1
+			sleep 0.2
+			bench_perf_record kvb_perf_pid 1
+		fi
+		bench_wait "$kvb_lpid" || kvb_die "$tag-$t: redis-benchmark failed: $(tail -n 3 "$BENCH_TMP/$tag-$t.err")"
+		c1=$(kvb_cpu "${kvb_pids[@]}") r1=0
+		[ -n "$kvb_r0pid" ] && r1=$(kvb_cpu "$kvb_r0pid")
+		if [ -n "$kvb_perf_pid" ]; then
+			bench_perf_report "$kvb_perf_pid" "$BENCH_TMP/perf-$tag.txt" pid,dso 30 "1 s of $tag-$t"
+			kvb_perf_pid=""
+		fi
+		printf -v "kvb_${t}_us" '%s' "$(bench_calc %.3f "($c1 - $c0) * 1000000 / $tick / $n")"
+		printf -v "kvb_${t}_r0_us" '%s' "$(bench_calc %.3f "($r1 - $r0) * 1000000 / $tick / $n")"
+	done
 	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-	kvb_set=$(awk -F'"' '$2 == "SET" { print $4 }' "$BENCH_TMP/$tag.out")
-	kvb_get=$(awk -F'"' '$2 == "GET" { print $4 }' "$BENCH_TMP/$tag.out")
-	kvb_set_p99=$(awk -F'"' '$2 == "SET" { print $14 }' "$BENCH_TMP/$tag.out")
-	kvb_get_p99=$(awk -F'"' '$2 == "GET" { print $14 }' "$BENCH_TMP/$tag.out")
+	kvb_set=$(awk -F'"' '$2 == "SET" { print $4 }' "$BENCH_TMP/$tag-set.out")
+	kvb_get=$(awk -F'"' '$2 == "GET" { print $4 }' "$BENCH_TMP/$tag-get.out")
+	kvb_set_p99=$(awk -F'"' '$2 == "SET" { print $14 }' "$BENCH_TMP/$tag-set.out")
+	kvb_get_p99=$(awk -F'"' '$2 == "GET" { print $14 }' "$BENCH_TMP/$tag-get.out")
 	[ -n "$kvb_set" ] && [ -n "$kvb_get" ] || kvb_die "$tag: no figures in redis-benchmark output"
-	bench_log "$target -P $p round $round: SET $kvb_set ops/s (p99 $kvb_set_p99 ms), GET $kvb_get ops/s (p99 $kvb_get_p99 ms)"
+	bench_log "$target -P $p round $round: SET $kvb_set ops/s (p99 $kvb_set_p99 ms, $kvb_set_us us CPU/op)," \
+		"GET $kvb_get ops/s (p99 $kvb_get_p99 ms, $kvb_get_us us CPU/op)"
 	bench_record target="$target" pipeline="$p" round="$round" requests="$n" set_ops_per_s="$kvb_set" \
-		get_ops_per_s="$kvb_get" set_p99_ms="$kvb_set_p99" get_p99_ms="$kvb_get_p99"
+		get_ops_per_s="$kvb_get" set_p99_ms="$kvb_set_p99" get_p99_ms="$kvb_get_p99" \
+		set_cpu_us_per_op="$kvb_set_us" get_cpu_us_per_op="$kvb_get_us" \
+		set_r0_cpu_us_per_op="$kvb_set_r0_us" get_r0_cpu_us_per_op="$kvb_get_r0_us"
 }
 
 bench_main() {
@@ -271,7 +323,8 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 	local p r t n=${#targets[@]} k
 	for p in 1 16; do
 		for t in "${targets[@]}"; do
-			local -a "kvs_$t=()" "kvg_$t=()" "kvsp_$t=()" "kvgp_$t=()"
+			local -a "kvs_$t=()" "kvg_$t=()" "kvsp_$t=()" "kvgp_$t=()" "kvsu_$t=()" "kvgu_$t=()" \
+				"kvsr_$t=()" "kvgr_$t=()"
 		done
 		for ((r = 0; r < kvb_rounds; r++)); do
 			local -a order=()
@@ -280,20 +333,27 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 			done
 			for t in "${order[@]}"; do
 				kvb_run "$t" "$p" "$r"
-				local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t"
+				local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t" a5="kvsu_$t" a6="kvgu_$t" \
+					a7="kvsr_$t" a8="kvgr_$t"
 				a1+=("$kvb_set"); a2+=("$kvb_get"); a3+=("$kvb_set_p99"); a4+=("$kvb_get_p99")
-				unset -n a1 a2 a3 a4
+				a5+=("$kvb_set_us"); a6+=("$kvb_get_us"); a7+=("$kvb_set_r0_us"); a8+=("$kvb_get_r0_us")
+				unset -n a1 a2 a3 a4 a5 a6 a7 a8
 			done
 		done
-		local -A ms mg
+		local -A ms mg msu mgu
 		for t in "${targets[@]}"; do
-			local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t"
+			local -n a1="kvs_$t" a2="kvg_$t" a3="kvsp_$t" a4="kvgp_$t" a5="kvsu_$t" a6="kvgu_$t" \
+				a7="kvsr_$t" a8="kvgr_$t"
 			ms[$t]=$(bench_median "${a1[@]}"); mg[$t]=$(bench_median "${a2[@]}")
+			msu[$t]=$(bench_median "${a5[@]}"); mgu[$t]=$(bench_median "${a6[@]}")
 			bench_result "${t}_set_p${p}_ops=$(bench_calc %.0f "${ms[$t]}")" \
 				"${t}_set_p${p}_p99_ms=$(bench_median "${a3[@]}")" \
 				"${t}_get_p${p}_ops=$(bench_calc %.0f "${mg[$t]}")" \
-				"${t}_get_p${p}_p99_ms=$(bench_median "${a4[@]}")"
-			unset -n a1 a2 a3 a4
+				"${t}_get_p${p}_p99_ms=$(bench_median "${a4[@]}")" \
+				"${t}_set_p${p}_cpu_us=${msu[$t]}" "${t}_get_p${p}_cpu_us=${mgu[$t]}"
+			[ "$t" = redis ] || bench_result "${t}_set_p${p}_r0_cpu_us=$(bench_median "${a7[@]}")" \
+				"${t}_get_p${p}_r0_cpu_us=$(bench_median "${a8[@]}")"
+			unset -n a1 a2 a3 a4 a5 a6 a7 a8
 		done
 		bench_result "ratio_set_p${p}=$(bench_calc %.2f "${ms[innet]} / ${ms[redis]}")" \
 			"ratio_get_p${p}=$(bench_calc %.2f "${mg[innet]} / ${mg[redis]}")"
