@@ -900,7 +900,9 @@ static void conn_parse(struct server *s, struct conn *c)
 }
 
 /* Parse, answer what can be answered (and parse again while that made
- * room for commands left unparsed). */
+ * room for commands left unparsed). The caller sends (conn_flush), which
+ * also sets what the connection waits for: one epoll_ctl at most, after the
+ * replies went out (here, before, it would often be two: EPOLLOUT on, off). */
 static void conn_work(struct server *s, struct conn *c)
 {
 	for (;;) {
@@ -910,7 +912,6 @@ static void conn_work(struct server *s, struct conn *c)
 		if (c->head == head || c->quit || c->in.len == 0)
 			break;
 	}
-	conn_update(s, c);
 }
 
 static void conn_flush(struct server *s, struct conn *c);
