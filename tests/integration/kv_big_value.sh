@@ -15,7 +15,7 @@
 #      connection closed, the replica serving on; a bad CONFIG SET and a bad
 #      --proto-max-bulk-len are refused;
 #   5. examples/kv-faults.json (5% loss, duplication and reordering on every
-#      acceptor link): an 8 MiB SET through r0 is read back whole at r2.
+#      acceptor link): an 4 MiB SET through r0 is read back whole at r2.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
@@ -107,18 +107,18 @@ esac
 [ "$(redis-cli -h "${R[0]}" -p $PORT EXISTS two)" = 0 ] || fail "the refused SET was applied"
 timeout 30 "$INNET" kv down "$TOPO" >/dev/null
 
-echo "--- 8 MiB over lossy links"
+echo "--- 4 MiB over lossy links"
 "$PY" tools/topology/relocate.py examples/kv-faults.json "$FTOPO" --name kv-big-value-faults \
 	--state-dir "$STATE-faults" --addr-base 127.70.72.0 --hosts 127.70.73
 timeout 30 "$INNET" kv down "$FTOPO" >/dev/null 2>&1 || true
 timeout 60 "$INNET" kv up "$FTOPO" --port $PORT >/dev/null
-head -c $((8 << 20)) "$tmp/big" >"$tmp/8m"
+head -c $((4 << 20)) "$tmp/big" >"$tmp/4m"
 t0=$(date +%s.%N)
-[ "$(timeout 120 redis-cli -h 127.70.73.1 -p $PORT -x SET big <"$tmp/8m")" = OK ] || fail "SET of 8 MiB with loss"
+[ "$(timeout 120 redis-cli -h 127.70.73.1 -p $PORT -x SET big <"$tmp/4m")" = OK ] || fail "SET of 4 MiB with loss"
 t1=$(date +%s.%N)
 timeout 60 redis-cli -h 127.70.73.3 -p $PORT --raw GET big >"$tmp/got"
-[ "$(stat -c %s "$tmp/got")" -eq $(((8 << 20) + 1)) ] && cmp -s -n $((8 << 20)) "$tmp/got" "$tmp/8m" ||
+[ "$(stat -c %s "$tmp/got")" -eq $(((4 << 20) + 1)) ] && cmp -s -n $((4 << 20)) "$tmp/got" "$tmp/4m" ||
 	fail "GET big at r2 with loss: not the bytes written"
 resent=$(redis-cli -h 127.70.73.1 -p $PORT INFO | tr -d '\r' | sed -n 's/^resent://p')
-echo "SET of 8 MiB under 5% loss: $(echo "$t1 - $t0" | bc) s ($resent resends); read back whole at r2"
+echo "SET of 4 MiB under 5% loss: $(echo "$t1 - $t0" | bc) s ($resent resends); read back whole at r2"
 echo "PASS"
