@@ -26,9 +26,10 @@
  *   - drops a partial when a chunk of a newer image of the same proposer
  *     arrives (a proposer sends one image at a time, the next only once the
  *     previous was applied or failed: a partial left behind is one the
- *     proposer gave up), and, when KV_BIG_MAX partials exist, the one whose
- *     first chunk came earliest — both decided by the log alone, so every
- *     replica drops the same.
+ *     proposer gave up), and a late chunk of an older image than a partial
+ *     of the same proposer; when KV_BIG_MAX partials exist and another
+ *     begins, the one whose first chunk came earliest — all decided by the
+ *     log alone, so every replica drops the same.
  *
  * The proposing side (kv_server.c) sends an image's chunks through its
  * window of entries like any other entry, and answers the connection when
@@ -73,7 +74,13 @@ int kv_chunk_deliver(struct server *s, uint64_t instance, const uint8_t *v, uint
 		if (s->bigs[i].id == cid)
 			b = &s->bigs[i];
 	if (b == NULL) {
-		/* a newer image of the same proposer: the older one was given up */
+		/* another image of the same proposer: it sends one at a time, in
+		 * order (the low half of the id counts them), so of the two the
+		 * older was given up — its partial goes, or, if this chunk is the
+		 * older's (a late one), the chunk does */
+		for (uint32_t i = 0; i < s->n_bigs; i++)
+			if (s->bigs[i].id >> 32 == cid >> 32 && (uint32_t)s->bigs[i].id > (uint32_t)cid)
+				return 0;
 		for (uint32_t i = 0; i < s->n_bigs;)
 			if (s->bigs[i].id >> 32 == cid >> 32)
 				big_free(s, i);

@@ -7,8 +7,9 @@
  *   - a replica that installs a snapshot taken mid-image (kv_chunk_save /
  *     kv_chunk_load) completes the image with the remaining chunks exactly
  *     as the replica that saw them all;
- *   - a newer image of the same proposer drops its older partial; with
- *     KV_BIG_MAX partials a new one drops the one begun earliest;
+ *   - a newer image of the same proposer drops its older partial, and a
+ *     late chunk of the older one changes nothing; with KV_BIG_MAX partials
+ *     a new one drops the one begun earliest;
  *   - malformed chunks (a total over the limit, bytes past the total, a
  *     total that differs from the image's) are refused, and a snapshot
  *     section cut short or lying about its sizes is refused whole.
@@ -133,11 +134,19 @@ static void test_partials(void **state)
 	assert_int_equal(kv_chunk_deliver(&r1, 2, b[0], (uint32_t)lens[0], &img, &len, &id), 0);
 	assert_int_equal(r1.n_bigs, 1);
 	assert_int_equal(r1.bigs[0].id, 7ull << 32 | 2);
-	/* the rest of image 1 begins it anew: never whole (image 2 dropped in turn) */
+	/* late chunks of image 1 (given up) change nothing: image 2 completes */
 	for (uint32_t i = 1; i < n; i++)
 		assert_int_equal(kv_chunk_deliver(&r1, 10 + i, a[i], (uint32_t)lens[i], &img, &len, &id),
 				 0);
 	assert_int_equal(r1.n_bigs, 1);
+	assert_int_equal(r1.bigs[0].id, 7ull << 32 | 2);
+	for (uint32_t i = 1; i < n; i++)
+		assert_int_equal(kv_chunk_deliver(&r1, 20 + i, b[i], (uint32_t)lens[i], &img, &len, &id),
+				 i + 1 == n ? 1 : 0);
+	assert_int_equal(id, 7ull << 32 | 2);
+	assert_memory_equal(img, image, sizeof(image));
+	free(img);
+	assert_int_equal(r1.n_bigs, 0);
 	free_chunks(a, n);
 	free_chunks(b, n);
 	kv_chunk_reset(&r1);
