@@ -14,53 +14,61 @@
 #include "consensus/kv.h"
 #include "consensus/wire.h"
 
-#define KV_MAX_ARGS    1024
+#define KV_MAX_ARGS    65535     /* arguments of one command (u16 in a log entry) */
 #define KV_INBUF_MAX   (1u << 20)
 #define KV_MAX_CONNS   4096
 #define KV_QUEUED      UINT64_MAX /* conn.inflight: its group waits for the next entry */
 #define KV_ENTRY_MAGIC0  'K'
 #define KV_ENTRY_MAGIC1  'V'
-#define KV_ENTRY_VERSION 1u
-#define KV_SNAPSHOT_VERSION 2u
-#define KV_ENTRY_HDR   6u         /* 'K' 'V' version flags, u16 n_groups */
-#define KV_GROUP_HDR   6u         /* u32 client, u16 n_commands */
+#define KV_ENTRY_VERSION 2u
+#define KV_SNAPSHOT_VERSION 3u
+#define KV_ENTRY_HDR   14u        /* 'K' 'V' version flags, u16 n_groups, u64 stamp (unix ms) */
+#define KV_GROUP_HDR   8u         /* u32 client, u16 n_commands, u8 db, u8 flags */
+#define KV_CONFIG_MAX  32u        /* CONFIG parameters kept per replica (kv_admin.c) */
+#define KV_MAX_WATCH   255u       /* keys one connection may WATCH (4 arguments each in MULTI) */
 #define KV_GROUP_MAX   (PAXOS_VALUE_MAX - KV_ENTRY_HDR - KV_GROUP_HDR) /* commands of one group */
 
-
-/* The store (kv_store.c); the server reads it for snapshots. */
-struct kv_item {
-	struct kv_item *next;
-	uint64_t hash;
-	size_t klen, vlen;
-	char *val;
-	char key[];
-};
-
-struct kv_store {
-	struct kv_item **tab;
-	size_t cap, n;
-	uint64_t removed;      /* learner ids removed from the trim group (REPLICA REMOVE) */
-	uint32_t n_learners;   /* replicas of the log (learner ids 0..n-1); 0 = not known */
-	bool oom;              /* a write found no memory: this copy is no longer the log's */
-};
 
 /* kv_store.c's helpers the server and the RESP parser use. */
 void kv_buf_str(struct kv_buf *b, const char *s);
 void kv_buf_num(struct kv_buf *b, char prefix, long long v);
 void kv_buf_bulk(struct kv_buf *b, const char *p, size_t n);
 void kv_buf_consume(struct kv_buf *b, size_t n);
+/* A decimal long long exactly as redis reads one (string2ll): no sign but
+ * '-', no leading zero, no "-0", no spaces, every byte a digit. */
 bool kv_parse_ll(const char *p, size_t n, long long *out);
-/* The index of a command that goes through the log, or -1; its arity; the
- * arity error redis answers. */
-int kv_logged_index(const char *name);
-bool kv_arity_ok(int li, int argc);
-void kv_arity_error(struct kv_buf *out, int li);
-/* Set key k to v (a copy); out of memory marks the store (kv_store_oom). */
-void kv_store_set(struct kv_store *s, const char *k, size_t kl, const char *v, size_t vl);
 
 /* The server (kv_server.c); kv_snapshot.c builds snapshots of it and
- * installs them into it. One thread: kv_serve's. */
-struct conn;                       /* a client connection (kv_server.c) */
+ * installs them into it, kv_admin.c answers the commands about it. One
+ * thread: kv_serve's. */
+
+/* A client connection. */
+struct conn {
+	int fd;
+	uint32_t client;          /* its id in log entries (groups) */
+	uint64_t id;              /* CLIENT ID: 1, 2, ... in order of connection */
+	uint64_t inflight;        /* entry in flight with its group (0 = none, KV_QUEUED) */
+	uint32_t inflight_cmds;   /* replies its group owes (an EXEC block owes one) */
+	uint32_t q_cmds;          /* commands encoded in the group */
+	uint32_t qlen;            /* encoded commands of the group */
+	uint8_t q[KV_GROUP_MAX];
+	uint8_t db;               /* SELECTed database */
+	uint8_t resp;             /* reply protocol: 2, or 3 after HELLO 3 */
+	bool multi;               /* between MULTI and EXEC/DISCARD: commands are queued */
+	bool multi_err;           /* a command was refused while queueing: EXEC aborts */
+	bool multi_denyoom;       /* a queued command may grow the data (maxmemory at EXEC) */
+	uint32_t multi_n;         /* commands queued */
+	struct kv_buf mq;         /* and their encoding, as in a log entry */
+	struct kv_buf watch;      /* WATCHed keys: u8 db, u64 version, u8 flags, u32 klen, key */
+	uint32_t n_watch;
+	struct kv_buf name;       /* CLIENT SETNAME */
+	uint64_t created_ns, last_ns; /* CLIENT LIST's age and idle */
+	char last_cmd[24];        /* and cmd */
+	bool closing;             /* protocol error or QUIT: close once out is flushed */
+	bool eof;                 /* the client stopped sending: close once answered */
+	uint32_t events;
+	struct kv_buf in, out;
+};
 
 /* Per-stage counters of one replica (INFO, and stderr at exit). The times
  * are wall-clock nanoseconds spent in each stage of the event loop. */
@@ -74,6 +82,10 @@ struct kv_stats {
 	uint64_t entries_applied;  /* log entries applied (every replica's) */
 	uint64_t cmds_applied;
 	uint64_t entries_bad;      /* entries skipped: not the KV batch format (counted, logged) */
+	uint64_t ticks_proposed;   /* empty entries proposed to advance log time (a key due) */
+	uint64_t expired_keys;     /* keys deleted at their expire (by log time) */
+	uint64_t cmds_local;       /* commands answered without the log */
+	uint64_t conns_total;      /* connections accepted */
 	uint64_t snapshots_served; /* SNAPSHOT answered */
 	uint64_t snapshots_installed;
 	uint64_t snapshot_failures; /* a peer gave none, or one that was unusable */
@@ -106,6 +118,14 @@ struct server {
 	struct conn *queue[KV_MAX_CONNS]; /* groups waiting for an entry, in order */
 	uint32_t n_queue;
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
+	uint64_t tick_req;        /* our tick in flight (an empty entry: log time), 0 = none */
+	uint64_t next_conn_id;    /* CLIENT ID of the next connection - 1 */
+	uint64_t start_ns;        /* when it started serving (INFO uptime) */
+	int64_t start_ms;         /* and in unix ms (LASTSAVE) */
+	uint64_t maxmemory;       /* CONFIG maxmemory (bytes, 0: none): commands that may grow
+	                           * the data are refused above it (noeviction), before the log */
+	char config[KV_CONFIG_MAX][64]; /* CONFIG values of this replica, by kv_admin.c's table
+	                           * ("" = the default) */
 	uint32_t n_batches;
 	bool bad_logged;
 	uint64_t tentative_until[64]; /* REPLICA REMOVE received, not applied yet: report for
@@ -123,6 +143,16 @@ void kv_put32(uint8_t *p, uint32_t v);
 uint32_t kv_get32(const uint8_t *p);
 void kv_batch_end(struct server *s, uint64_t req);
 void kv_entry_failed(struct server *s, uint64_t req, const char *msg);
+/* kv_server.c: the innet sections of INFO. */
+void kv_info_innet(struct server *s, struct kv_buf *b);
+/* kv_admin.c: the commands about the server and the connection (CLIENT
+ * HELLO INFO COMMAND CONFIG DEBUG FUNCTION TIME LASTSAVE AUTH), answered
+ * into out; false if cmd is none of them. */
+bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
+		      struct kv_buf *out);
+int64_t kv_wall_ms(void);
+/* This replica's heap in use (INFO used_memory, maxmemory). */
+uint64_t kv_used_memory(void);
 /* kv_snapshot.c: the state at innet_paxos_delivered() into b (b->oom when
  * out of memory), for SNAPSHOT; and, while stale, trying every peer for a
  * snapshot (at most once a second). */

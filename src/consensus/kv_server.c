@@ -2,11 +2,12 @@
  * kv_server.c — the replicated key-value store of `innet kv`: a RESP server
  * (redis-cli and redis-benchmark work unmodified) on top of the Paxos log.
  *
- * Every command that reads or writes keys goes through the log; each replica
- * applies the log in instance order, so all replicas pass through the same
- * states, and a reply is computed when the replica that received the
- * command applies it. Reads are therefore linearizable: a GET is ordered in
- * the log after every write acknowledged before it was sent.
+ * Every command that reads or writes keys goes through the log (the command
+ * table, kv_store.c, says which); each replica applies the log in instance
+ * order, so all replicas pass through the same states, and a reply is
+ * computed when the replica that received the command applies it. Reads are
+ * therefore linearizable: a GET is ordered in the log after every write
+ * acknowledged before it was sent.
  *
  * Per connection, at most one group of commands is in flight: every command
  * the connection has pipelined so far (up to one value), so a pipelined
@@ -16,23 +17,31 @@
  * entry, up to PAXOS_VALUE_MAX (INNET_PKT_MAX - 56) bytes. The busier the
  * replica, the fuller the entries (~170 commands at redis-benchmark -P 16,
  * 50 clients); an idle one sends a lone command at once. Commands that need
- * no log (PING, ECHO, QUIT, CONFIG, COMMAND, INFO, SNAPSHOT, errors found
- * locally) are answered at once when nothing of the connection is in
- * flight, else after.
+ * no log (PING, ECHO, QUIT, SELECT, CLIENT, HELLO, INFO, CONFIG, COMMAND,
+ * DEBUG, WATCH, MULTI and the queueing after it: kv_admin.c; SNAPSHOT; errors
+ * found locally) are answered at once when nothing of the connection is in
+ * flight, else after. MULTI ... EXEC is one group: the block (with the
+ * versions of the WATCHed keys) goes into one entry and every replica applies
+ * it whole (kv_store.c).
  *
- *   log entry value, KV batch version 1 (docs/protocol.md 2.2):
+ *   log entry value, KV batch version 2 (docs/protocol.md 2.2):
  *
- *   +-----+-----+---------+-------+-------------+
- *   | 'K' | 'V' | version | flags | u16 n_groups|   entry header, flags 0
- *   +-----+-----+---------+-------+-------------+
- *   n_groups x  +---------------------------+----------------+
- *               | u32 client (connection id)| u16 n_commands |
- *               +---------------------------+----------------+
+ *   +-----+-----+---------+-------+-------------+----------------------+
+ *   | 'K' | 'V' | version | flags | u16 n_groups| u64 stamp (unix ms)  |  flags 0
+ *   +-----+-----+---------+-------+-------------+----------------------+
+ *   n_groups x  +---------------------------+----------------+-------+-------+
+ *               | u32 client (connection id)| u16 n_commands | u8 db | flags |
+ *               +---------------------------+----------------+-------+-------+
  *               n_commands x: u16 argc, argc x (u16 length, bytes)
  *
- *   big-endian. An entry that is not a well-formed version-1 batch is
- *   skipped whole by every replica (counted: entries_bad), so replicas stay
- *   equal; all replicas of a log run the same version.
+ *   big-endian. The stamp is the proposer's clock: every replica advances
+ *   the store's log time to it before applying the entry (never backwards)
+ *   and expires the keys due by then, so expiry is the same everywhere. An
+ *   entry with no group is a tick: a replica proposes one when a key is due
+ *   and no entry came to advance log time past it (active expiry through the
+ *   log). An entry that is not a well-formed version-2 batch is skipped
+ *   whole by every replica (counted: entries_bad), so replicas stay equal;
+ *   all replicas of a log run the same version.
  *
  * Per-stage counters (INFO; stderr at exit; with --metrics, the Prometheus
  * text format over HTTP, served from this same event loop) say where a
@@ -60,6 +69,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,19 +88,6 @@
 
 
 /* ---- the server --------------------------------------------------------- */
-
-struct conn {
-	int fd;
-	uint32_t client;
-	uint64_t inflight;        /* entry in flight with its group (0 = none, KV_QUEUED) */
-	uint32_t inflight_cmds;   /* commands in its group */
-	uint32_t qlen;            /* encoded commands of the group */
-	uint8_t q[KV_GROUP_MAX];
-	bool closing;             /* protocol error or QUIT: close once out is flushed */
-	bool eof;                 /* the client stopped sending: close once answered */
-	uint32_t events;
-	struct kv_buf in, out;
-};
 
 static size_t encoded_len(int argc, const size_t *lens)
 {
@@ -120,6 +117,19 @@ static uint32_t get16(const uint8_t *p)
 uint32_t kv_get32(const uint8_t *p)
 {
 	return get16(p) << 16 | get16(p + 2);
+}
+
+uint64_t kv_used_memory(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+int64_t kv_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static struct conn *conn_by_client(struct server *s, uint32_t client)
@@ -168,8 +178,9 @@ static void info_mask(struct kv_buf *b, const char *name, uint64_t m)
 	kv_buf_str(b, "\r\n");
 }
 
-/* INFO: redis-style "name:value" lines; the per-stage counters. */
-static void info_text(struct server *s, struct kv_buf *b)
+/* INFO's innet sections: redis-style "name:value" lines; the per-stage
+ * counters (kv_admin.c writes redis's own sections before them). */
+void kv_info_innet(struct server *s, struct kv_buf *b)
 {
 	const struct kv_stats *t = &s->st;
 	struct innet_paxos_stats ps;
@@ -181,8 +192,10 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "window", s->window);
 	info_field(b, "connected_clients", s->n_conns);
 	info_field(b, "log_next", innet_paxos_delivered(s->px));
-	info_field(b, "keys", s->store->n);
+	info_field(b, "keys", kv_store_keys(s->store));
 	info_field(b, "digest", kv_store_digest(s->store));
+	info_field(b, "log_time_ms", (uint64_t)kv_store_now(s->store));
+	info_field(b, "store_version", kv_store_version(s->store));
 	kv_buf_str(b, "# replicas\r\n");
 	info_field(b, "learner_id", s->c->paxos.learner_id);
 	info_field(b, "replicas", s->c->n_learners);
@@ -198,6 +211,8 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "entries_applied", t->entries_applied);
 	info_field(b, "commands_applied", t->cmds_applied);
 	info_field(b, "entries_bad", t->entries_bad);
+	info_field(b, "ticks_proposed", t->ticks_proposed);
+	info_field(b, "commands_local", t->cmds_local);
 	kv_buf_str(b, "# snapshots\r\n");
 	info_field(b, "stale", s->stale);
 	info_field(b, "snapshots_served", t->snapshots_served);
@@ -281,7 +296,7 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 			  "RESP client connections.");
 	innet_prom_u64(w, s->n_conns, (char *)NULL);
 	innet_prom_family(w, "innet_kv_keys", INNET_PROM_GAUGE, "Keys in the store.");
-	innet_prom_u64(w, s->store->n, (char *)NULL);
+	innet_prom_u64(w, kv_store_keys(s->store), (char *)NULL);
 	innet_prom_family(w, "innet_kv_log_next", INNET_PROM_GAUGE,
 			  "The next log instance to apply (every one below it is applied).");
 	innet_prom_u64(w, innet_paxos_delivered(s->px), (char *)NULL);
@@ -323,31 +338,252 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 	innet_prom_base_labels(w, 0, NULL);
 }
 
-/* Answer a command that needs no log. Returns false if it is not one. */
-static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
+/* Clear the connection's MULTI state and WATCHed keys. */
+static void multi_reset(struct conn *c)
 {
-	const char *cmd = argv[0];
-	if (!strcasecmp(cmd, "ping")) {
-		if (argc == 1)
-			kv_buf_str(&c->out, "+PONG\r\n");
-		else if (argc == 2)
-			kv_buf_bulk(&c->out, argv[1], lens[1]);
+	c->multi = c->multi_err = c->multi_denyoom = false;
+	c->multi_n = 0;
+	c->mq.len = 0;
+	c->watch.len = 0;
+	c->n_watch = 0;
+}
+
+/* WATCH key...: each key's database, the store's version now and whether it
+ * is already stale (expired by this replica's clock: its expiry will not
+ * fail EXEC) go into the connection's watch list; EXEC's block carries them.
+ * Nothing of the connection is in flight, so the version is at least that
+ * of everything it did before. */
+static void watch_keys(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
+		       struct kv_buf *out)
+{
+	if (c->n_watch + (uint32_t)(argc - 1) > KV_MAX_WATCH) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "-ERR innet kv: at most %u watched keys per connection\r\n",
+			 KV_MAX_WATCH);
+		kv_buf_str(out, msg);
+		return;
+	}
+	uint64_t ver = kv_store_version(s->store);
+	int64_t now = kv_wall_ms();
+	for (int i = 1; i < argc; i++) {
+		uint8_t rec[14];
+		rec[0] = c->db;
+		kv_put32(rec + 1, (uint32_t)(ver >> 32));
+		kv_put32(rec + 5, (uint32_t)ver);
+		rec[9] = kv_store_key_stale(s->store, c->db, argv[i], lens[i], now) ? 1 : 0;
+		kv_put32(rec + 10, (uint32_t)lens[i]);
+		kv_buf_append(&c->watch, rec, sizeof(rec));
+		kv_buf_append(&c->watch, argv[i], lens[i]);
+		c->n_watch++;
+	}
+	kv_buf_str(out, "+OK\r\n");
+}
+
+/* Append one encoded command (u16 argc, per argument u16 length, bytes). */
+static void encode_cmd(uint8_t *q, int argc, char *const *argv, const size_t *lens)
+{
+	put16(q, (size_t)argc);
+	q += 2;
+	for (int i = 0; i < argc; i++) {
+		put16(q, lens[i]);
+		memcpy(q + 2, argv[i], lens[i]);
+		q += 2 + lens[i];
+	}
+}
+
+/* Encode MULTI's block at q (the watch records, the queued commands,
+ * EXEC); its length. */
+static size_t encode_block(struct conn *c, uint8_t *q)
+{
+	size_t pos = 0;
+	put16(q, 1 + 4 * (size_t)c->n_watch);
+	pos += 2;
+	put16(q + pos, 5);
+	memcpy(q + pos + 2, "MULTI", 5);
+	pos += 7;
+	for (size_t w = 0; w < c->watch.len;) {
+		const uint8_t *r = (const uint8_t *)c->watch.p + w;
+		uint64_t ver = (uint64_t)kv_get32(r + 1) << 32 | kv_get32(r + 5);
+		size_t kl = kv_get32(r + 10);
+		char num[24];
+		int n = snprintf(num, sizeof(num), "%u", r[0]);
+		put16(q + pos, (size_t)n);
+		memcpy(q + pos + 2, num, (size_t)n);
+		pos += 2 + (size_t)n;
+		n = snprintf(num, sizeof(num), "%llu", (unsigned long long)ver);
+		put16(q + pos, (size_t)n);
+		memcpy(q + pos + 2, num, (size_t)n);
+		pos += 2 + (size_t)n;
+		put16(q + pos, 1);
+		q[pos + 2] = r[9] ? '1' : '0';
+		pos += 3;
+		put16(q + pos, kl);
+		memcpy(q + pos + 2, r + 14, kl);
+		pos += 2 + kl;
+		w += 14 + kl;
+	}
+	memcpy(q + pos, c->mq.p, c->mq.len);
+	pos += c->mq.len;
+	put16(q + pos, 1);
+	put16(q + pos + 2, 4);
+	memcpy(q + pos + 4, "EXEC", 4);
+	return pos + 8;
+}
+
+static size_t block_len(const struct conn *c)
+{
+	/* MULTI + per watch record its four arguments, the block, EXEC */
+	size_t n = 2 + 7 + c->mq.len + 8;
+	for (size_t w = 0; w < c->watch.len;) {
+		size_t kl = kv_get32((const uint8_t *)c->watch.p + w + 10);
+		n += (2 + 3) + (2 + 20) + 3 + 2 + kl; /* db, version (at most 20 digits), flags, key */
+		w += 14 + kl;
+	}
+	return n;
+}
+
+#define OOM_ERROR "OOM command not allowed when used memory > 'maxmemory'."
+
+/* Over CONFIG maxmemory: a command that may grow the data is refused. */
+static bool over_memory(const struct server *s)
+{
+	return s->maxmemory != 0 && kv_used_memory() > s->maxmemory;
+}
+
+/* A command while MULTI is open: queued (+QUEUED), or refused. */
+static void multi_queue(struct server *s, struct conn *c, const struct kv_command *cmd, int argc,
+			char **argv, size_t *lens)
+{
+	const char *name = cmd ? cmd->name : "";
+	if (cmd == NULL) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
+		c->multi_err = true;
+	} else if (!kv_command_arity_ok(cmd, argc)) {
+		kv_reply_arity_error(&c->out, cmd->name);
+		c->multi_err = true;
+	} else if (!strcmp(name, "exec")) {
+		/* refused here: EXEC goes to the log otherwise */
+		if (c->multi_err)
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of previous "
+					    "errors.\r\n");
 		else
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'ping' command\r\n");
-	} else if (!strcasecmp(cmd, "echo")) {
-		if (argc == 2)
-			kv_buf_bulk(&c->out, argv[1], lens[1]);
-		else
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'echo' command\r\n");
-	} else if (!strcasecmp(cmd, "quit")) {
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of: " OOM_ERROR
+					    "\r\n");
+		multi_reset(c);
+	} else if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
+		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
+		c->multi_err = true;
+	} else if (cmd->flags & KV_CMD_NOMULTI) {
+		kv_buf_str(&c->out, "-ERR Command not allowed inside a transaction\r\n");
+		c->multi_err = true;
+	} else if (!strcmp(name, "discard")) {
+		multi_reset(c);
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "multi")) {
+		kv_buf_str(&c->out, "-ERR MULTI calls can not be nested\r\n");
+	} else if (!strcmp(name, "watch")) {
+		kv_buf_str(&c->out, "-ERR WATCH inside MULTI is not allowed\r\n");
+	} else if (!strcmp(name, "quit")) {
 		kv_buf_str(&c->out, "+OK\r\n");
 		c->closing = true;
-	} else if (!strcasecmp(cmd, "config") || !strcasecmp(cmd, "command")) {
-		kv_buf_str(&c->out, "*0\r\n"); /* nothing to configure; redis-benchmark asks */
-	} else if (!strcasecmp(cmd, "snapshot")) {
-		if (argc != 1) {
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
-		} else if (s->stale) {
+	} else if (!strcmp(name, "reset")) {
+		multi_reset(c);
+		c->db = 0;
+		c->resp = 2;
+		c->name.len = 0;
+		kv_buf_str(&c->out, "+RESET\r\n");
+	} else {
+		/* MULTI, the block, EXEC: all in one group, one entry */
+		size_t el = encoded_len(argc, lens);
+		if (block_len(c) + el > KV_GROUP_MAX) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "-ERR innet kv: a transaction must fit one log entry "
+						   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
+			kv_buf_str(&c->out, msg);
+			c->multi_err = true;
+			return;
+		}
+		uint8_t *q = malloc(el);
+		if (q == NULL) {
+			c->out.oom = true;
+			return;
+		}
+		encode_cmd(q, argc, argv, lens);
+		kv_buf_append(&c->mq, q, el);
+		free(q);
+		c->multi_n++;
+		if (cmd->flags & KV_CMD_DENYOOM)
+			c->multi_denyoom = true;
+		kv_buf_str(&c->out, "+QUEUED\r\n");
+	}
+}
+
+/* A command answered without the log (or an error found locally). */
+static void local_command(struct server *s, struct conn *c, const struct kv_command *cmd, int argc,
+			  char **argv, size_t *lens)
+{
+	s->st.cmds_local++;
+	if (c->multi) {
+		multi_queue(s, c, cmd, argc, argv, lens);
+		return;
+	}
+	if (cmd == NULL) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
+		return;
+	}
+	if (!kv_command_arity_ok(cmd, argc)) {
+		kv_reply_arity_error(&c->out, cmd->name);
+		return;
+	}
+	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
+		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
+		return;
+	}
+	if (!(cmd->flags & KV_CMD_LOCAL)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
+					   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
+		kv_buf_str(&c->out, msg);
+		return;
+	}
+	const char *name = cmd->name;
+	if (!strcmp(name, "quit")) {
+		kv_buf_str(&c->out, "+OK\r\n");
+		c->closing = true;
+	} else if (!strcmp(name, "multi")) {
+		c->multi = true;
+		c->multi_err = false;
+		c->multi_n = 0;
+		c->mq.len = 0;
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "exec")) {
+		kv_buf_str(&c->out, "-ERR EXEC without MULTI\r\n");
+	} else if (!strcmp(name, "discard")) {
+		kv_buf_str(&c->out, "-ERR DISCARD without MULTI\r\n");
+	} else if (!strcmp(name, "watch")) {
+		watch_keys(s, c, argc, argv, lens, &c->out);
+	} else if (!strcmp(name, "unwatch")) {
+		c->watch.len = 0;
+		c->n_watch = 0;
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "reset")) {
+		multi_reset(c);
+		c->db = 0;
+		c->resp = 2;
+		c->name.len = 0;
+		kv_buf_str(&c->out, "+RESET\r\n");
+	} else if (!strcmp(name, "select")) {
+		long long db;
+		if (!kv_parse_ll(argv[1], lens[1], &db))
+			kv_buf_str(&c->out, "-ERR value is not an integer or out of range\r\n");
+		else if (db < 0 || db >= KV_DBS)
+			kv_buf_str(&c->out, "-ERR DB index is out of range\r\n");
+		else {
+			c->db = (uint8_t)db;
+			kv_buf_str(&c->out, "+OK\r\n");
+		}
+	} else if (!strcmp(name, "snapshot")) {
+		if (s->stale) {
 			kv_buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
 		} else {
 			struct kv_buf b = { 0 };
@@ -360,42 +596,14 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 			}
 			kv_buf_free(&b);
 		}
-	} else if (!strcasecmp(cmd, "info")) {
-		struct kv_buf b = { 0 };
-		info_text(s, &b);
-		kv_buf_bulk(&c->out, b.p, b.len);
-		kv_buf_free(&b);
-	} else if (!strcasecmp(cmd, "select")) {
-		if (argc == 2 && lens[1] == 1 && argv[1][0] == '0')
-			kv_buf_str(&c->out, "+OK\r\n");
-		else
-			kv_buf_str(&c->out, "-ERR DB index is out of range\r\n");
-	} else {
-		int li = kv_logged_index(cmd);
-		if (li < 0) {
-			char name[65], msg[160];
-			size_t k;
-			for (k = 0; k < 64 && k < lens[0]; k++) /* no CR/LF/NUL in a reply line */
-				name[k] = isprint((unsigned char)cmd[k]) ? cmd[k] : ' ';
-			name[k] = '\0';
-			snprintf(msg, sizeof(msg), "-ERR unknown command '%s'\r\n", name);
-			kv_buf_str(&c->out, msg);
-			return true;
-		}
-		if (!kv_arity_ok(li, argc)) {
-			kv_arity_error(&c->out, li);
-			return true;
-		}
-		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
-			char msg[128];
-			snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
-						   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
-			kv_buf_str(&c->out, msg);
-			return true;
-		}
-		return false;
+	} else if (cmd->fn != NULL) {
+		/* PING, ECHO: the store's, no state */
+		struct kv_ctx ctx = { .db = c->db, .resp = c->resp };
+		kv_store_exec(s->store, &ctx, argc, argv, lens, &c->out);
+		kv_ctx_end(&ctx);
+	} else if (!kv_admin_command(s, c, argc, argv, lens, &c->out)) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
 	}
-	return true;
 }
 
 /* A REPLICA REMOVE on its way to the log. Its entry needs an instance, and
@@ -428,6 +636,20 @@ static uint64_t trim_proxied(const struct server *s, uint64_t now)
 	return m;
 }
 
+/* Where a command goes: into the group (the log), or answered here. */
+static bool goes_to_log(const struct server *s, const struct conn *c, const struct kv_command *cmd,
+			int argc, const size_t *lens)
+{
+	if (cmd == NULL || !kv_command_arity_ok(cmd, argc))
+		return false;
+	if (c->multi)
+		return !strcmp(cmd->name, "exec") && !c->multi_err &&
+		       !(c->multi_denyoom && over_memory(s));
+	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s))
+		return false;
+	return !(cmd->flags & KV_CMD_LOCAL) && encoded_len(argc, lens) <= KV_GROUP_MAX;
+}
+
 /* Parse what the connection sent; answer local commands and queue the
  * logged ones as the connection's group (server_propose puts it into an
  * entry). Stops while a group is queued or in flight. */
@@ -436,7 +658,7 @@ static void conn_work(struct server *s, struct conn *c)
 	if (c->inflight || c->closing)
 		return;
 	size_t blen = 0, consumed = 0;
-	uint32_t n_cmds = 0;
+	uint32_t n_cmds = 0, n_replies = 0;
 	while (!c->closing && consumed < c->in.len) {
 		int argc = 0;
 		char err[128];
@@ -465,33 +687,53 @@ static void conn_work(struct server *s, struct conn *c)
 		 * size) joins a group that has started; anything else (a local
 		 * command, or an error to answer locally) ends the group and is
 		 * handled after its replies, which keeps the replies in order. */
-		int li = kv_logged_index(s->argv[0]);
-		size_t el = encoded_len(argc, s->lens);
-		if (n_cmds > 0 && (li < 0 || !kv_arity_ok(li, argc) || blen + el > KV_GROUP_MAX))
-			break; /* keep order: after the group */
-		if (n_cmds == 0 && local_command(s, c, argc, s->argv, s->lens)) {
+		const struct kv_command *cmd = kv_command_find(s->argv[0], s->lens[0]);
+		if (!goes_to_log(s, c, cmd, argc, s->lens)) {
+			if (n_cmds > 0)
+				break; /* keep order: after the group */
+			local_command(s, c, cmd, argc, s->argv, s->lens);
+			c->last_ns = innet_now_ns();
+			snprintf(c->last_cmd, sizeof(c->last_cmd), "%s", cmd ? cmd->name : "NULL");
 			consumed += (size_t)r;
 			continue;
 		}
-		if (argc == 3 && !strcasecmp(s->argv[0], "replica") && !strcasecmp(s->argv[1], "remove"))
-			replica_remove_received(s, s->argv[2], s->lens[2]);
-		uint8_t *q = c->q + blen;
-		put16(q, (size_t)argc);
-		q += 2;
-		for (int i = 0; i < argc; i++) {
-			put16(q, s->lens[i]);
-			memcpy(q + 2, s->argv[i], s->lens[i]);
-			q += 2 + s->lens[i];
+		if (c->multi) {
+			/* EXEC: the block is one unit of the group */
+			size_t el = block_len(c);
+			if (el > KV_GROUP_MAX - blen) {
+				if (n_cmds > 0)
+					break;
+				kv_buf_str(&c->out, "-ERR innet kv: a transaction must fit one log entry\r\n");
+				multi_reset(c);
+				consumed += (size_t)r;
+				continue;
+			}
+			blen += encode_block(c, c->q + blen);
+			n_cmds += 2 + c->multi_n;
+			n_replies++;
+			multi_reset(c);
+		} else {
+			size_t el = encoded_len(argc, s->lens);
+			if (blen + el > KV_GROUP_MAX)
+				break; /* the next group */
+			if (argc == 3 && !strcasecmp(s->argv[0], "replica") &&
+			    !strcasecmp(s->argv[1], "remove"))
+				replica_remove_received(s, s->argv[2], s->lens[2]);
+			encode_cmd(c->q + blen, argc, s->argv, s->lens);
+			blen += el;
+			n_cmds++;
+			n_replies++;
 		}
-		blen += el;
-		n_cmds++;
+		c->last_ns = innet_now_ns();
+		snprintf(c->last_cmd, sizeof(c->last_cmd), "%s", cmd->name);
 		consumed += (size_t)r;
 	}
 	kv_buf_consume(&c->in, consumed);
 	if (n_cmds > 0) {
 		c->qlen = (uint32_t)blen;
 		c->inflight = KV_QUEUED;
-		c->inflight_cmds = n_cmds;
+		c->q_cmds = n_cmds;
+		c->inflight_cmds = n_replies;
 		s->queue[s->n_queue++] = c;
 	}
 	conn_update(s, c);
@@ -519,6 +761,59 @@ void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
  * and propose them while fewer than `window` of ours are in flight. Groups
  * that arrive while the window is full wait here and go out together in the
  * next entry: the fuller the window, the larger the batch. */
+static void entry_header(struct server *s, uint32_t n_groups)
+{
+	uint64_t stamp = (uint64_t)kv_wall_ms();
+	s->entry[0] = KV_ENTRY_MAGIC0;
+	s->entry[1] = KV_ENTRY_MAGIC1;
+	s->entry[2] = KV_ENTRY_VERSION;
+	s->entry[3] = 0; /* flags */
+	put16(s->entry + 4, n_groups);
+	kv_put32(s->entry + 6, (uint32_t)(stamp >> 32));
+	kv_put32(s->entry + 10, (uint32_t)stamp);
+}
+
+static void batch_add(struct server *s, uint64_t req)
+{
+	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
+		if (s->batches[i] == 0) {
+			s->batches[i] = req;
+			break;
+		}
+	s->n_batches++;
+}
+
+/* Active expiry through the log: when a key is due by this replica's clock
+ * and no entry has moved log time past it, propose an empty entry (a tick)
+ * whose stamp does. Replica k waits k x 20 ms more, so that normally one
+ * replica ticks, and another does when it is down. One tick of ours in
+ * flight at a time. */
+static void server_tick(struct server *s)
+{
+	int64_t due = kv_store_next_expiry(s->store);
+	if (due == 0 || s->tick_req != 0 || s->n_batches >= s->window || s->stale)
+		return;
+	int64_t now = kv_wall_ms();
+	if (now < due + 20 * (int64_t)(s->c->paxos.learner_id % 16) || kv_store_now(s->store) >= due)
+		return;
+	uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
+	entry_header(s, 0);
+	int rc = innet_paxos_propose(s->px, req, s->entry, KV_ENTRY_HDR);
+	if (rc == -EAGAIN)
+		return;
+	s->seq++;
+	if (rc != 0)
+		return;
+	s->tick_req = req;
+	s->st.ticks_proposed++;
+	batch_add(s, req);
+}
+
+/* Put the queued groups into entries, in order, as many as one value holds,
+ * and propose them while fewer than `window` of ours are in flight. Groups
+ * that arrive while the window is full wait here and go out together in the
+ * next entry: the fuller the window, the larger the batch. Each entry
+ * carries this replica's clock (the log time of its commands). */
 static void server_propose(struct server *s)
 {
 	while (s->n_queue > 0) {
@@ -534,16 +829,14 @@ static void server_propose(struct server *s)
 		       pos + KV_GROUP_HDR + s->queue[ng]->qlen <= (ng == 0 ? PAXOS_VALUE_MAX : s->entry_max)) {
 			struct conn *c = s->queue[ng++];
 			kv_put32(s->entry + pos, c->client);
-			put16(s->entry + pos + 4, c->inflight_cmds);
+			put16(s->entry + pos + 4, c->q_cmds);
+			s->entry[pos + 6] = c->db;
+			s->entry[pos + 7] = 0; /* flags */
 			memcpy(s->entry + pos + KV_GROUP_HDR, c->q, c->qlen);
 			pos += KV_GROUP_HDR + c->qlen;
-			ncmds += c->inflight_cmds;
+			ncmds += c->q_cmds;
 		}
-		s->entry[0] = KV_ENTRY_MAGIC0;
-		s->entry[1] = KV_ENTRY_MAGIC1;
-		s->entry[2] = KV_ENTRY_VERSION;
-		s->entry[3] = 0; /* flags */
-		put16(s->entry + 4, ng);
+		entry_header(s, ng);
 		int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
 		if (rc == -EAGAIN)
 			return; /* an older entry holds the dedup window: later */
@@ -560,18 +853,16 @@ static void server_propose(struct server *s)
 		s->st.groups_proposed += ng;
 		s->st.cmds_proposed += ncmds;
 		s->st.bytes_proposed += pos;
-		for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
-			if (s->batches[i] == 0) {
-				s->batches[i] = req;
-				break;
-			}
-		s->n_batches++;
+		batch_add(s, req);
 	}
+	server_tick(s);
 }
 
 /* Entry req of ours is no longer in flight. */
 void kv_batch_end(struct server *s, uint64_t req)
 {
+	if (req == s->tick_req)
+		s->tick_req = 0;
 	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
 		if (s->batches[i] == req) {
 			s->batches[i] = 0;
@@ -596,12 +887,15 @@ static void conn_close(struct server *s, struct conn *c)
 		}
 	kv_buf_free(&c->in);
 	kv_buf_free(&c->out);
+	kv_buf_free(&c->mq);
+	kv_buf_free(&c->watch);
+	kv_buf_free(&c->name);
 	free(c);
 }
 
 static void conn_flush(struct server *s, struct conn *c)
 {
-	if (INNET_UNLIKELY(c->in.oom || c->out.oom)) {
+	if (INNET_UNLIKELY(c->in.oom || c->out.oom || c->mq.oom || c->watch.oom || c->name.oom)) {
 		/* a request or its answer would not fit in memory: the client
 		 * gets a closed connection, the server goes on */
 		s->st.conns_oom++;
@@ -649,7 +943,7 @@ bool kv_entry_valid(const uint8_t *v, uint32_t len)
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
 	for (uint32_t g = 0; g < ng; g++) {
-		if (pos + KV_GROUP_HDR > len)
+		if (pos + KV_GROUP_HDR > len || v[pos + 6] >= KV_DBS || v[pos + 7] != 0)
 			return false;
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
@@ -661,7 +955,7 @@ bool kv_entry_valid(const uint8_t *v, uint32_t len)
 
 /* Apply n (checked) commands encoded at v[*pos..), replies to out. */
 static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t n,
-		       struct kv_buf *out)
+		       struct kv_ctx *ctx, struct kv_buf *out)
 {
 	for (uint32_t k = 0; k < n; k++) {
 		int argc = (int)get16(v + *pos);
@@ -676,9 +970,28 @@ static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t
 			used += l + 1;
 			*pos += 2 + l;
 		}
-		kv_store_apply(s->store, argc, s->argv, s->lens, out);
+		kv_store_exec(s->store, ctx, argc, s->argv, s->lens, out);
 	}
 	s->st.cmds_applied += n;
+}
+
+struct block_hook {
+	struct server *s;
+	struct conn *c;
+};
+
+/* A server command inside a MULTI block of one of our connections, run
+ * when the block is applied. */
+static void block_local(void *arg, int argc, char *const *argv, const size_t *lens,
+			struct kv_buf *out)
+{
+	struct block_hook *h = arg;
+	if (kv_admin_command(h->s, h->c, argc, (char **)argv, (size_t *)lens, out))
+		return;
+	if (lens[0] == 7 && !strncasecmp(argv[0], "unwatch", 7))
+		kv_buf_str(out, "+OK\r\n");
+	else
+		kv_buf_str(out, "-ERR innet kv: this command cannot run inside MULTI\r\n");
 }
 
 /* A log entry: apply every command; reply to our connections' groups. An
@@ -707,6 +1020,8 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 	}
 	uint64_t t0 = innet_now_ns();
 	s->st.entries_applied++;
+	uint64_t stamp = (uint64_t)kv_get32(v + 6) << 32 | kv_get32(v + 10);
+	s->st.expired_keys += kv_store_advance(s->store, (int64_t)stamp);
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
 	struct conn *answered[KV_MAX_CONNS];
@@ -714,12 +1029,23 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 	for (uint32_t g = 0; g < ng; g++) {
 		uint32_t client = kv_get32(v + pos);
 		uint32_t cmds = get16(v + pos + 4);
+		struct kv_ctx ctx = { .db = v[pos + 6], .resp = 2 };
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
 		if (c != NULL && c->inflight != req)
 			c = NULL;
-		apply_cmds(s, v, &pos, cmds, c ? &c->out : &s->scratch_out);
+		struct block_hook hook = { s, c };
+		if (c != NULL) {
+			ctx.resp = c->resp;
+			ctx.local = block_local;
+			ctx.local_arg = &hook;
+		}
+		apply_cmds(s, v, &pos, cmds, &ctx, c ? &c->out : &s->scratch_out);
+		kv_ctx_end(&ctx);
+		if (c != NULL)
+			c->db = (uint8_t)ctx.db;
 		s->scratch_out.len = 0;
+		s->scratch_out.oom = false;
 		if (c != NULL && n_ans < KV_MAX_CONNS)
 			answered[n_ans++] = c;
 	}
@@ -772,6 +1098,11 @@ static void accept_all(struct server *s)
 		do
 			c->client = innet_paxos_client_new(s->px);
 		while (conn_by_client(s, c->client) != NULL);
+		c->id = ++s->next_conn_id;
+		c->resp = 2;
+		c->created_ns = c->last_ns = innet_now_ns();
+		snprintf(c->last_cmd, sizeof(c->last_cmd), "NULL");
+		s->st.conns_total++;
 		c->events = EPOLLIN;
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
 		epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &e);
@@ -829,6 +1160,8 @@ int kv_serve(const struct kv_conf *conf)
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	s->c = conf;
+	s->start_ns = innet_now_ns();
+	s->start_ms = kv_wall_ms();
 	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
 	s->window = conf->window ? conf->window : kv_window_default(conf->entry_max);
 	s->scratch = malloc(KV_INBUF_MAX + 1);

@@ -46,7 +46,7 @@ expect $R0 2 DEL a b nokey
 expect $R0 0 EXISTS a b
 expect $R0 "ERR wrong number of arguments for 'mset' command" MSET a
 expect $R0 "ERR wrong number of arguments for 'get' command" GET
-expect $R0 "ERR unknown command 'FLUBBER'" FLUBBER x
+expect $R0 "ERR unknown command 'FLUBBER', with args beginning with: 'x' " FLUBBER x
 # A command up to one consensus value (INNET_PKT_MAX less headers) goes
 # through; a larger one is refused with the limit in the message.
 big=$(head -c 20000 /dev/zero | tr '\0' x)
