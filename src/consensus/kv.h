@@ -138,6 +138,9 @@ struct kv_ctx {
 	bool multi_skip;           /* a watched key changed: EXEC answers nil, nothing runs */
 	uint32_t multi_n;          /* replies gathered for EXEC */
 	struct kv_buf multi_out;   /* and the replies themselves */
+	struct kv_buf multi_feed;  /* the block's changes for the replication feed: u8 db,
+	                            * u32 length, the command in RESP; per change */
+	uint32_t multi_feed_n;
 	/* Commands the store does not run itself (KV_CMD_LOCAL without a
 	 * handler: INFO, CLIENT, CONFIG...) inside a block: the server's hook, or
 	 * NULL (a replica applying another replica's block: the reply goes
@@ -203,6 +206,20 @@ uint64_t kv_store_removed(const struct kv_store *s);
  * and a new store from one (NULL with the reason in err). */
 void kv_store_save(const struct kv_store *s, struct kv_buf *b);
 struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t errlen);
+/* redis's replication stream (SYNC, PSYNC: a redis replica, or any tool
+ * that speaks it, follows the store): while feed is set, every change the
+ * store applies is appended to it as the command that makes it on a redis
+ * replica (absolute expire times, DEL for expired keys, SELECT when the
+ * database changes, MULTI/EXEC around a block of several). NULL: no feed.
+ * kv_store_feed_select forces a SELECT before the next change (a new
+ * follower). kv_store_rdb: the whole state as an RDB file (version 9) for a
+ * follower's start. */
+void kv_store_set_feed(struct kv_store *s, struct kv_buf *feed);
+void kv_store_feed_select(struct kv_store *s);
+void kv_store_rdb(const struct kv_store *s, struct kv_buf *b);
+/* redis's CRC-64 (Jones, reflected): RDB checksums. */
+uint64_t kv_crc64(uint64_t crc, const void *p, size_t n);
+
 /* CONFIG GET/SET of the store's parameters (hash-max-listpack-entries,
  * hash-max-listpack-value and their ziplist aliases): 0, or -ENOENT. */
 int kv_store_config_get(const struct kv_store *s, const char *name, long long *v);

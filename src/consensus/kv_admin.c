@@ -358,7 +358,8 @@ static void info_cmd(struct server *s, int argc, char **argv, size_t *lens, stru
 	if (wants(argc, argv, lens, "replication", true)) {
 		kv_buf_str(&b, "# Replication\r\n");
 		field_s(&b, "role", "master");
-		field_u(&b, "connected_slaves", 0);
+		field_u(&b, "connected_slaves", s->n_followers);
+		field_s(&b, "master_replid", s->replid);
 		kv_buf_str(&b, "\r\n");
 	}
 	if (wants(argc, argv, lens, "cpu", true)) {
@@ -535,7 +536,10 @@ static const struct cfg {
 	{ "maxclients", "4096", CFG_FIXED, NULL },
 	{ "maxmemory", "0", CFG_MAXMEMORY, NULL },
 	{ "maxmemory-policy", "noeviction", CFG_FIXED, NULL },
+	{ "min-replicas-max-lag", "10", CFG_INT, NULL },
+	{ "min-replicas-to-write", "0", CFG_INT, NULL },
 	{ "port", "%port", CFG_FIXED, NULL },
+	{ "repl-ping-replica-period", "10", CFG_INT, NULL },
 	{ "save", "", CFG_ONLY, "innet kv saves no RDB file: the replicated log is its durability" },
 	{ "set-max-intset-entries", NULL, CFG_STORE, NULL },
 	{ "timeout", "0", CFG_FIXED, NULL },
@@ -791,6 +795,49 @@ static void function_cmd(struct conn *c, int argc, char **argv, size_t *lens, st
 	(void)c;
 }
 
+long long kv_config_ll(struct server *s, const char *name, long long def)
+{
+	for (size_t i = 0; i < N_CFGS; i++)
+		if (!strcmp(cfgs[i].name, name)) {
+			char buf[64];
+			const char *v = cfg_value(s, i, buf, sizeof(buf));
+			long long n;
+			return kv_parse_ll(v, strlen(v), &n) ? n : def;
+		}
+	return def;
+}
+
+/* SYNC, PSYNC: the state as an RDB file, then the connection follows the
+ * store's changes (kv_feed.c). PSYNC always answers a full resynchronization
+ * (no backlog to continue from). */
+static void sync_cmd(struct server *s, struct conn *c, bool psync, struct kv_buf *out)
+{
+	if (c->follower)
+		return;
+	struct kv_buf rdb = { 0 };
+	kv_store_rdb(s->store, &rdb);
+	if (rdb.oom) {
+		kv_buf_free(&rdb);
+		error(out, "out of memory building the RDB payload");
+		return;
+	}
+	if (psync) {
+		kv_buf_str(out, "+FULLRESYNC ");
+		kv_buf_str(out, s->replid);
+		kv_buf_str(out, " 0\r\n");
+	}
+	kv_buf_num(out, '$', (long long)rdb.len);
+	kv_buf_append(out, rdb.p, rdb.len); /* no CRLF after the payload, as redis */
+	kv_buf_free(&rdb);
+	c->follower = true;
+	if (s->n_followers++ == 0) {
+		kv_store_set_feed(s->store, &s->feed);
+		s->ping_ns = innet_now_ns();
+	} else {
+		kv_store_feed_select(s->store); /* its stream starts with a SELECT */
+	}
+}
+
 bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
 		      struct kv_buf *out)
 {
@@ -822,6 +869,20 @@ bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, s
 		bulk(out, t);
 		snprintf(t, sizeof(t), "%lld", (long long)(us % 1000000));
 		bulk(out, t);
+	} else if (is(cmd, n, "sync") || is(cmd, n, "psync")) {
+		sync_cmd(s, c, is(cmd, n, "psync"), out);
+	} else if (is(cmd, n, "replconf")) {
+		/* a replica's settings (listening-port, capa ...): noted as fine;
+		 * ACK and GETACK get no answer */
+		if (argc >= 2 && !is(argv[1], lens[1], "ack") && !is(argv[1], lens[1], "getack"))
+			status(out, "OK");
+	} else if (is(cmd, n, "replicaof") || is(cmd, n, "slaveof")) {
+		/* a replica of the log is never a redis replica; NO ONE: so it is */
+		if (is(argv[1], lens[1], "no") && is(argv[2], lens[2], "one"))
+			status(out, "OK");
+		else
+			error(out, "innet kv replicas follow the Paxos log, not a redis master: "
+				   "REPLICAOF NO ONE only");
 	} else if (is(cmd, n, "save")) {
 		error(out, "innet kv saves no RDB file: the replicated log is its durability");
 	} else if (is(cmd, n, "shutdown")) {

@@ -311,6 +311,8 @@ void kv_cmd_hincrbyfloat(struct kv_call *c)
 	}
 	kv_touch(c->s, o);
 	kv_reply_bulk(c, buf, (size_t)n);
+	kv_propagate(c, 4, (const char *const[]){ "HSET", c->argv[1], c->argv[2], buf },
+		     (const size_t[]){ 4, c->lens[1], c->lens[2], (size_t)n });
 }
 
 static void reply_pair(struct kv_call *c, const struct kv_dnode *nd, bool withvalues)

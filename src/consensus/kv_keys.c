@@ -542,9 +542,15 @@ static void expire_generic(struct kv_call *c, bool relative, bool secs)
 	}
 	if (when <= c->s->now) {
 		kv_obj_del(c->s, o);
+		kv_propagate(c, 2, (const char *const[]){ "DEL", c->argv[1] },
+			     (const size_t[]){ 3, c->lens[1] });
 	} else {
 		kv_set_expire(c->s, o, when);
 		kv_touch(c->s, o);
+		char ms[24];
+		int n = snprintf(ms, sizeof(ms), "%lld", when);
+		kv_propagate(c, 3, (const char *const[]){ "PEXPIREAT", c->argv[1], ms },
+			     (const size_t[]){ 9, c->lens[1], (size_t)n });
 	}
 	kv_reply_int(c, 1);
 }

@@ -408,11 +408,39 @@ void kv_cmd_spop(struct kv_call *c)
 	qsort(all, size, sizeof(*all), pick_cmp);
 	if (has_count)
 		kv_reply_set(c, (long long)n);
+	/* fed as SREM key member... (the choice made here, not again) */
+	const char **av = malloc((n + 2) * sizeof(*av));
+	size_t *al = malloc((n + 2) * sizeof(*al));
+	char **keep = malloc((n + 1) * sizeof(*keep));
+	bool feed = c->s->feed != NULL && av != NULL && al != NULL && keep != NULL &&
+		    n + 2 <= 65535;
+	if (feed) {
+		av[0] = "SREM";
+		al[0] = 4;
+		av[1] = c->argv[1];
+		al[1] = c->lens[1];
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct kv_dnode *nd = all[i].nd;
 		kv_reply_bulk(c, nd->key, nd->klen);
-		member_free(kv_dict_unlink(&o->fields, nd->key, nd->klen, nd->hash));
+		nd = kv_dict_unlink(&o->fields, nd->key, nd->klen, nd->hash);
+		if (feed) {
+			keep[i] = (char *)nd; /* freed after feeding */
+			av[2 + i] = nd->key;
+			al[2 + i] = nd->klen;
+		} else {
+			member_free(nd);
+		}
 	}
+	if (feed) {
+		if (n > 0)
+			kv_propagate(c, (int)n + 2, av, al);
+		for (size_t i = 0; i < n; i++)
+			member_free((struct kv_dnode *)keep[i]);
+	}
+	free(av);
+	free(al);
+	free(keep);
 	free(all);
 	if (o->fields.n == 0)
 		kv_obj_del(c->s, o);

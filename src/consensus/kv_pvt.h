@@ -57,6 +57,7 @@ struct conn {
 	bool multi;               /* between MULTI and EXEC/DISCARD: commands are queued */
 	bool multi_err;           /* a command was refused while queueing: EXEC aborts */
 	bool multi_denyoom;       /* a queued command may grow the data (maxmemory at EXEC) */
+	bool multi_write;         /* a queued command writes (min-replicas-to-write at EXEC) */
 	uint32_t multi_n;         /* commands queued */
 	struct kv_buf mq;         /* and their encoding, as in a log entry */
 	struct kv_buf watch;      /* WATCHed keys: u8 db, u64 version, u8 flags, u32 klen, key */
@@ -64,6 +65,8 @@ struct conn {
 	struct kv_buf name;       /* CLIENT SETNAME */
 	uint64_t created_ns, last_ns; /* CLIENT LIST's age and idle */
 	char last_cmd[24];        /* and cmd */
+	bool follower;            /* SYNC/PSYNC: it follows redis's replication stream; what
+	                           * it sends (REPLCONF ACK) gets no answer */
 	bool closing;             /* protocol error or QUIT: close once out is flushed */
 	bool eof;                 /* the client stopped sending: close once answered */
 	uint32_t events;
@@ -120,6 +123,10 @@ struct server {
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint64_t tick_req;        /* our tick in flight (an empty entry: log time), 0 = none */
 	uint64_t next_conn_id;    /* CLIENT ID of the next connection - 1 */
+	struct kv_buf feed;       /* the store's replication stream since it was last sent */
+	uint32_t n_followers;     /* connections following it (SYNC/PSYNC) */
+	uint64_t ping_ns;         /* when the followers last got a PING */
+	char replid[41];          /* PSYNC's replication id: random per run */
 	uint64_t start_ns;        /* when it started serving (INFO uptime) */
 	int64_t start_ms;         /* and in unix ms (LASTSAVE) */
 	uint64_t maxmemory;       /* CONFIG maxmemory (bytes, 0: none): commands that may grow
@@ -151,6 +158,13 @@ void kv_info_innet(struct server *s, struct kv_buf *b);
 bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
 		      struct kv_buf *out);
 int64_t kv_wall_ms(void);
+/* kv_server.c: send the store's feed to the followers (and a PING every
+ * repl-ping-replica-period); drop every follower (a snapshot replaced the
+ * state under them: they must start again). */
+void kv_followers_send(struct server *s);
+void kv_followers_drop(struct server *s);
+/* kv_admin.c: CONFIG's value of name as a number (def if unset/unknown). */
+long long kv_config_ll(struct server *s, const char *name, long long def);
 /* This replica's heap in use (INFO used_memory, maxmemory). */
 uint64_t kv_used_memory(void);
 /* kv_snapshot.c: the state at innet_paxos_delivered() into b (b->oom when

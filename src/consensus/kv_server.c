@@ -341,7 +341,7 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 /* Clear the connection's MULTI state and WATCHed keys. */
 static void multi_reset(struct conn *c)
 {
-	c->multi = c->multi_err = c->multi_denyoom = false;
+	c->multi = c->multi_err = c->multi_denyoom = c->multi_write = false;
 	c->multi_n = 0;
 	c->mq.len = 0;
 	c->watch.len = 0;
@@ -444,6 +444,16 @@ static size_t block_len(const struct conn *c)
 
 #define OOM_ERROR "OOM command not allowed when used memory > 'maxmemory'."
 
+#define NOREPLICAS_ERROR "NOREPLICAS Not enough good replicas to write."
+
+/* Fewer followers of the replication stream (redis replicas of this
+ * replica) than CONFIG min-replicas-to-write: writes are refused. */
+static bool too_few_followers(struct server *s)
+{
+	long long min = kv_config_ll(s, "min-replicas-to-write", 0);
+	return min > 0 && s->n_followers < (uint64_t)min;
+}
+
 /* Over CONFIG maxmemory: a command that may grow the data is refused. */
 static bool over_memory(const struct server *s)
 {
@@ -466,12 +476,18 @@ static void multi_queue(struct server *s, struct conn *c, const struct kv_comman
 		if (c->multi_err)
 			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of previous "
 					    "errors.\r\n");
-		else
+		else if (c->multi_denyoom && over_memory(s))
 			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of: " OOM_ERROR
 					    "\r\n");
+		else
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of: "
+					    NOREPLICAS_ERROR "\r\n");
 		multi_reset(c);
 	} else if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
 		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
+		c->multi_err = true;
+	} else if ((cmd->flags & KV_CMD_WRITE) && too_few_followers(s)) {
+		kv_buf_str(&c->out, "-" NOREPLICAS_ERROR "\r\n");
 		c->multi_err = true;
 	} else if (cmd->flags & KV_CMD_NOMULTI) {
 		kv_buf_str(&c->out, "-ERR Command not allowed inside a transaction\r\n");
@@ -514,6 +530,8 @@ static void multi_queue(struct server *s, struct conn *c, const struct kv_comman
 		c->multi_n++;
 		if (cmd->flags & KV_CMD_DENYOOM)
 			c->multi_denyoom = true;
+		if (cmd->flags & KV_CMD_WRITE)
+			c->multi_write = true;
 		kv_buf_str(&c->out, "+QUEUED\r\n");
 	}
 }
@@ -537,6 +555,10 @@ static void local_command(struct server *s, struct conn *c, const struct kv_comm
 	}
 	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
 		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
+		return;
+	}
+	if ((cmd->flags & KV_CMD_WRITE) && too_few_followers(s)) {
+		kv_buf_str(&c->out, "-" NOREPLICAS_ERROR "\r\n");
 		return;
 	}
 	if (!(cmd->flags & KV_CMD_LOCAL)) {
@@ -637,15 +659,18 @@ static uint64_t trim_proxied(const struct server *s, uint64_t now)
 }
 
 /* Where a command goes: into the group (the log), or answered here. */
-static bool goes_to_log(const struct server *s, const struct conn *c, const struct kv_command *cmd,
+static bool goes_to_log(struct server *s, const struct conn *c, const struct kv_command *cmd,
 			int argc, const size_t *lens)
 {
 	if (cmd == NULL || !kv_command_arity_ok(cmd, argc))
 		return false;
 	if (c->multi)
 		return !strcmp(cmd->name, "exec") && !c->multi_err &&
-		       !(c->multi_denyoom && over_memory(s));
+		       !(c->multi_denyoom && over_memory(s)) &&
+		       !(c->multi_write && too_few_followers(s));
 	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s))
+		return false;
+	if ((cmd->flags & KV_CMD_WRITE) && too_few_followers(s))
 		return false;
 	return !(cmd->flags & KV_CMD_LOCAL) && encoded_len(argc, lens) <= KV_GROUP_MAX;
 }
@@ -657,6 +682,10 @@ static void conn_work(struct server *s, struct conn *c)
 {
 	if (c->inflight || c->closing)
 		return;
+	if (c->follower) {
+		c->in.len = 0; /* REPLCONF ACK: nothing to answer */
+		return;
+	}
 	size_t blen = 0, consumed = 0;
 	uint32_t n_cmds = 0, n_replies = 0;
 	while (!c->closing && consumed < c->in.len) {
@@ -740,6 +769,51 @@ static void conn_work(struct server *s, struct conn *c)
 }
 
 static void conn_flush(struct server *s, struct conn *c);
+static void conn_close(struct server *s, struct conn *c);
+
+#define KV_FOLLOWER_OUT_MAX (256u << 20) /* a follower this far behind is dropped (redis's
+                                          * client-output-buffer-limit replica) */
+
+void kv_followers_send(struct server *s)
+{
+	if (s->n_followers == 0)
+		return;
+	uint64_t now = innet_now_ns();
+	long long period = kv_config_ll(s, "repl-ping-replica-period", 10);
+	if (period > 0 && now - s->ping_ns >= (uint64_t)period * 1000000000ull) {
+		kv_buf_str(&s->feed, "*1\r\n$4\r\nPING\r\n");
+		s->ping_ns = now;
+	}
+	if (s->feed.len == 0)
+		return;
+	struct conn *f[KV_MAX_CONNS];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i]->follower)
+			f[n++] = s->conns[i];
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->feed.oom || f[i]->out.len + s->feed.len > KV_FOLLOWER_OUT_MAX) {
+			fprintf(stderr, "innet kv: a follower of the replication stream fell %zu bytes "
+					"behind: dropped\n", f[i]->out.len);
+			conn_close(s, f[i]);
+			continue;
+		}
+		kv_buf_append(&f[i]->out, s->feed.p, s->feed.len);
+		conn_flush(s, f[i]);
+	}
+	s->feed.len = 0;
+	s->feed.oom = false;
+}
+
+void kv_followers_drop(struct server *s)
+{
+	for (uint32_t i = 0; i < s->n_conns;) {
+		if (s->conns[i]->follower)
+			conn_close(s, s->conns[i]); /* moves the last one here */
+		else
+			i++;
+	}
+}
 
 /* Fail every group of entry req (our proposal was refused or timed out). */
 void kv_entry_failed(struct server *s, uint64_t req, const char *msg)
@@ -872,6 +946,10 @@ void kv_batch_end(struct server *s, uint64_t req)
 
 static void conn_close(struct server *s, struct conn *c)
 {
+	if (c->follower && --s->n_followers == 0) {
+		kv_store_set_feed(s->store, NULL);
+		s->feed.len = 0;
+	}
 	for (uint32_t i = 0; i < s->n_queue; i++)
 		if (s->queue[i] == c) {
 			memmove(s->queue + i, s->queue + i + 1, (s->n_queue - i - 1) * sizeof(s->queue[0]));
@@ -1056,6 +1134,7 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		conn_work(s, c); /* the next pipelined commands */
 		conn_flush(s, c);
 	}
+	kv_followers_send(s);
 	s->st.ns_apply += t1 - t0;
 	s->st.ns_reply += innet_now_ns() - t1;
 }
@@ -1162,6 +1241,13 @@ int kv_serve(const struct kv_conf *conf)
 	s->c = conf;
 	s->start_ns = innet_now_ns();
 	s->start_ms = kv_wall_ms();
+	{
+		uint64_t r = s->start_ns ^ ((uint64_t)getpid() << 32);
+		for (int i = 0; i < 40; i++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			s->replid[i] = "0123456789abcdef"[(r >> 59) & 15];
+		}
+	}
 	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
 	s->window = conf->window ? conf->window : kv_window_default(conf->entry_max);
 	s->scratch = malloc(KV_INBUF_MAX + 1);
@@ -1271,6 +1357,7 @@ int kv_serve(const struct kv_conf *conf)
 			last_trim = t4;
 		}
 		server_propose(s);
+		kv_followers_send(s);
 		uint64_t t5 = innet_now_ns();
 		s->st.loops++;
 		s->st.ns_wait += t1 - t0;
@@ -1303,6 +1390,7 @@ out_px:
 err_free:
 	kv_store_destroy(s->store);
 	kv_buf_free(&s->scratch_out);
+	kv_buf_free(&s->feed);
 	free(s->scratch);
 	free(s);
 	return rc;

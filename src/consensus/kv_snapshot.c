@@ -164,6 +164,7 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 		snprintf(err, errlen, "malformed dedup state");
 		return -1;
 	}
+	kv_followers_drop(s);
 	kv_store_destroy(s->store);
 	s->store = st;
 	innet_paxos_restart_at(s->px, next);

@@ -807,6 +807,7 @@ size_t kv_store_advance(struct kv_store *s, int64_t stamp)
 		s->now = stamp;
 	size_t n = 0;
 	while (s->heap_n > 0 && s->heap[0]->expire <= s->now) {
+		kv_feed_expired(s, s->heap[0]);
 		kv_obj_del(s, s->heap[0]);
 		n++;
 	}
@@ -1282,12 +1283,15 @@ static const struct kv_command commands[] = {
 	C("pexpiretime", 2, R | F, 1, 1, 1, "generic", "7.0.0", "Get the expiration Unix timestamp for a key in milliseconds", kv_cmd_pexpiretime),
 	C("ping", -1, L | F, 0, 0, 0, "connection", "1.0.0", "Ping the server", kv_cmd_ping),
 	C("psetex", 4, W | DOM, 1, 1, 1, "string", "2.6.0", "Set the value and expiration in milliseconds of a key", kv_cmd_psetex),
+	C("psync", -3, L | A | NM, 0, 0, 0, "server", "2.8.0", "Start redis's replication stream from this replica (full resynchronization)", NULL),
 	C("pttl", 2, R | F, 1, 1, 1, "generic", "2.6.0", "Get the time to live for a key in milliseconds", kv_cmd_pttl),
 	C("quit", -1, L | F, 0, 0, 0, "connection", "1.0.0", "Close the connection", NULL),
 	C("randomkey", 1, R | RND, 0, 0, 0, "generic", "1.0.0", "Return a random key from the keyspace", kv_cmd_randomkey),
 	C("rename", 3, W, 1, 2, 1, "generic", "1.0.0", "Rename a key", kv_cmd_rename),
 	C("renamenx", 3, W | F, 1, 2, 1, "generic", "1.0.0", "Rename a key, only if the new key does not exist", kv_cmd_renamenx),
+	C("replconf", -1, L | A, 0, 0, 0, "server", "3.0.0", "A replica's replication settings and acknowledgements", NULL),
 	C("replica", 3, W | A, 0, 0, 0, "server", "innet", "Remove a replica from, or add it back to, the log's trim group", kv_cmd_replica),
+	C("replicaof", 3, L | A, 0, 0, 0, "server", "5.0.0", "Make the server a replica of another instance, or promote it as master", NULL),
 	C("reset", 1, L | F, 0, 0, 0, "connection", "6.2.0", "Reset the connection", NULL),
 	C("rpop", -2, W | F, 1, 1, 1, "list", "1.0.0", "Remove and get the last elements in a list", kv_cmd_rpop),
 	C("rpush", -3, W | F | DOM, 1, 1, 1, "list", "1.0.0", "Append one or multiple elements to a list", kv_cmd_rpush),
@@ -1304,6 +1308,7 @@ static const struct kv_command commands[] = {
 	C("setrange", 4, W | DOM, 1, 1, 1, "string", "2.2.0", "Overwrite part of a string at key starting at the specified offset", kv_cmd_setrange),
 	C("shutdown", -1, L | A | NM, 0, 0, 0, "server", "1.0.0", "Synchronously save the dataset to disk and then shut down the server", NULL),
 	C("sismember", 3, R | F, 1, 1, 1, "set", "1.0.0", "Determine if a given value is a member of a set", kv_cmd_sismember),
+	C("slaveof", 3, L | A, 0, 0, 0, "server", "1.0.0", "Make the server a replica of another instance, or promote it as master", NULL),
 	C("smembers", 2, R, 1, 1, 1, "set", "1.0.0", "Get all the members in a set", kv_cmd_smembers),
 	C("snapshot", 1, L | A, 0, 0, 0, "server", "innet", "This replica's state, for a replica catching up", NULL),
 	C("spop", -2, W | F, 1, 1, 1, "set", "1.0.0", "Remove and return one or multiple random members from a set", kv_cmd_spop),
@@ -1312,6 +1317,7 @@ static const struct kv_command commands[] = {
 	C("strlen", 2, R | F, 1, 1, 1, "string", "2.2.0", "Get the length of the value stored in a key", kv_cmd_strlen),
 	C("substr", 4, R, 1, 1, 1, "string", "1.0.0", "Get a substring of the string stored at a key", kv_cmd_getrange),
 	C("swapdb", 3, W | F, 0, 0, 0, "server", "4.0.0", "Swaps two Redis databases", kv_cmd_swapdb),
+	C("sync", 1, L | A | NM, 0, 0, 0, "server", "1.0.0", "Start redis's replication stream from this replica", NULL),
 	C("time", 1, L | F | RND, 0, 0, 0, "server", "2.6.0", "Return the current server time", NULL),
 	C("touch", -2, R | F, 1, -1, 1, "generic", "3.2.1", "Alters the last access time of a key(s). Returns the number of existing keys specified.", kv_cmd_touch),
 	C("ttl", 2, R | F, 1, 1, 1, "generic", "1.0.0", "Get the time to live for a key in seconds", kv_cmd_ttl),
@@ -1419,7 +1425,15 @@ static void run(struct kv_store *s, struct kv_ctx *ctx, int argc, char *const *a
 		.s = s, .ctx = ctx, .db = &s->db[ctx->db], .dbi = ctx->db, .argc = argc,
 		.argv = argv, .lens = lens, .out = out, .resp = ctx->resp == 3 ? 3 : 2,
 	};
+	uint64_t v0 = s->version;
 	cmd->fn(&c);
+	/* the replication feed: a change the command did not describe itself
+	 * goes as the command came (FLUSH* and SWAPDB always, as redis) */
+	bool forced = cmd->fn == kv_cmd_flushall || cmd->fn == kv_cmd_flushdb ||
+		      cmd->fn == kv_cmd_swapdb;
+	if (s->feed != NULL && !c.propagated && (s->version != v0 || forced) &&
+	    (cmd->flags & KV_CMD_WRITE))
+		kv_propagate(&c, argc, (const char *const *)argv, lens);
 }
 
 static bool is(const char *a, size_t n, const char *name)
@@ -1440,6 +1454,7 @@ void kv_store_exec(struct kv_store *s, struct kv_ctx *ctx, int argc, char *const
 			if (ctx->multi_skip) {
 				kv_buf_str(out, ctx->resp == 3 ? "_\r\n" : "*-1\r\n");
 			} else {
+				kv_feed_block(s, ctx);
 				kv_buf_num(out, '*', ctx->multi_n);
 				if (ctx->multi_out.oom)
 					out->oom = true;
@@ -1467,6 +1482,9 @@ void kv_store_exec(struct kv_store *s, struct kv_ctx *ctx, int argc, char *const
 		ctx->multi_n = 0;
 		ctx->multi_out.len = 0;
 		ctx->multi_out.oom = false;
+		ctx->multi_feed.len = 0;
+		ctx->multi_feed.oom = false;
+		ctx->multi_feed_n = 0;
 		ctx->multi_skip = watch_dirty(s, argc, argv, lens);
 		return;
 	}
@@ -1489,7 +1507,9 @@ void kv_ctx_end(struct kv_ctx *ctx)
 {
 	ctx->multi = ctx->multi_skip = false;
 	ctx->multi_n = 0;
+	ctx->multi_feed_n = 0;
 	kv_buf_free(&ctx->multi_out);
+	kv_buf_free(&ctx->multi_feed);
 }
 
 /* ---- commands of no type ------------------------------------------------------- */

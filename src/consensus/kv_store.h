@@ -84,6 +84,8 @@ struct kv_store {
 	uint32_t n_learners;    /* replicas of the log (learner ids 0..n-1); 0 = not known */
 	uint32_t hash_max_entries, hash_max_value; /* hash-max-listpack-* (encodings only) */
 	uint32_t set_max_intset;                   /* set-max-intset-entries (encodings only) */
+	struct kv_buf *feed;    /* redis's replication stream of the changes (kv_feed.c), or NULL */
+	int feed_db;            /* the database the feed last SELECTed (-1: none yet) */
 	bool oom;               /* a write found no memory: this copy is no longer the log's */
 };
 
@@ -98,6 +100,7 @@ struct kv_call {
 	const size_t *lens;
 	struct kv_buf *out;     /* its reply */
 	int resp;               /* 2 or 3 */
+	bool propagated;        /* it wrote its own form into the feed (kv_propagate) */
 };
 
 /* ---- replies (kv_store.c) ---- */
@@ -188,6 +191,20 @@ KV_CMD(scard); KV_CMD(sismember); KV_CMD(spop); KV_CMD(srandmember); KV_CMD(memo
 KV_CMD(hset); KV_CMD(hsetnx); KV_CMD(hget); KV_CMD(hmget); KV_CMD(hdel); KV_CMD(hlen);
 KV_CMD(hstrlen); KV_CMD(hexists); KV_CMD(hkeys); KV_CMD(hvals); KV_CMD(hgetall);
 KV_CMD(hincrby); KV_CMD(hincrbyfloat); KV_CMD(hscan); KV_CMD(hrandfield);
+
+/* ---- redis's replication stream (kv_feed.c) ---- */
+/* Feed the change c made, as the command (argc, argv, lens) that makes it
+ * on a redis replica (SET k v PXAT ms for SET k v EX s...); a command that
+ * changed the store and fed nothing is fed as it came. Inside a MULTI block
+ * the block's changes go out together at EXEC. No-op without a feed. */
+void kv_propagate(struct kv_call *c, int argc, const char *const *argv, const size_t *lens);
+/* The same with the arguments as C strings, NULL-terminated. */
+void kv_propagatef(struct kv_call *c, ...);
+/* A key deleted by log time: DEL key in its database. */
+void kv_feed_expired(struct kv_store *s, const struct kv_obj *o);
+/* EXEC: the block's changes (ctx->multi_feed), one alone, several inside
+ * MULTI ... EXEC. */
+void kv_feed_block(struct kv_store *s, struct kv_ctx *ctx);
 
 /* SCAN's cursor argument; false after the error reply. */
 bool kv_scan_cursor(struct kv_call *c, int i, uint64_t *cursor);

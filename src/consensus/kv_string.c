@@ -174,8 +174,25 @@ static void set_generic(struct kv_call *c, int flags, int vi, int exp_arg, const
 	struct kv_obj *o = set_key(c, 1, c->argv[vi], c->lens[vi], flags & OPT_KEEPTTL);
 	if (o == NULL)
 		return;
-	if (exp_arg)
+	if (exp_arg) {
+		/* fed with the absolute time: SET key value PXAT ms */
+		char ms[24];
+		int n = snprintf(ms, sizeof(ms), "%lld", when);
+		kv_propagate(c, 5, (const char *const[]){ "SET", c->argv[1], c->argv[vi], "PXAT", ms },
+			     (const size_t[]){ 3, c->lens[1], c->lens[vi], 4, (size_t)n });
 		kv_set_expire(c->s, o, when);
+	} else if (flags & OPT_GET) {
+		/* fed without GET */
+		const char *av[16];
+		size_t al[16];
+		int n = 0;
+		for (int i = 0; i < c->argc && n < 16; i++)
+			if (i < 3 || !arg_is(c, i, "get")) {
+				av[n] = c->argv[i];
+				al[n++] = c->lens[i];
+			}
+		kv_propagate(c, n, av, al);
+	}
 	if (!(flags & OPT_GET)) {
 		if (ok)
 			kv_reply_raw(c, ok);
@@ -210,7 +227,9 @@ void kv_cmd_getset(struct kv_call *c)
 {
 	if (!reply_get(c))
 		return;
-	set_key(c, 1, c->argv[2], c->lens[2], false);
+	if (set_key(c, 1, c->argv[2], c->lens[2], false) != NULL)
+		kv_propagate(c, 3, (const char *const[]){ "SET", c->argv[1], c->argv[2] },
+			     (const size_t[]){ 3, c->lens[1], c->lens[2] });
 }
 
 void kv_cmd_getdel(struct kv_call *c)
@@ -218,8 +237,11 @@ void kv_cmd_getdel(struct kv_call *c)
 	if (!reply_get(c))
 		return;
 	struct kv_obj *o = kv_lookup(c, 1);
-	if (o != NULL)
+	if (o != NULL) {
 		kv_obj_del(c->s, o);
+		kv_propagate(c, 2, (const char *const[]){ "DEL", c->argv[1] },
+			     (const size_t[]){ 3, c->lens[1] });
+	}
 }
 
 void kv_cmd_getex(struct kv_call *c)
@@ -239,11 +261,21 @@ void kv_cmd_getex(struct kv_call *c)
 		return;
 	kv_reply_bulk(c, sval(o), o->len);
 	if (exp_arg) {
+		char ms[24];
+		int n = snprintf(ms, sizeof(ms), "%lld", when);
+		if (when <= c->s->now)
+			kv_propagate(c, 2, (const char *const[]){ "DEL", c->argv[1] },
+				     (const size_t[]){ 3, c->lens[1] });
+		else
+			kv_propagate(c, 3, (const char *const[]){ "PEXPIREAT", c->argv[1], ms },
+				     (const size_t[]){ 9, c->lens[1], (size_t)n });
 		if (!kv_set_expire(c->s, o, when))
 			kv_touch(c->s, o);
 	} else if ((flags & OPT_PERSIST) && o->heap != 0) {
 		kv_set_expire(c->s, o, 0);
 		kv_touch(c->s, o);
+		kv_propagate(c, 2, (const char *const[]){ "PERSIST", c->argv[1] },
+			     (const size_t[]){ 7, c->lens[1] });
 	}
 }
 
@@ -473,6 +505,8 @@ void kv_cmd_incrbyfloat(struct kv_call *c)
 	if (o == NULL)
 		return;
 	o->enc = n <= 44 ? KV_ENC_EMBSTR : KV_ENC_RAW;
+	kv_propagate(c, 4, (const char *const[]){ "SET", c->argv[1], buf, "KEEPTTL" },
+		     (const size_t[]){ 3, c->lens[1], (size_t)n, 7 });
 	kv_reply_bulk(c, buf, (size_t)n);
 }
 
