@@ -197,6 +197,10 @@ void kv_store_db_info(const struct kv_store *s, uint32_t db, size_t *keys, size_
 /* A write found no memory: this copy missed part of the log and must not
  * serve any more (kv_serve then stops with -ENOMEM). */
 bool kv_store_oom(const struct kv_store *s);
+/* The longest string a command may build, below redis's 512 MB (for tests
+ * and the fuzzer, which must not allocate that much; a server never sets
+ * it: every replica must refuse the same commands). */
+void kv_store_set_string_max(struct kv_store *s, uint64_t n);
 /* The number of replicas of the log (learner ids 0..n-1), for REPLICA
  * REMOVE|ADD's checks; and the mask of learner ids removed from the trim
  * group (docs/consensus.md, "Removing a replica"). */

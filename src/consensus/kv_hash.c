@@ -386,8 +386,13 @@ void kv_cmd_hrandfield(struct kv_call *c)
 	if (!unique) {
 		/* with repetition: uniform picks */
 		kv_reply_array(c, (long long)(withvalues && c->resp == 2 ? count * 2 : count));
-		for (unsigned long long k = 0; k < count && !c->out->oom; k++)
+		for (unsigned long long k = 0; k < count && !c->out->oom; k++) {
+			if (c->out->len > c->s->string_max) {
+				c->out->oom = true; /* a reply this long closes the connection */
+				break;
+			}
 			reply_pair(c, all[kv_rand(&c->s->rng) % size], withvalues);
+		}
 		free(all);
 		return;
 	}

@@ -172,7 +172,7 @@ static void scan_generic(struct kv_call *c, const struct kv_dict *d, int ci, boo
 				kv_reply_syntax(c);
 				return;
 			}
-			count = v;
+			count = v < (1ll << 40) ? v : 1ll << 40;
 		} else if (arg_is(c, i, "match") && more) {
 			pat = c->argv[i + 1];
 			pl = c->lens[i + 1];

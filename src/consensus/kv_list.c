@@ -491,6 +491,10 @@ void kv_cmd_srandmember(struct kv_call *c)
 		if (c->argc == 3)
 			kv_reply_array(c, count);
 		for (long long k = 0; k < count && !c->out->oom; k++) {
+			if (c->out->len > c->s->string_max) {
+				c->out->oom = true; /* a reply this long closes the connection */
+				break;
+			}
 			struct kv_dnode *nd = all[kv_rand(&c->s->rng) % size];
 			kv_reply_bulk(c, nd->key, nd->klen);
 		}

@@ -424,6 +424,7 @@ struct kv_store *kv_store_create(void)
 	s->hash_max_entries = 128;
 	s->hash_max_value = 64;
 	s->set_max_intset = 512;
+	s->string_max = KV_STRING_MAX;
 	s->rng = 0x2545f4914f6cdd1dull;
 	return s;
 }
@@ -844,6 +845,11 @@ bool kv_store_key_stale(const struct kv_store *s, uint32_t db, const char *k, si
 		return false;
 	const struct kv_obj *o = (const struct kv_obj *)kv_dict_find(&s->db[db], k, kl, kv_hash(k, kl));
 	return o != NULL && o->heap != 0 && o->expire <= now_ms;
+}
+
+void kv_store_set_string_max(struct kv_store *s, uint64_t n)
+{
+	s->string_max = n < KV_STRING_MAX ? n : KV_STRING_MAX;
 }
 
 void kv_store_set_learners(struct kv_store *s, uint32_t n_learners)

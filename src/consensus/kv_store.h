@@ -84,6 +84,8 @@ struct kv_store {
 	uint32_t n_learners;    /* replicas of the log (learner ids 0..n-1); 0 = not known */
 	uint32_t hash_max_entries, hash_max_value; /* hash-max-listpack-* (encodings only) */
 	uint32_t set_max_intset;                   /* set-max-intset-entries (encodings only) */
+	uint64_t string_max;    /* the longest string a command may build: KV_STRING_MAX
+	                         * (kv_store_set_string_max: tests only) */
 	struct kv_buf *feed;    /* redis's replication stream of the changes (kv_feed.c), or NULL */
 	int feed_db;            /* the database the feed last SELECTed (-1: none yet) */
 	bool oom;               /* a write found no memory: this copy is no longer the log's */

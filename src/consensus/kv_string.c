@@ -282,7 +282,7 @@ void kv_cmd_getex(struct kv_call *c)
 /* Would a string of base + add bytes be too long? Then the error. */
 static bool too_long(struct kv_call *c, unsigned long long base, unsigned long long add)
 {
-	if (base + add > KV_STRING_MAX || base + add < base) {
+	if (base + add > c->s->string_max || base + add < base) {
 		kv_reply_err(c, "string exceeds maximum allowed size (proto-max-bulk-len)");
 		return true;
 	}
@@ -517,7 +517,7 @@ static bool bit_offset(struct kv_call *c, int i, unsigned long long *off)
 {
 	long long v;
 	if (!kv_parse_ll(c->argv[i], c->lens[i], &v) || v < 0 ||
-	    (unsigned long long)(v >> 3) >= KV_STRING_MAX) {
+	    (unsigned long long)(v >> 3) >= c->s->string_max) {
 		kv_reply_err(c, "bit offset is not an integer or out of range");
 		return false;
 	}
@@ -681,7 +681,7 @@ void kv_cmd_lcs(struct kv_call *c)
 	const char *a = oa ? sval(oa) : "", *b = ob ? sval(ob) : "";
 	size_t alen = oa ? oa->len : 0, blen = ob ? ob->len : 0;
 	unsigned long long cells = (unsigned long long)(alen + 1) * (blen + 1);
-	if (alen >= UINT32_MAX - 1 || blen >= UINT32_MAX - 1 || cells > KV_STRING_MAX / 4) {
+	if (alen >= UINT32_MAX - 1 || blen >= UINT32_MAX - 1 || cells > c->s->string_max / 4) {
 		kv_reply_err(c, "Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
 		return;
 	}
