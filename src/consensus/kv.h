@@ -134,6 +134,9 @@ void kv_reply_unknown_command(struct kv_buf *out, int argc, char *const *argv, c
 struct kv_ctx {
 	uint32_t db;               /* database (SELECT inside a block changes it) */
 	uint8_t resp;              /* reply protocol: 2, or 3 (HELLO 3) */
+	bool read_only;            /* a read answered outside the log (at a read index): it
+	                            * must change nothing, not even delete a key past its
+	                            * expire (active expiry off) — it only hides it */
 	bool multi;                /* inside MULTI ... EXEC */
 	bool multi_skip;           /* a watched key changed: EXEC answers nil, nothing runs */
 	uint32_t multi_n;          /* replies gathered for EXEC */
@@ -158,7 +161,8 @@ void kv_store_destroy(struct kv_store *s);
  * neither the store nor ctx->local knows gets redis's unknown-command error.
  *
  * A MULTI ... EXEC block in the log is the group's commands
- *   MULTI [db version flags key]...  (the keys the connection WATCHes)
+ *   MULTI [db version flags key]...  (the keys the connection WATCHes;
+ *                                     flags KV_WATCH_STALE | KV_WATCH_EXISTED)
  *   command... EXEC
  * MULTI answers nothing, the commands answer into ctx, EXEC answers the
  * array of their replies (or nil when a watched key changed since its
@@ -176,15 +180,21 @@ void kv_ctx_end(struct kv_ctx *ctx);
  * every key whose expire is at or before it. Returns the keys expired. */
 size_t kv_store_advance(struct kv_store *s, int64_t stamp_ms);
 int64_t kv_store_now(const struct kv_store *s);
-/* The earliest expire of any key (unix ms), 0 if none is volatile. */
+/* The earliest expire of any key (unix ms), 0 if none is volatile; and
+ * whether a replica should propose ticks for it (DEBUG SET-ACTIVE-EXPIRE 0,
+ * through the log, turns them off on every replica: keys then expire when
+ * the next entry moves log time past them). */
 int64_t kv_store_next_expiry(const struct kv_store *s);
+bool kv_store_active_expire(const struct kv_store *s);
 /* The modification counter (WATCH records it), keys in all databases. */
 uint64_t kv_store_version(const struct kv_store *s);
 size_t kv_store_keys(const struct kv_store *s);
-/* For WATCH: key (db, k) and whether it exists with an expire at or
- * before now_ms (a stale key: its expiry does not fail EXEC). */
-bool kv_store_key_stale(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
-			int64_t now_ms);
+/* For WATCH: whether key (db, k) exists, and whether it is stale (its
+ * expire at or before now_ms or log time: its expiry will not fail EXEC). */
+#define KV_WATCH_STALE   1u
+#define KV_WATCH_EXISTED 2u
+unsigned kv_store_watch_flags(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
+			      int64_t now_ms);
 uint64_t kv_store_digest(const struct kv_store *s);
 /* One key's value digest (0 if absent), its type, encoding and length, and
  * where its object is in memory (DEBUG OBJECT / DIGEST-VALUE): false if

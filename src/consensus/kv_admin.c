@@ -4,8 +4,7 @@
  * without a log entry: CLIENT (ID GETNAME SETNAME LIST INFO SETINFO REPLY
  * NO-EVICT NO-TOUCH HELP), HELLO 2|3, AUTH, INFO (redis's sections, then
  * innet's), COMMAND (COUNT INFO DOCS LIST GETKEYS), CONFIG (GET SET
- * RESETSTAT), DEBUG (what redis's test suite uses where it is optional),
- * FUNCTION (FLUSH LIST: there are no functions), TIME, LASTSAVE. Replies
+ * RESETSTAT), FUNCTION (FLUSH LIST: there are no functions), TIME, LASTSAVE. Replies
  * follow redis 7.0 so that client libraries connect without warnings;
  * where innet differs (no disk, no scripting, no eviction) the error says
  * so instead of pretending.
@@ -708,75 +707,7 @@ static void config_cmd(struct server *s, struct conn *c, int argc, char **argv, 
 	}
 }
 
-/* ---- DEBUG, FUNCTION, TIME ---- */
-
-static void debug_cmd(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
-		      struct kv_buf *out)
-{
-	const char *sub = argv[1];
-	size_t sl = lens[1];
-	char a[132];
-	if (is(sub, sl, "set-active-expire") && argc == 3) {
-		/* expiry runs by log time on every replica alike and cannot be
-		 * switched off (docs/consensus.md, "Expiry") */
-		status(out, "OK");
-	} else if (is(sub, sl, "object") && argc == 3) {
-		uint64_t d, addr;
-		const char *type, *enc;
-		size_t len;
-		if (!kv_store_key_info(s->store, c->db, argv[2], lens[2], &d, &type, &enc, &len,
-				       &addr)) {
-			kv_buf_str(out, "-ERR no such key\r\n");
-			return;
-		}
-		char line[200];
-		snprintf(line, sizeof(line), "Value at:0x%llx refcount:1 encoding:%s "
-					     "serializedlength:%zu lru:0 lru_seconds_idle:0",
-			 (unsigned long long)addr, enc, len);
-		status(out, line);
-	} else if (is(sub, sl, "digest") && argc == 2) {
-		char hex[48];
-		uint64_t d = kv_store_digest(s->store);
-		snprintf(hex, sizeof(hex), "%016llx%016llx%08llx", (unsigned long long)d,
-			 (unsigned long long)(d * 0x9e3779b97f4a7c15ull),
-			 (unsigned long long)(d >> 32));
-		status(out, hex);
-	} else if (is(sub, sl, "digest-value") && argc >= 2) {
-		kv_buf_num(out, '*', argc - 2);
-		for (int i = 2; i < argc; i++) {
-			uint64_t d;
-			const char *type, *enc;
-			size_t len;
-			char hex[48];
-			if (kv_store_key_info(s->store, c->db, argv[i], lens[i], &d, &type, &enc, &len,
-					      NULL))
-				snprintf(hex, sizeof(hex), "%016llx%016llx%08llx", (unsigned long long)d,
-					 (unsigned long long)(d * 0x9e3779b97f4a7c15ull),
-					 (unsigned long long)(d >> 32));
-			else
-				snprintf(hex, sizeof(hex), "%040d", 0);
-			status(out, hex);
-		}
-	} else if (is(sub, sl, "help") && argc == 2) {
-		static const char *const lines[] = {
-			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"DIGEST", "    Output a hex signature representing the current DB content.",
-			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
-			"OBJECT <key>", "    Show low level info about the key and associated value.",
-			"SET-ACTIVE-EXPIRE <0|1>", "    Accepted; innet kv always expires keys by log time.",
-			"HELP", "    Print this help.",
-		};
-		help(out, lines, sizeof(lines) / sizeof(lines[0]));
-	} else if (is(sub, sl, "reload") || is(sub, sl, "loadaof")) {
-		error(out, "DEBUG %s is not supported: innet kv keeps no RDB or AOF file (the "
-			   "replicated log is its durability)", arg_str(a, sub, sl));
-	} else if (is(sub, sl, "sleep")) {
-		error(out, "DEBUG SLEEP is not supported: a replica that stops would stall its peers' "
-			   "log");
-	} else {
-		unknown_sub(out, "DEBUG", sub, sl);
-	}
-}
+/* ---- FUNCTION, TIME ---- */
 
 static void function_cmd(struct conn *c, int argc, char **argv, size_t *lens, struct kv_buf *out)
 {
@@ -855,8 +786,6 @@ bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, s
 		command_cmd(c, argc, argv, lens, out);
 	} else if (is(cmd, n, "config") && argc >= 2) {
 		config_cmd(s, c, argc, argv, lens, out);
-	} else if (is(cmd, n, "debug") && argc >= 2) {
-		debug_cmd(s, c, argc, argv, lens, out);
 	} else if (is(cmd, n, "function") && argc >= 2) {
 		function_cmd(c, argc, argv, lens, out);
 	} else if (is(cmd, n, "time") && argc == 1) {

@@ -97,6 +97,8 @@ void kv_cmd_keys(struct kv_call *c)
 	long long n = 0;
 	bool all = c->lens[1] == 1 && c->argv[1][0] == '*';
 	kv_dict_foreach(c->db, i, nd) {
+		if (kv_expired(c->s, (const struct kv_obj *)nd))
+			continue; /* past its expire (active expiry off): not listed */
 		if (all || kv_glob(c->argv[1], c->lens[1], nd->key, nd->klen, false)) {
 			kv_reply_bulk(&kc, nd->key, nd->klen);
 			n++;
@@ -206,6 +208,8 @@ static void scan_generic(struct kv_call *c, const struct kv_dict *d, int ci, boo
 			if (tl != strlen(tn) || strncasecmp(type, tn, tl) != 0)
 				continue;
 		}
+		if (!fields && kv_expire_if_needed(c, (struct kv_obj *)nd))
+			continue; /* past its expire: deleted (from the log) and not listed */
 		acc.nodes[kept++] = nd;
 	}
 	kv_reply_array(c, 2);
@@ -242,7 +246,14 @@ void kv_cmd_hscan(struct kv_call *c)
 
 void kv_cmd_randomkey(struct kv_call *c)
 {
-	struct kv_dnode *nd = kv_dict_random(c->db, &c->s->rng);
+	struct kv_dnode *nd = NULL;
+	/* a pick past its expire (active expiry off) is expired and picked again */
+	for (int tries = 0; tries < 100; tries++) {
+		nd = kv_dict_random(c->db, &c->s->rng);
+		if (nd == NULL || !kv_expire_if_needed(c, (struct kv_obj *)nd))
+			break;
+		nd = NULL;
+	}
 	if (nd == NULL)
 		kv_reply_null(c);
 	else
@@ -299,7 +310,7 @@ void kv_cmd_move(struct kv_call *c)
 		return;
 	}
 	struct kv_obj *o = kv_lookup(c, 1);
-	if (o == NULL || kv_lookup_db(c->s, db, c->argv[1], c->lens[1]) != NULL) {
+	if (o == NULL || kv_lookup_in(c, db, c->argv[1], c->lens[1]) != NULL) {
 		kv_reply_int(c, 0);
 		return;
 	}
@@ -338,7 +349,7 @@ void kv_cmd_copy(struct kv_call *c)
 		kv_reply_int(c, 0);
 		return;
 	}
-	struct kv_obj *d = kv_lookup_db(c->s, db, c->argv[2], c->lens[2]);
+	struct kv_obj *d = kv_lookup_in(c, db, c->argv[2], c->lens[2]);
 	if (d != NULL) {
 		if (!replace) {
 			kv_reply_int(c, 0);
@@ -387,12 +398,15 @@ void kv_cmd_flushall(struct kv_call *c)
 }
 
 /* Every key of database d modified now (SWAPDB), and a deletion recorded
- * under database other for each (the key left it). */
+ * under database other for each (the key left it) — but for keys past their
+ * expire (active expiry off), which are no change to WATCH, as in redis. */
 static void swap_touch(struct kv_store *s, uint32_t d, uint32_t other)
 {
 	kv_dict_foreach(&s->db[d], i, nd) {
 		struct kv_obj *o = (struct kv_obj *)nd;
 		o->db = (uint8_t)d;
+		if (kv_expired(s, o))
+			continue;
 		kv_touch(s, o);
 		kv_del_mark(s, other, nd->hash);
 	}
@@ -622,4 +636,83 @@ void kv_cmd_persist(struct kv_call *c)
 	kv_set_expire(c->s, o, 0);
 	kv_touch(c->s, o);
 	kv_reply_int(c, 1);
+}
+
+/* ---- DEBUG (through the log: SET-ACTIVE-EXPIRE is replicated state, and
+ * the digests are those of the log position) ---- */
+
+static void debug_hex(struct kv_call *c, uint64_t d)
+{
+	char hex[48];
+	if (d == 0)
+		snprintf(hex, sizeof(hex), "%040d", 0);
+	else
+		snprintf(hex, sizeof(hex), "%016llx%016llx%08llx", (unsigned long long)d,
+			 (unsigned long long)(d * 0x9e3779b97f4a7c15ull), (unsigned long long)(d >> 32));
+	kv_reply_status(c, hex);
+}
+
+void kv_cmd_debug(struct kv_call *c)
+{
+	if (arg_is(c, 1, "set-active-expire") && c->argc == 3) {
+		long long on;
+		if (!kv_arg_ll(c, 2, &on))
+			return;
+		c->s->active_expire = on != 0;
+		kv_reply_ok(c);
+	} else if (arg_is(c, 1, "object") && c->argc == 3) {
+		struct kv_obj *o = kv_lookup(c, 2);
+		if (o == NULL) {
+			kv_reply_raw(c, "-ERR no such key\r\n");
+			return;
+		}
+		uint64_t d;
+		const char *type, *enc;
+		size_t len;
+		kv_store_key_info(c->s, c->dbi, c->argv[2], c->lens[2], &d, &type, &enc, &len, NULL);
+		char line[200];
+		/* "at": the object itself, which commands modify in place */
+		snprintf(line, sizeof(line), "Value at:%p refcount:1 encoding:%s serializedlength:%zu "
+					     "lru:0 lru_seconds_idle:0", (void *)o, enc, len);
+		kv_reply_status(c, line);
+	} else if (arg_is(c, 1, "digest") && c->argc == 2) {
+		debug_hex(c, kv_store_keys(c->s) ? kv_store_digest(c->s) : 0);
+	} else if (arg_is(c, 1, "digest-value")) {
+		kv_reply_array(c, c->argc - 2);
+		for (int i = 2; i < c->argc; i++) {
+			uint64_t d = 0;
+			const char *type, *enc;
+			size_t len;
+			kv_store_key_info(c->s, c->dbi, c->argv[i], c->lens[i], &d, &type, &enc, &len, NULL);
+			debug_hex(c, d);
+		}
+	} else if (arg_is(c, 1, "help") && c->argc == 2) {
+		static const char *const help[] = {
+			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"DIGEST", "    Output a hex signature representing the current DB content.",
+			"DIGEST-VALUE <key> [<key> ...]", "    Output a hex signature of the values of all the specified keys.",
+			"OBJECT <key>", "    Show low level info about the key and associated value.",
+			"SET-ACTIVE-EXPIRE <0|1>", "    Ticks that expire keys of an idle log off/on (every replica).",
+			"HELP", "    Print this help.",
+		};
+		kv_reply_array(c, sizeof(help) / sizeof(help[0]));
+		for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+			kv_reply_status(c, help[i]);
+	} else if (arg_is(c, 1, "reload") || arg_is(c, 1, "loadaof")) {
+		kv_reply_err(c, "DEBUG %s is not supported: innet kv keeps no RDB or AOF file (the "
+				"replicated log is its durability)", arg_is(c, 1, "reload") ? "RELOAD" :
+				"LOADAOF");
+	} else if (arg_is(c, 1, "sleep")) {
+		kv_reply_err(c, "DEBUG SLEEP is not supported: a replica that stops would stall its "
+				"peers' log");
+	} else {
+		char sub[132];
+		size_t n = c->lens[1] < 128 ? c->lens[1] : 128;
+		memcpy(sub, c->argv[1], n);
+		sub[n] = '\0';
+		for (size_t i = 0; i < n; i++)
+			if (sub[i] == '\r' || sub[i] == '\n')
+				sub[i] = ' ';
+		kv_reply_err(c, "unknown subcommand '%s'. Try DEBUG HELP.", sub);
+	}
 }

@@ -370,7 +370,7 @@ static void watch_keys(struct server *s, struct conn *c, int argc, char **argv, 
 		rec[0] = c->db;
 		kv_put32(rec + 1, (uint32_t)(ver >> 32));
 		kv_put32(rec + 5, (uint32_t)ver);
-		rec[9] = kv_store_key_stale(s->store, c->db, argv[i], lens[i], now) ? 1 : 0;
+		rec[9] = (uint8_t)kv_store_watch_flags(s->store, c->db, argv[i], lens[i], now);
 		kv_put32(rec + 10, (uint32_t)lens[i]);
 		kv_buf_append(&c->watch, rec, sizeof(rec));
 		kv_buf_append(&c->watch, argv[i], lens[i]);
@@ -415,7 +415,7 @@ static size_t encode_block(struct conn *c, uint8_t *q)
 		memcpy(q + pos + 2, num, (size_t)n);
 		pos += 2 + (size_t)n;
 		put16(q + pos, 1);
-		q[pos + 2] = r[9] ? '1' : '0';
+		q[pos + 2] = (char)('0' + (r[9] & 3));
 		pos += 3;
 		put16(q + pos, kl);
 		memcpy(q + pos + 2, r + 14, kl);
@@ -865,7 +865,7 @@ static void batch_add(struct server *s, uint64_t req)
 static void server_tick(struct server *s)
 {
 	int64_t due = kv_store_next_expiry(s->store);
-	if (due == 0 || s->tick_req != 0 || s->n_batches >= s->window || s->stale)
+	if (due == 0 || !kv_store_active_expire(s->store) || s->tick_req != 0 || s->n_batches >= s->window || s->stale)
 		return;
 	int64_t now = kv_wall_ms();
 	if (now < due + 20 * (int64_t)(s->c->paxos.learner_id % 16) || kv_store_now(s->store) >= due)

@@ -425,6 +425,7 @@ struct kv_store *kv_store_create(void)
 	s->hash_max_value = 64;
 	s->set_max_intset = 512;
 	s->string_max = KV_STRING_MAX;
+	s->active_expire = true;
 	s->rng = 0x2545f4914f6cdd1dull;
 	return s;
 }
@@ -545,6 +546,14 @@ static void heap_remove(struct kv_store *s, struct kv_obj *o)
 	heap_down(s, last->heap - 1);
 }
 
+static bool heap_insert(struct kv_store *s, struct kv_obj *o, int64_t when);
+
+bool kv_set_expire_raw(struct kv_store *s, struct kv_obj *o, int64_t when)
+{
+	heap_remove(s, o);
+	return heap_insert(s, o, when);
+}
+
 bool kv_set_expire(struct kv_store *s, struct kv_obj *o, int64_t when)
 {
 	if (when == 0) {
@@ -564,6 +573,13 @@ bool kv_set_expire(struct kv_store *s, struct kv_obj *o, int64_t when)
 			heap_up(s, o->heap - 1);
 		return false;
 	}
+	heap_insert(s, o, when);
+	return false;
+}
+
+/* o (not in the heap) into it with expire when; false when out of memory. */
+static bool heap_insert(struct kv_store *s, struct kv_obj *o, int64_t when)
+{
 	if (s->heap_n == s->heap_cap) {
 		size_t cap = s->heap_cap ? s->heap_cap * 2 : 64;
 		struct kv_obj **h = realloc(s->heap, cap * sizeof(*h));
@@ -577,7 +593,7 @@ bool kv_set_expire(struct kv_store *s, struct kv_obj *o, int64_t when)
 	o->expire = when;
 	s->heap[s->heap_n++] = o;
 	heap_up(s, s->heap_n - 1);
-	return false;
+	return true;
 }
 
 /* ---- objects ---- */
@@ -587,9 +603,38 @@ struct kv_obj *kv_lookup_db(struct kv_store *s, uint32_t db, const char *k, size
 	return (struct kv_obj *)kv_dict_find(&s->db[db], k, kl, kv_hash(k, kl));
 }
 
+bool kv_expired(const struct kv_store *s, const struct kv_obj *o)
+{
+	return o->heap != 0 && o->expire <= s->now;
+}
+
+/* A key past its expire while active expiry is off: gone to every command;
+ * deleted (and DEL fed) when the command runs from the log, only hidden
+ * when it is a read answered outside it (ctx->read_only). */
+static struct kv_obj *lazy_expire(struct kv_call *c, struct kv_obj *o)
+{
+	if (o == NULL || !kv_expired(c->s, o))
+		return o;
+	if (c->ctx == NULL || !c->ctx->read_only) {
+		kv_feed_expired(c->s, o);
+		kv_obj_del(c->s, o);
+	}
+	return NULL;
+}
+
 struct kv_obj *kv_lookup(struct kv_call *c, int i)
 {
-	return kv_lookup_db(c->s, c->dbi, c->argv[i], c->lens[i]);
+	return lazy_expire(c, kv_lookup_db(c->s, c->dbi, c->argv[i], c->lens[i]));
+}
+
+struct kv_obj *kv_lookup_in(struct kv_call *c, uint32_t db, const char *k, size_t kl)
+{
+	return lazy_expire(c, kv_lookup_db(c->s, db, k, kl));
+}
+
+bool kv_expire_if_needed(struct kv_call *c, struct kv_obj *o)
+{
+	return lazy_expire(c, o) == NULL;
 }
 
 bool kv_check_type(struct kv_call *c, struct kv_obj *o, int type)
@@ -807,7 +852,9 @@ size_t kv_store_advance(struct kv_store *s, int64_t stamp)
 	if (stamp > s->now)
 		s->now = stamp;
 	size_t n = 0;
-	while (s->heap_n > 0 && s->heap[0]->expire <= s->now) {
+	/* with active expiry off (DEBUG SET-ACTIVE-EXPIRE 0, on every replica)
+	 * keys past their time stay until a command touches them */
+	while (s->active_expire && s->heap_n > 0 && s->heap[0]->expire <= s->now) {
 		kv_feed_expired(s, s->heap[0]);
 		kv_obj_del(s, s->heap[0]);
 		n++;
@@ -825,6 +872,11 @@ int64_t kv_store_next_expiry(const struct kv_store *s)
 	return s->heap_n > 0 ? s->heap[0]->expire : 0;
 }
 
+bool kv_store_active_expire(const struct kv_store *s)
+{
+	return s->active_expire;
+}
+
 uint64_t kv_store_version(const struct kv_store *s)
 {
 	return s->version;
@@ -838,13 +890,16 @@ size_t kv_store_keys(const struct kv_store *s)
 	return n;
 }
 
-bool kv_store_key_stale(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
-			int64_t now_ms)
+unsigned kv_store_watch_flags(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
+			      int64_t now_ms)
 {
 	if (db >= KV_DBS)
-		return false;
+		return 0;
 	const struct kv_obj *o = (const struct kv_obj *)kv_dict_find(&s->db[db], k, kl, kv_hash(k, kl));
-	return o != NULL && o->heap != 0 && o->expire <= now_ms;
+	if (o == NULL)
+		return 0;
+	bool stale = o->heap != 0 && (o->expire <= now_ms || o->expire <= s->now);
+	return KV_WATCH_EXISTED | (stale ? KV_WATCH_STALE : 0);
 }
 
 void kv_store_set_string_max(struct kv_store *s, uint64_t n)
@@ -881,7 +936,7 @@ static uint64_t obj_digest(const struct kv_obj *o);
 uint64_t kv_store_digest(const struct kv_store *s)
 {
 	uint64_t d = kv_store_keys(s) + s->removed * 0x9e3779b97f4a7c15ull + mix(s->version) +
-		     mix((uint64_t)s->now + 1);
+		     mix((uint64_t)s->now + 1) + (s->active_expire ? 0 : 0x5bd1e995ull);
 	for (uint32_t db = 0; db < KV_DBS; db++)
 		kv_dict_foreach(&s->db[db], i, nd) {
 			const struct kv_obj *o = (const struct kv_obj *)nd;
@@ -996,7 +1051,7 @@ static void put_bytes(struct kv_buf *b, const char *p, size_t n)
 
 /*
  * The state (docs/protocol.md 2.2, the snapshot after the dedup state):
- *   u64 removed | u64 now | u64 version | u64 rng
+ *   u64 removed | u64 now | u64 version | u64 rng | u8 active expiry (ticks) on
  *   | u32 n, n x (u32 slot, u64 version)          deletion versions not 0
  *   | u64 n_keys, per key: u8 db, u8 type, u8 encoding, u64 expire (0 none),
  *     u64 version, u32 klen, key, then
@@ -1012,6 +1067,7 @@ void kv_store_save(const struct kv_store *s, struct kv_buf *b)
 	put_u64(b, (uint64_t)s->now);
 	put_u64(b, s->version);
 	put_u64(b, s->rng);
+	put_u8(b, s->active_expire ? 1 : 0);
 	uint32_t nz = 0;
 	for (uint32_t i = 0; i < KV_DEL_SLOTS; i++)
 		nz += s->del_ver[i] != 0;
@@ -1093,6 +1149,7 @@ struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t e
 	s->now = (int64_t)rd(&r, 8);
 	uint64_t version = rd(&r, 8);
 	s->rng = rd(&r, 8);
+	s->active_expire = rd(&r, 1) != 0;
 	uint32_t nz = (uint32_t)rd(&r, 4);
 	for (uint32_t i = 0; i < nz && !r.bad; i++) {
 		uint32_t slot = (uint32_t)rd(&r, 4);
@@ -1110,7 +1167,8 @@ struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t e
 		size_t kl;
 		const char *k = rd_bytes(&r, &kl);
 		if (r.bad || db >= KV_DBS || type > KV_T_SET || enc > KV_ENC_INTSET ||
-		    kv_lookup_db(s, db, k, kl) != NULL || (expire != 0 && expire <= s->now)) {
+		    kv_lookup_db(s, db, k, kl) != NULL ||
+		    (expire != 0 && expire <= s->now && s->active_expire)) {
 			r.bad = true;
 			break;
 		}
@@ -1119,8 +1177,13 @@ struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t e
 			break;
 		o->version = over;
 		o->enc = (uint8_t)enc;
-		if (expire != 0)
+		if (expire != 0 && !s->active_expire && expire <= s->now) {
+			/* kept past its time (active expiry off): straight into the heap */
+			if (!kv_set_expire_raw(s, o, expire))
+				break;
+		} else if (expire != 0) {
 			kv_set_expire(s, o, expire);
+		}
 		if (type == KV_T_STRING) {
 			size_t vl;
 			const char *v = rd_bytes(&r, &vl);
@@ -1226,7 +1289,7 @@ static const struct kv_command commands[] = {
 	C("config", -2, L | A, 0, 0, 0, "server", "2.0.0", "A container for server configuration commands", NULL),
 	C("copy", -3, W | DOM, 1, 2, 1, "generic", "6.2.0", "Copy a key", kv_cmd_copy),
 	C("dbsize", 1, R | F, 0, 0, 0, "server", "1.0.0", "Return the number of keys in the selected database", kv_cmd_dbsize),
-	C("debug", -2, L | A, 0, 0, 0, "server", "1.0.0", "A container for debugging commands", NULL),
+	C("debug", -2, W | A, 0, 0, 0, "server", "1.0.0", "A container for debugging commands", kv_cmd_debug),
 	C("decr", 2, W | F | DOM, 1, 1, 1, "string", "1.0.0", "Decrement the integer value of a key by one", kv_cmd_decr),
 	C("decrby", 3, W | F | DOM, 1, 1, 1, "string", "1.0.0", "Decrement the integer value of a key by the given number", kv_cmd_decrby),
 	C("del", -2, W, 1, -1, 1, "generic", "1.0.0", "Delete a key", kv_cmd_del),
@@ -1394,13 +1457,20 @@ static bool watch_dirty(struct kv_store *s, int argc, char *const *argv, const s
 		    !kv_parse_ll(argv[i + 2], lens[i + 2], &flags))
 			return true; /* not ours to understand: refuse rather than guess */
 		const struct kv_obj *o = kv_lookup_db(s, (uint32_t)db, argv[i + 3], lens[i + 3]);
-		if (o != NULL) {
+		bool stale = flags & KV_WATCH_STALE, existed = flags & KV_WATCH_EXISTED;
+		if (o != NULL && kv_expired(s, o)) {
+			/* past its expire, still there (active expiry off): a change
+			 * if it was alive when watched (it expired since), or if it is
+			 * another key than the stale or absent one watched */
+			if ((existed && !stale) || o->version > (uint64_t)ver)
+				return true;
+		} else if (o != NULL) {
 			if (o->version > (uint64_t)ver)
 				return true;
-		} else if (!(flags & 1) &&
+		} else if (!stale &&
 			   s->del_ver[del_slot((uint32_t)db, kv_hash(argv[i + 3], lens[i + 3]))] >
 				   (uint64_t)ver) {
-			return true;
+			return true; /* deleted since (an expired key's deletion: no change) */
 		}
 	}
 	return false;

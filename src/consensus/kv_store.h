@@ -84,6 +84,8 @@ struct kv_store {
 	uint32_t n_learners;    /* replicas of the log (learner ids 0..n-1); 0 = not known */
 	uint32_t hash_max_entries, hash_max_value; /* hash-max-listpack-* (encodings only) */
 	uint32_t set_max_intset;                   /* set-max-intset-entries (encodings only) */
+	bool active_expire;     /* ticks expire keys when log time is idle (DEBUG
+	                         * SET-ACTIVE-EXPIRE, through the log: every replica) */
 	uint64_t string_max;    /* the longest string a command may build: KV_STRING_MAX
 	                         * (kv_store_set_string_max: tests only) */
 	struct kv_buf *feed;    /* redis's replication stream of the changes (kv_feed.c), or NULL */
@@ -131,7 +133,15 @@ int kv_ld2str(char *buf, size_t len, long double v);
 bool kv_arg_ll(struct kv_call *c, int i, long long *v);
 
 /* ---- the keyspace (kv_store.c) ---- */
-struct kv_obj *kv_lookup(struct kv_call *c, int i);  /* key argv[i] in c's db, or NULL */
+/* Key argv[i] in c's db (kv_lookup_in: key k in db), or NULL — also when it
+ * is past its expire (active expiry off), which deletes it unless c is a
+ * read outside the log. */
+struct kv_obj *kv_lookup(struct kv_call *c, int i);
+struct kv_obj *kv_lookup_in(struct kv_call *c, uint32_t db, const char *k, size_t kl);
+/* o is past its expire: deleted as kv_lookup does; true then. */
+bool kv_expire_if_needed(struct kv_call *c, struct kv_obj *o);
+bool kv_expired(const struct kv_store *s, const struct kv_obj *o);
+/* The raw form, without lookup's expiry (WATCH's check, loading). */
 struct kv_obj *kv_lookup_db(struct kv_store *s, uint32_t db, const char *k, size_t kl);
 /* A new key argv-like (k, kl) of type t in database db (absent before);
  * NULL when out of memory (the store is marked). */
@@ -156,6 +166,9 @@ void kv_touch(struct kv_store *s, struct kv_obj *o);
 /* Set o's expire (unix ms) or remove it (0); an expire at or before now deletes o
  * (returns true then). */
 bool kv_set_expire(struct kv_store *s, struct kv_obj *o, int64_t when);
+/* The same without deleting an o already past when (loading a state with
+ * active expiry off); false when out of memory. */
+bool kv_set_expire_raw(struct kv_store *s, struct kv_obj *o, int64_t when);
 /* Replace o's string value with a copy of (p, n) and encoding; false on OOM. */
 bool kv_str_set(struct kv_store *s, struct kv_obj *o, const char *p, size_t n);
 /* Make room for n bytes of string (zero-filled beyond len); false on OOM. */
@@ -184,7 +197,7 @@ KV_CMD(renamenx); KV_CMD(copy); KV_CMD(move); KV_CMD(randomkey); KV_CMD(dbsize);
 KV_CMD(flushdb); KV_CMD(flushall); KV_CMD(touch); KV_CMD(object); KV_CMD(swapdb);
 KV_CMD(expire); KV_CMD(pexpire); KV_CMD(expireat); KV_CMD(pexpireat); KV_CMD(ttl);
 KV_CMD(pttl); KV_CMD(expiretime); KV_CMD(pexpiretime); KV_CMD(persist); KV_CMD(select);
-KV_CMD(ping); KV_CMD(echo); KV_CMD(time); KV_CMD(lastsave); KV_CMD(replica);
+KV_CMD(ping); KV_CMD(echo); KV_CMD(debug); KV_CMD(time); KV_CMD(lastsave); KV_CMD(replica);
 /* lists and sets (kv_list.c) */
 KV_CMD(lpush); KV_CMD(rpush); KV_CMD(lpushx); KV_CMD(rpushx); KV_CMD(lpop); KV_CMD(rpop);
 KV_CMD(llen); KV_CMD(lrange); KV_CMD(lindex); KV_CMD(sadd); KV_CMD(srem); KV_CMD(smembers);

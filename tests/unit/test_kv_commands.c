@@ -675,6 +675,76 @@ static void test_save_load(void **state)
 	kv_ctx_end(&db5);
 }
 
+/* DEBUG SET-ACTIVE-EXPIRE 0 (a replicated setting): keys past their time
+ * linger until a command touches them; a read outside the log only hides
+ * them; no tick is wanted. */
+static void test_lazy_expiry(void **state)
+{
+	struct kv_store *s = *state;
+	STEPS(s, NULL, { "DEBUG SET-ACTIVE-EXPIRE 0", "+OK\r\n" }, { "SET a 1 PX 10", "+OK\r\n" },
+	      { "SET b 1 PX 10", "+OK\r\n" });
+	assert_false(kv_store_active_expire(s));
+	assert_int_equal(kv_store_advance(s, T0 + 50), 0);
+	struct kv_ctx ro = { .resp = 2, .read_only = true };
+	STEPS(s, &ro, { "GET a", "$-1\r\n" }, { "DBSIZE", ":2\r\n" });
+	STEPS(s, NULL, { "DBSIZE", ":2\r\n" }, { "GET a", "$-1\r\n" }, { "DBSIZE", ":1\r\n" },
+	      { "KEYS *", "*0\r\n" }, { "SCAN 0", "*2\r\n$1\r\n0\r\n*0\r\n" }, { "DBSIZE", ":0\r\n" },
+	      { "DEBUG SET-ACTIVE-EXPIRE 1", "+OK\r\n" }, { "DEBUG FOO", "-ERR unknown subcommand 'FOO'. Try DEBUG HELP.\r\n" },
+	      { "DEBUG RELOAD", "-ERR DEBUG RELOAD is not supported: innet kv keeps no RDB or AOF file (the replicated log is its durability)\r\n" });
+	kv_ctx_end(&ro);
+}
+
+/* The replication stream: each change as the command that makes it on a
+ * redis replica. */
+static void test_feed(void **state)
+{
+	struct kv_store *s = *state;
+	struct kv_buf feed = { 0 };
+	kv_store_set_feed(s, &feed);
+	struct kv_ctx ctx = { .resp = 2 };
+	run(s, &ctx, "SET k v EX 10");
+	run(s, &ctx, "SET k v2 NX");        /* no change: nothing */
+	run(s, &ctx, "GETDEL k");
+	run(s, &ctx, "DEL nokey");          /* nothing */
+	run(s, &ctx, "INCRBYFLOAT f 1.5");
+	run(s, &ctx, "SET e 1 PX 5");
+	kv_store_advance(s, T0 + 10);       /* e expires: DEL */
+	run(s, &ctx, "MULTI");
+	run(s, &ctx, "INCR n");
+	run(s, &ctx, "GET n");
+	run(s, &ctx, "INCR n");
+	run(s, &ctx, "EXEC");
+	struct kv_ctx db2 = { .db = 2, .resp = 2 };
+	run(s, &db2, "EXPIRE nokey 10");    /* nothing */
+	run(s, &db2, "HSET h f 1");
+	kv_buf_append(&feed, "", 1);
+	assert_string_equal(feed.p,
+		"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"
+		"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$4\r\nPXAT\r\n$13\r\n1700000010000\r\n"
+		"*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n"
+		"*4\r\n$3\r\nSET\r\n$1\r\nf\r\n$3\r\n1.5\r\n$7\r\nKEEPTTL\r\n"
+		"*5\r\n$3\r\nSET\r\n$1\r\ne\r\n$1\r\n1\r\n$4\r\nPXAT\r\n$13\r\n1700000000005\r\n"
+		"*2\r\n$3\r\nDEL\r\n$1\r\ne\r\n"
+		"*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
+		"*1\r\n$4\r\nEXEC\r\n"
+		"*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*4\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nf\r\n$1\r\n1\r\n");
+	kv_store_set_feed(s, NULL);
+	kv_buf_free(&feed);
+	kv_ctx_end(&ctx);
+	kv_ctx_end(&db2);
+	/* the RDB: header, checksum over it (redis's CRC-64 test vector) */
+	assert_true(kv_crc64(0, "123456789", 9) == 0xe9c6d914c4b8d9caull);
+	struct kv_buf rdb = { 0 };
+	kv_store_rdb(s, &rdb);
+	assert_memory_equal(rdb.p, "REDIS0009", 9);
+	assert_int_equal((uint8_t)rdb.p[rdb.len - 9], 0xff);
+	uint64_t crc = 0;
+	for (int k = 7; k >= 0; k--)
+		crc = crc << 8 | (uint8_t)rdb.p[rdb.len - 8 + k];
+	assert_true(crc == kv_crc64(0, rdb.p, rdb.len - 8));
+	kv_buf_free(&rdb);
+}
+
 static void test_command_table(void **state)
 {
 	const struct kv_command *prev = NULL;
@@ -712,6 +782,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_memory_usage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_multi_block, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lazy_expiry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_feed, setup, teardown),
 		cmocka_unit_test(test_command_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
