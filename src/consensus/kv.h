@@ -234,6 +234,13 @@ void kv_store_rdb(const struct kv_store *s, struct kv_buf *b);
 /* redis's CRC-64 (Jones, reflected): RDB checksums. */
 uint64_t kv_crc64(uint64_t crc, const void *p, size_t n);
 
+/* PUBLISH applied from the log calls fn (the server's delivery to its own
+ * subscribers; it answers the receivers); NULL: no subscribers here. */
+void kv_store_set_publish(struct kv_store *s,
+			  long long (*fn)(void *arg, const char *ch, size_t chl, const char *msg,
+					  size_t ml),
+			  void *arg);
+
 /* CONFIG GET/SET of the store's parameters (hash-max-listpack-entries,
  * hash-max-listpack-value and their ziplist aliases): 0, or -ENOENT. */
 int kv_store_config_get(const struct kv_store *s, const char *name, long long *v);

@@ -805,6 +805,11 @@ bool kv_admin_command(struct server *s, struct conn *c, int argc, char **argv, s
 		 * ACK and GETACK get no answer */
 		if (argc >= 2 && !is(argv[1], lens[1], "ack") && !is(argv[1], lens[1], "getack"))
 			status(out, "OK");
+	} else if (kv_pubsub_command(s, c, argc, argv, lens, out)) {
+		/* answered */
+	} else if (is(cmd, n, "eval") || is(cmd, n, "evalsha") || is(cmd, n, "script") ||
+		   is(cmd, n, "fcall")) {
+		error(out, "innet kv has no scripting (EVAL, SCRIPT, FCALL are refused)");
 	} else if (is(cmd, n, "replicaof") || is(cmd, n, "slaveof")) {
 		/* a replica of the log is never a redis replica; NO ONE: so it is */
 		if (is(argv[1], lens[1], "no") && is(argv[2], lens[2], "one"))

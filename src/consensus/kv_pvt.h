@@ -63,6 +63,8 @@ struct conn {
 	struct kv_buf watch;      /* WATCHed keys: u8 db, u64 version, u8 flags, u32 klen, key */
 	uint32_t n_watch;
 	struct kv_buf name;       /* CLIENT SETNAME */
+	struct kv_buf subs, psubs; /* SUBSCRIBEd channels, PSUBSCRIBEd patterns (kv_pubsub.c) */
+	uint32_t n_subs, n_psubs;
 	uint64_t created_ns, last_ns; /* CLIENT LIST's age and idle */
 	char last_cmd[24];        /* and cmd */
 	bool follower;            /* SYNC/PSYNC: it follows redis's replication stream; what
@@ -163,6 +165,18 @@ int64_t kv_wall_ms(void);
  * state under them: they must start again). */
 void kv_followers_send(struct server *s);
 void kv_followers_drop(struct server *s);
+/* kv_server.c: the connection has output: let the event loop send it. */
+void kv_conn_want_write(struct server *s, struct conn *c);
+/* kv_server.c: a store the server is to use (its learners, the publish hook). */
+void kv_server_store_init(struct server *s, struct kv_store *st);
+/* kv_pubsub.c: (P)SUBSCRIBE, (P)UNSUBSCRIBE, PUBSUB (false if none of
+ * them); RESP2's subscribed mode and the commands it allows; a PUBLISH
+ * applied from the log (the store's hook): the receivers here. */
+bool kv_pubsub_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
+		       struct kv_buf *out);
+bool kv_pubsub_mode(const struct conn *c);
+bool kv_pubsub_allowed(const char *name);
+long long kv_pubsub_publish(void *arg, const char *ch, size_t chl, const char *msg, size_t ml);
 /* kv_admin.c: CONFIG's value of name as a number (def if unset/unknown). */
 long long kv_config_ll(struct server *s, const char *name, long long def);
 /* This replica's heap in use (INFO used_memory, maxmemory). */

@@ -140,6 +140,22 @@ static struct conn *conn_by_client(struct server *s, uint32_t client)
 	return NULL;
 }
 
+void kv_conn_want_write(struct server *s, struct conn *c)
+{
+	uint32_t ev = c->events | EPOLLOUT;
+	if (ev != c->events) {
+		struct epoll_event e = { .events = ev, .data.ptr = c };
+		epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &e);
+		c->events = ev;
+	}
+}
+
+void kv_server_store_init(struct server *s, struct kv_store *st)
+{
+	kv_store_set_learners(st, s->c->n_learners);
+	kv_store_set_publish(st, kv_pubsub_publish, s);
+}
+
 static void conn_update(struct server *s, struct conn *c)
 {
 	uint32_t ev = 0;
@@ -553,6 +569,22 @@ static void local_command(struct server *s, struct conn *c, const struct kv_comm
 		kv_reply_arity_error(&c->out, cmd->name);
 		return;
 	}
+	if (kv_pubsub_mode(c) && !kv_pubsub_allowed(cmd->name)) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "-ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+					   "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+					   "context\r\n", cmd->name);
+		kv_buf_str(&c->out, msg);
+		return;
+	}
+	if (kv_pubsub_mode(c) && !strcmp(cmd->name, "ping")) {
+		kv_buf_str(&c->out, "*2\r\n$4\r\npong\r\n");
+		if (argc == 2)
+			kv_buf_bulk(&c->out, argv[1], lens[1]);
+		else
+			kv_buf_str(&c->out, "$0\r\n\r\n");
+		return;
+	}
 	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
 		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
 		return;
@@ -593,6 +625,8 @@ static void local_command(struct server *s, struct conn *c, const struct kv_comm
 		c->db = 0;
 		c->resp = 2;
 		c->name.len = 0;
+		c->subs.len = c->psubs.len = 0;
+		c->n_subs = c->n_psubs = 0;
 		kv_buf_str(&c->out, "+RESET\r\n");
 	} else if (!strcmp(name, "select")) {
 		long long db;
@@ -663,6 +697,8 @@ static bool goes_to_log(struct server *s, const struct conn *c, const struct kv_
 			int argc, const size_t *lens)
 {
 	if (cmd == NULL || !kv_command_arity_ok(cmd, argc))
+		return false;
+	if (kv_pubsub_mode(c) && !kv_pubsub_allowed(cmd->name))
 		return false;
 	if (c->multi)
 		return !strcmp(cmd->name, "exec") && !c->multi_err &&
@@ -968,6 +1004,8 @@ static void conn_close(struct server *s, struct conn *c)
 	kv_buf_free(&c->mq);
 	kv_buf_free(&c->watch);
 	kv_buf_free(&c->name);
+	kv_buf_free(&c->subs);
+	kv_buf_free(&c->psubs);
 	free(c);
 }
 
@@ -1254,7 +1292,7 @@ int kv_serve(const struct kv_conf *conf)
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
 		goto err_free;
-	kv_store_set_learners(s->store, conf->n_learners);
+	kv_server_store_init(s, s->store);
 	struct innet_paxos_conf pc = conf->paxos;
 	pc.deliver = on_deliver;
 	pc.done = on_done;

@@ -158,7 +158,7 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 	struct kv_store *st = kv_store_load(v + pos, len - pos, err, errlen);
 	if (st == NULL)
 		return -1;
-	kv_store_set_learners(st, s->c->n_learners);
+	kv_server_store_init(s, st);
 	if (innet_paxos_dedup_load(s->px, v + 16, dlen) != 0) {
 		kv_store_destroy(st);
 		snprintf(err, errlen, "malformed dedup state");

@@ -1295,11 +1295,14 @@ static const struct kv_command commands[] = {
 	C("del", -2, W, 1, -1, 1, "generic", "1.0.0", "Delete a key", kv_cmd_del),
 	C("discard", 1, L | F, 0, 0, 0, "transactions", "2.0.0", "Discard all commands issued after MULTI", NULL),
 	C("echo", 2, L | F, 0, 0, 0, "connection", "1.0.0", "Echo the given string", kv_cmd_echo),
+	C("eval", -3, L, 0, 0, 0, "scripting", "2.6.0", "Execute a Lua script server side (refused: no scripting)", NULL),
+	C("evalsha", -3, L, 0, 0, 0, "scripting", "2.6.0", "Execute a Lua script server side (refused: no scripting)", NULL),
 	C("exec", 1, L, 0, 0, 0, "transactions", "1.2.0", "Execute all commands issued after MULTI", NULL),
 	C("exists", -2, R | F, 1, -1, 1, "generic", "1.0.0", "Determine if a key exists", kv_cmd_exists),
 	C("expire", -3, W | F, 1, 1, 1, "generic", "1.0.0", "Set a key's time to live in seconds", kv_cmd_expire),
 	C("expireat", -3, W | F, 1, 1, 1, "generic", "1.2.0", "Set the expiration for a key as a UNIX timestamp", kv_cmd_expireat),
 	C("expiretime", 2, R | F, 1, 1, 1, "generic", "7.0.0", "Get the expiration Unix timestamp for a key", kv_cmd_expiretime),
+	C("fcall", -3, L, 0, 0, 0, "scripting", "7.0.0", "Invoke a function (refused: no scripting)", NULL),
 	C("flushall", -1, W, 0, 0, 0, "server", "1.0.0", "Remove all keys from all databases", kv_cmd_flushall),
 	C("flushdb", -1, W, 0, 0, 0, "server", "1.0.0", "Remove all keys from the current database", kv_cmd_flushdb),
 	C("function", -2, L, 0, 0, 0, "scripting", "7.0.0", "A container for function commands", NULL),
@@ -1352,8 +1355,12 @@ static const struct kv_command commands[] = {
 	C("pexpiretime", 2, R | F, 1, 1, 1, "generic", "7.0.0", "Get the expiration Unix timestamp for a key in milliseconds", kv_cmd_pexpiretime),
 	C("ping", -1, L | F, 0, 0, 0, "connection", "1.0.0", "Ping the server", kv_cmd_ping),
 	C("psetex", 4, W | DOM, 1, 1, 1, "string", "2.6.0", "Set the value and expiration in milliseconds of a key", kv_cmd_psetex),
+	C("psubscribe", -2, L, 0, 0, 0, "pubsub", "2.0.0", "Listen for messages published to channels matching the given patterns", NULL),
 	C("psync", -3, L | A | NM, 0, 0, 0, "server", "2.8.0", "Start redis's replication stream from this replica (full resynchronization)", NULL),
 	C("pttl", 2, R | F, 1, 1, 1, "generic", "2.6.0", "Get the time to live for a key in milliseconds", kv_cmd_pttl),
+	C("publish", 3, W | F, 0, 0, 0, "pubsub", "2.0.0", "Post a message to a channel", kv_cmd_publish),
+	C("pubsub", -2, L, 0, 0, 0, "pubsub", "2.8.0", "A container for Pub/Sub commands", NULL),
+	C("punsubscribe", -1, L, 0, 0, 0, "pubsub", "2.0.0", "Stop listening for messages posted to channels matching the given patterns", NULL),
 	C("quit", -1, L | F, 0, 0, 0, "connection", "1.0.0", "Close the connection", NULL),
 	C("randomkey", 1, R | RND, 0, 0, 0, "generic", "1.0.0", "Return a random key from the keyspace", kv_cmd_randomkey),
 	C("rename", 3, W, 1, 2, 1, "generic", "1.0.0", "Rename a key", kv_cmd_rename),
@@ -1369,6 +1376,7 @@ static const struct kv_command commands[] = {
 	C("save", 1, L | A | NM, 0, 0, 0, "server", "1.0.0", "Synchronously save the dataset to disk", NULL),
 	C("scan", -2, R | RND, 0, 0, 0, "generic", "2.8.0", "Incrementally iterate the keys space", kv_cmd_scan),
 	C("scard", 2, R | F, 1, 1, 1, "set", "1.0.0", "Get the number of members in a set", kv_cmd_scard),
+	C("script", -2, L, 0, 0, 0, "scripting", "2.6.0", "A container for Lua scripts management commands (refused: no scripting)", NULL),
 	C("select", 2, L | F, 0, 0, 0, "connection", "1.0.0", "Change the selected database for the current connection", kv_cmd_select),
 	C("set", -3, W | DOM, 1, 1, 1, "string", "1.0.0", "Set the string value of a key", kv_cmd_set),
 	C("setbit", 4, W | DOM, 1, 1, 1, "bitmap", "2.2.0", "Sets or clears the bit at offset in the string value stored at key", kv_cmd_setbit),
@@ -1384,6 +1392,7 @@ static const struct kv_command commands[] = {
 	C("srandmember", -2, R | RND, 1, 1, 1, "set", "1.0.0", "Get one or multiple random members from a set", kv_cmd_srandmember),
 	C("srem", -3, W | F, 1, 1, 1, "set", "1.0.0", "Remove one or more members from a set", kv_cmd_srem),
 	C("strlen", 2, R | F, 1, 1, 1, "string", "2.2.0", "Get the length of the value stored in a key", kv_cmd_strlen),
+	C("subscribe", -2, L, 0, 0, 0, "pubsub", "2.0.0", "Listen for messages published to the given channels", NULL),
 	C("substr", 4, R, 1, 1, 1, "string", "1.0.0", "Get a substring of the string stored at a key", kv_cmd_getrange),
 	C("swapdb", 3, W | F, 0, 0, 0, "server", "4.0.0", "Swaps two Redis databases", kv_cmd_swapdb),
 	C("sync", 1, L | A | NM, 0, 0, 0, "server", "1.0.0", "Start redis's replication stream from this replica", NULL),
@@ -1392,6 +1401,7 @@ static const struct kv_command commands[] = {
 	C("ttl", 2, R | F, 1, 1, 1, "generic", "1.0.0", "Get the time to live for a key in seconds", kv_cmd_ttl),
 	C("type", 2, R | F, 1, 1, 1, "generic", "1.0.0", "Determine the type stored at key", kv_cmd_type),
 	C("unlink", -2, W | F, 1, -1, 1, "generic", "4.0.0", "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.", kv_cmd_del),
+	C("unsubscribe", -1, L, 0, 0, 0, "pubsub", "2.0.0", "Stop listening for messages posted to the given channels", NULL),
 	C("unwatch", 1, L | F, 0, 0, 0, "transactions", "2.2.0", "Forget about all watched keys", NULL),
 	C("wait", 3, L, 0, 0, 0, "generic", "3.0.0", "Wait for the synchronous replication of all the write commands sent in the context of the current connection", NULL),
 	C("watch", -2, L | F, 1, -1, 1, "transactions", "2.2.0", "Watch the given keys to determine execution of the MULTI/EXEC block", NULL),
@@ -1603,6 +1613,27 @@ void kv_cmd_ping(struct kv_call *c)
 void kv_cmd_echo(struct kv_call *c)
 {
 	kv_reply_bulk(c, c->argv[1], c->lens[1]);
+}
+
+void kv_store_set_publish(struct kv_store *s,
+			  long long (*fn)(void *arg, const char *ch, size_t chl, const char *msg,
+					  size_t ml),
+			  void *arg)
+{
+	s->publish = fn;
+	s->publish_arg = arg;
+}
+
+/* PUBLISH, from the log: every replica delivers to its subscribers; the
+ * reply is the receivers on this one. Fed to the replication stream, as
+ * redis does (a redis replica's subscribers get it too). */
+void kv_cmd_publish(struct kv_call *c)
+{
+	long long n = 0;
+	if (c->s->publish != NULL && !(c->ctx != NULL && c->ctx->read_only))
+		n = c->s->publish(c->s->publish_arg, c->argv[1], c->lens[1], c->argv[2], c->lens[2]);
+	kv_reply_int(c, n);
+	kv_propagate(c, 3, (const char *const *)c->argv, c->lens);
 }
 
 /* SELECT inside a block (outside, the server answers it for the connection). */

@@ -88,6 +88,8 @@ struct kv_store {
 	                         * SET-ACTIVE-EXPIRE, through the log: every replica) */
 	uint64_t string_max;    /* the longest string a command may build: KV_STRING_MAX
 	                         * (kv_store_set_string_max: tests only) */
+	long long (*publish)(void *arg, const char *ch, size_t chl, const char *msg, size_t ml);
+	void *publish_arg;      /* PUBLISH's delivery (the server's), or NULL */
 	struct kv_buf *feed;    /* redis's replication stream of the changes (kv_feed.c), or NULL */
 	int feed_db;            /* the database the feed last SELECTed (-1: none yet) */
 	bool oom;               /* a write found no memory: this copy is no longer the log's */
@@ -197,7 +199,7 @@ KV_CMD(renamenx); KV_CMD(copy); KV_CMD(move); KV_CMD(randomkey); KV_CMD(dbsize);
 KV_CMD(flushdb); KV_CMD(flushall); KV_CMD(touch); KV_CMD(object); KV_CMD(swapdb);
 KV_CMD(expire); KV_CMD(pexpire); KV_CMD(expireat); KV_CMD(pexpireat); KV_CMD(ttl);
 KV_CMD(pttl); KV_CMD(expiretime); KV_CMD(pexpiretime); KV_CMD(persist); KV_CMD(select);
-KV_CMD(ping); KV_CMD(echo); KV_CMD(debug); KV_CMD(time); KV_CMD(lastsave); KV_CMD(replica);
+KV_CMD(ping); KV_CMD(echo); KV_CMD(debug); KV_CMD(publish); KV_CMD(time); KV_CMD(lastsave); KV_CMD(replica);
 /* lists and sets (kv_list.c) */
 KV_CMD(lpush); KV_CMD(rpush); KV_CMD(lpushx); KV_CMD(rpushx); KV_CMD(lpop); KV_CMD(rpop);
 KV_CMD(llen); KV_CMD(lrange); KV_CMD(lindex); KV_CMD(sadd); KV_CMD(srem); KV_CMD(smembers);

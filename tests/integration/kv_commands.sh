@@ -13,7 +13,9 @@
 #      key, and succeed otherwise;
 #   3. WRONGTYPE across types, the same on every replica; SELECT, HELLO 3,
 #      CLIENT SETNAME/GETNAME, COMMAND COUNT/INFO, INFO keyspace;
-#   4. a real redis-server follows replica r1 with REPLICAOF (SYNC/PSYNC:
+#   4. publish/subscribe across replicas: subscribers on r1 (a channel) and
+#      r2 (a pattern) get, in order, what is published through r0 and r2;
+#   5. a real redis-server follows replica r1 with REPLICAOF (SYNC/PSYNC:
 #      RDB, then the stream of changes): what is written through r0 — with
 #      an expire, a hash, a transaction — shows up on the redis replica.
 # Skips (77) without redis-cli / redis-server. About 5 s.
@@ -161,6 +163,25 @@ got=$(cli "${R[0]}" -3 HELLO 3 | tr '\n' ' ')
 [ "$(cli "${R[0]}" COMMAND COUNT)" -gt 100 ] || fail "COMMAND COUNT"
 cli "${R[0]}" COMMAND INFO get | grep -qx get || fail "COMMAND INFO get"
 cli "${R[0]}" INFO keyspace | grep -q '^db3:keys=1,' || fail "INFO keyspace"
+
+echo "--- publish/subscribe across replicas"
+timeout 10 redis-cli -h "${R[1]}" -p "$PORT" SUBSCRIBE news >"$tmp/sub.out" 2>&1 &
+sub=$!
+timeout 10 redis-cli -h "${R[2]}" -p "$PORT" PSUBSCRIBE 'n*' >"$tmp/psub.out" 2>&1 &
+psub=$!
+for _ in $(seq 1 50); do
+	[ "$(cli "${R[1]}" PUBSUB NUMSUB news | tail -1)" = 1 ] && [ "$(cli "${R[2]}" PUBSUB NUMPAT)" = 1 ] && break
+	sleep 0.1
+done
+for i in 1 2 3; do cli "${R[0]}" PUBLISH news "m$i" >/dev/null; done
+expect "${R[2]}" 1 PUBLISH news m4 # the pattern subscriber on r2 itself
+sleep 0.3
+kill "$sub" "$psub" 2>/dev/null || true
+wait "$sub" "$psub" 2>/dev/null || true
+got=$(grep -x 'm[0-9]' "$tmp/sub.out" | tr '\n' ' ')
+[ "$got" = "m1 m2 m3 m4 " ] || fail "subscriber on r1 got '$got'"
+got=$(grep -x 'm[0-9]' "$tmp/psub.out" | tr '\n' ' ')
+[ "$got" = "m1 m2 m3 m4 " ] || fail "pattern subscriber on r2 got '$got'"
 
 echo "--- a redis-server follows replica r1 (REPLICAOF: SYNC/PSYNC)"
 rport=$((PORT + 100))

@@ -745,6 +745,31 @@ static void test_feed(void **state)
 	kv_buf_free(&rdb);
 }
 
+static char published[256];
+
+static long long on_publish(void *arg, const char *ch, size_t chl, const char *msg, size_t ml)
+{
+	snprintf(published + strlen(published), sizeof(published) - strlen(published), "%.*s=%.*s;",
+		 (int)chl, ch, (int)ml, msg);
+	return *(long long *)arg;
+}
+
+/* PUBLISH from the log goes to the server's hook (its subscribers); a read
+ * outside the log delivers nothing. */
+static void test_publish(void **state)
+{
+	struct kv_store *s = *state;
+	long long receivers = 2;
+	published[0] = '\0';
+	assert_string_equal(run(s, NULL, "PUBLISH ch m"), ":0\r\n"); /* no hook: nobody */
+	kv_store_set_publish(s, on_publish, &receivers);
+	assert_string_equal(run(s, NULL, "PUBLISH ch \"a b\""), ":2\r\n");
+	struct kv_ctx ro = { .resp = 2, .read_only = true };
+	assert_string_equal(run(s, &ro, "PUBLISH ch x"), ":0\r\n");
+	assert_string_equal(published, "ch=a b;");
+	kv_ctx_end(&ro);
+}
+
 static void test_command_table(void **state)
 {
 	const struct kv_command *prev = NULL;
@@ -784,6 +809,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lazy_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_feed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_publish, setup, teardown),
 		cmocka_unit_test(test_command_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
