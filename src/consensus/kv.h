@@ -195,6 +195,10 @@ size_t kv_store_keys(const struct kv_store *s);
 #define KV_WATCH_EXISTED 2u
 unsigned kv_store_watch_flags(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
 			      int64_t now_ms);
+/* An order-independent hash of the data: every key with its database, type,
+ * value, expire and version, the trim group, active expiry — not log time
+ * (reads move it). Equal on replicas at the same log position, and across
+ * positions that only reads separate. */
 uint64_t kv_store_digest(const struct kv_store *s);
 /* One key's value digest (0 if absent), its type, encoding and length, and
  * where its object is in memory (DEBUG OBJECT / DIGEST-VALUE): false if
