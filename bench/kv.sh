@@ -99,6 +99,10 @@ kvb_lpid=""         # bench_spawn sets these
 kvb_redis=""
 KVB_PORT=6392
 KVB_REDIS=127.0.0.1
+# The netns fabrics' names (their namespaces are innet-NAME-HOST): unique per
+# run, so that two runs, or another helper's fabric, never share a namespace.
+KVB_NSX=bench-kvx-$$
+KVB_NSU=bench-kvu-$$
 
 kvb_topology() { # file: examples/kv.json at its own addresses and state dir
 	/usr/bin/python3 "$BENCH_ROOT/tools/topology/relocate.py" "$BENCH_ROOT/examples/kv.json" "$1" \
@@ -167,9 +171,9 @@ kvb_run() {
 	[ "$target" = innet ] && host=127.3.101.1
 	if [ "$kvb_target" = xdp ]; then
 		case $target in
-		xdp) host=$KVB_R0_XDP; in=(ip netns exec innet-bench-kvx-r0) ;;
-		innet) host=$KVB_R0_UDP; in=(ip netns exec innet-bench-kvu-r0) ;;
-		redis) host=$KVB_R0_UDP; port=$((KVB_PORT + 1)); in=(ip netns exec innet-bench-kvu-r0) ;;
+		xdp) host=$KVB_R0_XDP; in=(ip netns exec "innet-$KVB_NSX-r0") ;;
+		innet) host=$KVB_R0_UDP; in=(ip netns exec "innet-$KVB_NSU-r0") ;;
+		redis) host=$KVB_R0_UDP; port=$((KVB_PORT + 1)); in=(ip netns exec "innet-$KVB_NSU-r0") ;;
 		esac
 	fi
 	n=$kvb_n
@@ -270,7 +274,7 @@ bench_main() {
 		kvb_topology "$BENCH_TMP/topo.json"
 		bench_param redis_cmd "redis-server --port $KVB_PORT --bind $KVB_REDIS --save '' --appendonly no"
 		bench_spawn kvb_redis redis "" 850 redis-server --port "$KVB_PORT" --bind "$KVB_REDIS" --save "" \
-			--appendonly no --daemonize no
+			--appendonly no --daemonize no --dir "$BENCH_TMP" --dbfilename "dump-$KVB_PORT.rdb"
 		for ((i = 0; i < 100; i++)); do
 			redis-cli -h "$KVB_REDIS" -p "$KVB_PORT" PING >/dev/null 2>&1 && break
 			sleep 0.05
@@ -283,9 +287,9 @@ bench_main() {
 		KVB_NS=()
 	else
 		local py=/usr/bin/python3 rel=$BENCH_ROOT/tools/topology/relocate.py
-		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-xdp.json" --name bench-kvx \
+		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-xdp.json" --name "$KVB_NSX" \
 			--state-dir "$BENCH_TMP/fabric-xdp" --target xdp
-		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-udp.json" --name bench-kvu \
+		$py "$rel" "$BENCH_ROOT/examples/kv.json" "$BENCH_TMP/topo-udp.json" --name "$KVB_NSU" \
 			--state-dir "$BENCH_TMP/fabric-udp" --netns
 		if [ -n "$kvb_mtu" ]; then
 			for t in xdp udp; do
@@ -305,17 +309,17 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 		KVB_R0_XDP=$(kvb_r0 "$BENCH_TMP/topo-xdp.json")
 		KVB_R0_UDP=$(kvb_r0 "$BENCH_TMP/topo-udp.json")
 		bench_param redis_cmd "redis-server --port $((KVB_PORT + 1)) --bind $KVB_R0_UDP --protected-mode no --save '' --appendonly no (in r0's namespace)"
-		bench_spawn kvb_redis redis "" 850 ip netns exec innet-bench-kvu-r0 redis-server \
+		bench_spawn kvb_redis redis "" 850 ip netns exec "innet-$KVB_NSU-r0" redis-server \
 			--port "$((KVB_PORT + 1))" --bind "$KVB_R0_UDP" --protected-mode no --save "" --appendonly no \
-			--daemonize no
+			--daemonize no --dir "$BENCH_TMP" --dbfilename "dump-$((KVB_PORT + 1)).rdb"
 		for ((i = 0; i < 100; i++)); do
-			ip netns exec innet-bench-kvu-r0 redis-cli -h "$KVB_R0_UDP" -p "$((KVB_PORT + 1))" PING \
+			ip netns exec "innet-$KVB_NSU-r0" redis-cli -h "$KVB_R0_UDP" -p "$((KVB_PORT + 1))" PING \
 				>/dev/null 2>&1 && break
 			sleep 0.05
 		done
-		info_topo=$BENCH_TMP/topo-xdp.json info_host=$KVB_R0_XDP info_in=(ip netns exec innet-bench-kvx-r0)
+		info_topo=$BENCH_TMP/topo-xdp.json info_host=$KVB_R0_XDP info_in=(ip netns exec "innet-$KVB_NSX-r0")
 		KVB_RHOST=$KVB_R0_UDP
-		KVB_NS=(ip netns exec innet-bench-kvu-r0)
+		KVB_NS=(ip netns exec "innet-$KVB_NSU-r0")
 	fi
 	if [ "$kvb_wait" = 1 ] || [ "$kvb_mix" = 1 ]; then
 		kvb_replicated
@@ -389,6 +393,9 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 
 # The replicated peer: a primary and two replicas (redis's replication) at
 # ports KVB_PORT + 10, 11, 12 beside the unreplicated one, up and in sync.
+# Every redis-server runs in the run's scratch directory (--dir): a replica
+# writes the RDB of its full sync to disk even with --save "", and it must
+# not land in the caller's working directory (the repository).
 kvb_rpids=()
 kvb_replicated() {
 	local i port kvb_rpid
@@ -398,7 +405,8 @@ kvb_replicated() {
 		local -a rof=()
 		[ $i -gt 0 ] && rof=(--replicaof "$KVB_RHOST" "$((KVB_PORT + 10))")
 		bench_spawn kvb_rpid "redis-wait-$i" "" 850 "${KVB_NS[@]}" redis-server --port "$port" \
-			--bind "$KVB_RHOST" --protected-mode no --save "" --appendonly no --daemonize no "${rof[@]}"
+			--bind "$KVB_RHOST" --protected-mode no --save "" --appendonly no --daemonize no \
+			--dir "$BENCH_TMP" --dbfilename "dump-$port.rdb" "${rof[@]}"
 		kvb_rpids+=("$kvb_rpid")
 	done
 	for ((i = 0; i < 200; i++)); do
@@ -414,9 +422,9 @@ kvb_bench() { # target mode P round
 	local target=$1 mode=$2 p=$3 round=$4 host port=$KVB_PORT tag="kvbench-$1-$2-P$3-r$4"
 	local -a in=() extra=()
 	case $target in
-	xdp) host=$KVB_R0_XDP; in=(ip netns exec innet-bench-kvx-r0) ;;
+	xdp) host=$KVB_R0_XDP; in=(ip netns exec "innet-$KVB_NSX-r0") ;;
 	innet)
-		if [ "$kvb_target" = xdp ]; then host=$KVB_R0_UDP; in=(ip netns exec innet-bench-kvu-r0)
+		if [ "$kvb_target" = xdp ]; then host=$KVB_R0_UDP; in=(ip netns exec "innet-$KVB_NSU-r0")
 		else host=$KVB_INNET_HOST; fi ;;
 	redis) host=$KVB_RHOST; in=("${KVB_NS[@]}"); [ "$kvb_target" = xdp ] && port=$((KVB_PORT + 1)) ;;
 	redis_wait) host=$KVB_RHOST; in=("${KVB_NS[@]}"); port=$((KVB_PORT + 10)); extra=(--replicas 2) ;;

@@ -6,14 +6,20 @@
  * the log (docs/consensus.md, "Large values").
  *
  *   the whole (the image): a KV batch with flag WIDE (u32 argc and lengths)
- *     +-----+-----+---+------+-----------+  +-----------+----------+  +-------------------+
- *     | 'K' | 'V' | 1 | WIDE | n_groups 1|  | u32 client| u16 n = 1|  | u32 argc, u32 len, |
- *     +-----+-----+---+------+-----------+  +-----------+----------+  | bytes ...         |
+ *     +-----+-----+---+------+-----------+----------+  +-----------+----------+-------+---+
+ *     | 'K' | 'V' | 2 | WIDE | n_groups 1| u64 stamp|  | u32 client| u16 n    | u8 db | 0 |
+ *     +-----+-----+---+------+-----------+----------+  +-----------+----------+-------+---+
+ *     then n commands: u32 argc, per argument u32 length, bytes (n = 1, or a
+ *     MULTI ... EXEC block)
  *
  *   chunk k of it: a log entry of its own
- *     +-----+-----+---+-------+-----------+--------+-----------+------------+----------------+
- *     | 'K' | 'V' | 1 | CHUNK | n_groups 0| u64 id | u32 total | u32 offset | bytes of image |
- *     +-----+-----+---+-------+-----------+--------+-----------+------------+----------------+
+ *     +-----+-----+---+-------+-----------+----------+--------+-----------+------------+-------+
+ *     | 'K' | 'V' | 2 | CHUNK | n_groups 0| u64 stamp| u64 id | u32 total | u32 offset | bytes |
+ *     +-----+-----+---+-------+-----------+----------+--------+-----------+------------+-------+
+ *
+ *   Every chunk moves log time to its stamp like any entry (expiring the
+ *   keys due); the image, applied where its last chunk lands, carries the
+ *   stamp of when its first chunk went out.
  *
  *   id = the proposing replica's client id << 32 | its own count of large
  *   entries. A replica keeps each image being reassembled (a partial) as
@@ -129,7 +135,8 @@ void kv_chunk_save(const struct server *s, struct kv_buf *b)
 	}
 }
 
-int kv_chunk_load(struct server *s, const uint8_t *p, size_t len, size_t *used)
+int kv_chunk_parse(const uint8_t *p, size_t len, struct kv_big *out, uint32_t *n_out,
+		   size_t *used)
 {
 	if (len < 4)
 		return -EINVAL;
@@ -137,7 +144,6 @@ int kv_chunk_load(struct server *s, const uint8_t *p, size_t len, size_t *used)
 	size_t pos = 4;
 	if (n > KV_BIG_MAX)
 		return -EINVAL;
-	struct kv_big in[KV_BIG_MAX];
 	uint32_t k = 0;
 	int rc = 0;
 	for (; k < n; k++) {
@@ -159,18 +165,38 @@ int kv_chunk_load(struct server *s, const uint8_t *p, size_t len, size_t *used)
 		}
 		memcpy(g.buf, p + pos, g.total);
 		pos += g.total;
-		in[k] = g;
+		out[k] = g;
 	}
 	if (rc != 0) {
-		while (k > 0)
-			free(in[--k].buf);
+		kv_chunk_free(out, k);
 		return rc;
 	}
-	kv_chunk_reset(s);
-	memcpy(s->bigs, in, n * sizeof(in[0]));
-	s->n_bigs = n;
+	*n_out = n;
 	*used = pos;
 	return 0;
+}
+
+void kv_chunk_free(struct kv_big *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(b[i].buf);
+}
+
+void kv_chunk_install(struct server *s, const struct kv_big *b, uint32_t n)
+{
+	kv_chunk_reset(s);
+	memcpy(s->bigs, b, n * sizeof(b[0]));
+	s->n_bigs = n;
+}
+
+int kv_chunk_load(struct server *s, const uint8_t *p, size_t len, size_t *used)
+{
+	struct kv_big in[KV_BIG_MAX];
+	uint32_t n = 0;
+	int rc = kv_chunk_parse(p, len, in, &n, used);
+	if (rc == 0)
+		kv_chunk_install(s, in, n);
+	return rc;
 }
 
 void kv_chunk_reset(struct server *s)
@@ -194,6 +220,7 @@ size_t kv_chunk_next(struct server *s, const uint8_t *image, uint32_t total, uin
 	entry[2] = KV_ENTRY_VERSION;
 	entry[3] = KV_ENTRY_F_CHUNK;
 	entry[4] = entry[5] = 0;  /* n_groups */
+	put64(entry + 6, (uint64_t)kv_wall_ms()); /* log time, as every entry */
 	put64(entry + KV_ENTRY_HDR, s->big_id);
 	kv_put32(entry + KV_ENTRY_HDR + 8, total);
 	kv_put32(entry + KV_ENTRY_HDR + 12, s->big_off);

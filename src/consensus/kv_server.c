@@ -11,32 +11,44 @@
  * the index — linearizable without a log entry (docs/consensus.md, "Reads
  * without a log entry"; --reads log sends reads through the log instead).
  *
- * A connection's commands are runs of one kind (units, drawn below: local,
+ * A connection's commands are runs of one kind (units, kv_pvt.h: local,
  * read, write) answered in order; several are under way at once. A run of
  * writes is one group in an entry: every write the connection pipelined so
- * far (up to one value). Batching across connections: a replica
- * keeps at most `window` (--window, default 8) log entries of its own in
- * flight; groups that queue up while the window is full all go into the next
- * entry, up to PAXOS_VALUE_MAX (INNET_PKT_MAX - 56) bytes. The busier the
- * replica, the fuller the entries (~170 commands at redis-benchmark -P 16,
- * 50 clients); an idle one sends a lone command at once. Commands that need
- * no log (PING, ECHO, QUIT, CONFIG, COMMAND, INFO, SNAPSHOT, errors found
- * locally) are answered at once when nothing of the connection is in
- * flight, else after.
+ * far (up to one value). Batching across connections: a replica keeps at
+ * most `window` (--window, default 8) log entries of its own in flight;
+ * groups that queue up while the window is full all go into the next entry,
+ * up to PAXOS_VALUE_MAX (INNET_PKT_MAX - 56) bytes. The busier the replica,
+ * the fuller the entries (~170 commands at redis-benchmark -P 16, 50
+ * clients); an idle one sends a lone command at once. Which command goes
+ * where is the command table's (kv_store.c: KV_CMD_WRITE, KV_CMD_READONLY,
+ * KV_CMD_LOCAL). Commands that need no log (PING, ECHO, QUIT, SELECT,
+ * CLIENT, HELLO, INFO, CONFIG, COMMAND, WATCH, MULTI and the queueing after
+ * it: kv_admin.c; SNAPSHOT; errors found locally) are answered in their
+ * turn. MULTI ... EXEC is one group: the block (with the versions of the
+ * WATCHed keys) goes into one entry (or one large entry, in chunks) and
+ * every replica applies it whole (kv_store.c). DEBUG and PUBLISH are writes:
+ * through the log, so every replica does the same.
  *
- *   log entry value, KV batch version 1 (docs/protocol.md 2.2):
+ *   log entry value, KV batch version 2 (docs/protocol.md 2.2):
  *
- *   +-----+-----+---------+-------+-------------+
- *   | 'K' | 'V' | version | flags | u16 n_groups|   entry header, flags 0
- *   +-----+-----+---------+-------+-------------+
- *   n_groups x  +---------------------------+----------------+
- *               | u32 client (connection id)| u16 n_commands |
- *               +---------------------------+----------------+
+ *   +-----+-----+---------+-------+-------------+----------------------+
+ *   | 'K' | 'V' | version | flags | u16 n_groups| u64 stamp (unix ms)  |
+ *   +-----+-----+---------+-------+-------------+----------------------+
+ *   n_groups x  +---------------------------+----------------+-------+-------+
+ *               | u32 client (connection id)| u16 n_commands | u8 db | 0     |
+ *               +---------------------------+----------------+-------+-------+
  *               n_commands x: u16 argc, argc x (u16 length, bytes)
  *
- *   big-endian. An entry that is not a well-formed version-1 batch is
- *   skipped whole by every replica (counted: entries_bad), so replicas stay
- *   equal; all replicas of a log run the same version.
+ *   big-endian. flags: 0; WIDE (u32 argc and lengths: a large entry put
+ *   back together from its chunks); CHUNK (a piece of one: kv_chunk.c). The
+ *   stamp is the proposer's clock: every replica advances the store's log
+ *   time to it before applying the entry (never backwards) and expires the
+ *   keys due by then, so expiry is the same everywhere. An entry with no
+ *   group is a tick: a replica proposes one when a key is due and no entry
+ *   came to advance log time past it (active expiry through the log). An
+ *   entry that is not a well-formed version-2 batch is skipped whole by
+ *   every replica (counted: entries_bad), so replicas stay equal; all
+ *   replicas of a log run the same version.
  *
  * Per-stage counters (INFO; stderr at exit; with --metrics, the Prometheus
  * text format over HTTP, served from this same event loop) say where a
@@ -63,8 +75,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -83,62 +95,6 @@
 
 
 /* ---- the server --------------------------------------------------------- */
-
-/*
- * A connection's commands, in the order they came, as runs of one kind —
- * units — each answered in turn (docs/consensus.md, "Order within a
- * connection"):
- *
- *   units[head] ... units[head + n_units - 1]   (a ring of KV_CONN_UNITS)
- *   LOCAL  PING, INFO, errors found here ...     answered when it is first
- *   READ   read-only commands                    wait for a read round begun
- *                                                after they were parsed, answered
- *                                                when first and the log reached
- *                                                the round's index
- *   WRITE  commands through the log (a group)    proposed when first, answered
- *                                                when its entry is applied
- *   ERROR  a protocol error: its text            answered when first, then close
- *   BIG    one write larger than an entry        as WRITE, but its own entry, sent
- *                                                as chunks (kv_chunk.c)
- *
- * A new command joins the last unit if that is of its kind and has not
- * started (a READ not in a round yet, a WRITE not in an entry yet); so a
- * pipeline of GETs behind a write in flight waits as one unit, in a round
- * begun at once, and several units of one connection are under way at a
- * time while the replies keep their order.
- */
-enum { KV_U_LOCAL = 1, KV_U_READ, KV_U_WRITE, KV_U_ERROR, KV_U_BIG };
-
-struct kv_unit {
-	uint8_t kind;             /* KV_U_* */
-	uint8_t slot;             /* READ: its round's slot + 1 (0: no round yet) */
-	uint32_t n_cmds;
-	uint64_t entry;           /* WRITE: 0 (not its turn yet), KV_QUEUED, or the entry;
-	                           * BIG: 0, KV_QUEUED, or its image's id */
-	struct kv_buf cmds;       /* WRITE: encoded as an entry's group (u16 lengths);
-	                           * READ, LOCAL: u32 argc, u32 lengths; ERROR: the reply;
-	                           * BIG: the whole image (entry header, group, command) */
-};
-
-struct conn {
-	int fd;
-	uint32_t client;
-	struct kv_unit units[KV_CONN_UNITS];
-	uint32_t head, n_units;
-	bool quit;                /* QUIT or a protocol error parsed: nothing after it */
-	bool closing;             /* ... answered: close once out is flushed */
-	bool drain;               /* a protocol error: once answered, read and drop what the
-	                           * client still sends until it closes (or for 2 s, or
-	                           * query_max bytes), so that it reads the error rather
-	                           * than a reset */
-	bool draining;
-	uint64_t drain_ns;        /* when draining began */
-	size_t drained;
-	bool eof;                 /* the client stopped sending: close once answered */
-	bool in_rq, in_rwait;     /* in the server's rq / rwait lists */
-	uint32_t events;
-	struct kv_buf in, out;
-};
 
 static struct kv_unit *unit_head(struct conn *c)
 {
@@ -180,12 +136,41 @@ uint32_t kv_get32(const uint8_t *p)
 	return get16(p) << 16 | get16(p + 2);
 }
 
+uint64_t kv_used_memory(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+int64_t kv_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static struct conn *conn_by_client(struct server *s, uint32_t client)
 {
 	for (uint32_t i = 0; i < s->n_conns; i++)
 		if (s->conns[i]->client == client)
 			return s->conns[i];
 	return NULL;
+}
+
+void kv_conn_want_write(struct server *s, struct conn *c)
+{
+	uint32_t ev = c->events | EPOLLOUT;
+	if (ev != c->events) {
+		struct epoll_event e = { .events = ev, .data.ptr = c };
+		epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &e);
+		c->events = ev;
+	}
+}
+
+void kv_server_store_init(struct server *s, struct kv_store *st)
+{
+	kv_store_set_learners(st, s->c->n_learners);
+	kv_store_set_publish(st, kv_pubsub_publish, s);
 }
 
 static void conn_update(struct server *s, struct conn *c)
@@ -226,8 +211,9 @@ static void info_mask(struct kv_buf *b, const char *name, uint64_t m)
 	kv_buf_str(b, "\r\n");
 }
 
-/* INFO: redis-style "name:value" lines; the per-stage counters. */
-static void info_text(struct server *s, struct kv_buf *b)
+/* INFO's innet sections: redis-style "name:value" lines; the per-stage
+ * counters (kv_admin.c writes redis's own sections before them). */
+void kv_info_innet(struct server *s, struct kv_buf *b)
 {
 	const struct kv_stats *t = &s->st;
 	struct innet_paxos_stats ps;
@@ -239,8 +225,10 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "window", s->window);
 	info_field(b, "connected_clients", s->n_conns);
 	info_field(b, "log_next", innet_paxos_delivered(s->px));
-	info_field(b, "keys", s->store->n);
+	info_field(b, "keys", kv_store_keys(s->store));
 	info_field(b, "digest", kv_store_digest(s->store));
+	info_field(b, "log_time_ms", (uint64_t)kv_store_now(s->store));
+	info_field(b, "store_version", kv_store_version(s->store));
 	kv_buf_str(b, "# replicas\r\n");
 	info_field(b, "learner_id", s->c->paxos.learner_id);
 	info_field(b, "replicas", s->c->n_learners);
@@ -256,6 +244,8 @@ static void info_text(struct server *s, struct kv_buf *b)
 	info_field(b, "entries_applied", t->entries_applied);
 	info_field(b, "commands_applied", t->cmds_applied);
 	info_field(b, "entries_bad", t->entries_bad);
+	info_field(b, "ticks_proposed", t->ticks_proposed);
+	info_field(b, "commands_local", t->cmds_local);
 	kv_buf_str(b, "# reads\r\n");
 	kv_buf_str(b, s->reads_log ? "reads:log\r\n" : "reads:index\r\n");
 	info_field(b, "reads_local", t->reads_local);
@@ -356,7 +346,7 @@ static void kv_metrics(void *arg, struct innet_prom *w)
 			  "RESP client connections.");
 	innet_prom_u64(w, s->n_conns, (char *)NULL);
 	innet_prom_family(w, "innet_kv_keys", INNET_PROM_GAUGE, "Keys in the store.");
-	innet_prom_u64(w, s->store->n, (char *)NULL);
+	innet_prom_u64(w, kv_store_keys(s->store), (char *)NULL);
 	innet_prom_family(w, "innet_kv_log_next", INNET_PROM_GAUGE,
 			  "The next log instance to apply (every one below it is applied).");
 	innet_prom_u64(w, innet_paxos_delivered(s->px), (char *)NULL);
@@ -452,88 +442,297 @@ int kv_set_max_bulk(struct server *s, unsigned long long v)
 	return 0;
 }
 
-/* CONFIG GET pattern... / CONFIG SET name value...: the replica's own
- * settings (proto-max-bulk-len); an unknown one: redis's error on SET, no
- * match on GET. */
-static void kv_config(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
+/* Clear the connection's MULTI state and WATCHed keys. */
+static void multi_reset(struct conn *c)
 {
-	static const char *const names[] = { "proto-max-bulk-len" };
-	if (argc >= 3 && !strcasecmp(argv[1], "get")) {
-		char val[32];
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)s->max_bulk);
-		uint32_t n = 0;
-		for (int i = 2; i < argc; i++)
-			if (fnmatch(argv[i], names[0], FNM_CASEFOLD) == 0)
-				n = 1;
-		kv_buf_num(&c->out, '*', 2 * n);
-		if (n) {
-			kv_buf_bulk(&c->out, names[0], strlen(names[0]));
-			kv_buf_bulk(&c->out, val, strlen(val));
-		}
-		return;
-	}
-	if (argc >= 4 && argc % 2 == 0 && !strcasecmp(argv[1], "set")) {
-		unsigned long long v = 0;
-		for (int i = 2; i < argc; i += 2) {
-			char msg[256];
-			if (strcasecmp(argv[i], names[0]) != 0) {
-				snprintf(msg, sizeof(msg), "-ERR Unknown option or number of arguments for "
-							   "CONFIG SET - '%.64s'\r\n", argv[i]);
-				kv_buf_str(&c->out, msg);
-				return;
-			}
-			if (kv_parse_memory(argv[i + 1], lens[i + 1], &v) != 0 ||
-			    v < KV_INBUF_MAX || v > KV_BULK_MAX_LIMIT) {
-				snprintf(msg, sizeof(msg), "-ERR CONFIG SET failed (possibly related to "
-							   "argument '%s') - argument must be a memory value "
-							   "between %u and %llu\r\n", names[0], KV_INBUF_MAX,
-					 KV_BULK_MAX_LIMIT);
-				kv_buf_str(&c->out, msg);
-				return;
-			}
-		}
-		if (kv_set_max_bulk(s, v) != 0) {
-			kv_buf_str(&c->out, "-ERR CONFIG SET failed: out of memory\r\n");
-			return;
-		}
-		kv_buf_str(&c->out, "+OK\r\n");
-		return;
-	}
-	if (argc == 2 && !strcasecmp(argv[1], "resetstat")) {
-		kv_buf_str(&c->out, "+OK\r\n");
-		return;
-	}
-	kv_buf_str(&c->out, "-ERR unknown subcommand or wrong number of arguments for 'config' "
-			    "command\r\n");
+	c->multi = c->multi_err = c->multi_denyoom = c->multi_write = false;
+	c->multi_n = 0;
+	c->mq.len = 0;
+	c->watch.len = 0;
+	c->n_watch = 0;
 }
 
-/* Answer a command that needs no log. Returns false if it is not one. */
-static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens)
+/* WATCH key...: each key's database, the store's version now and whether it
+ * is already stale (expired by this replica's clock: its expiry will not
+ * fail EXEC) go into the connection's watch list; EXEC's block carries them.
+ * WATCH is answered in its turn (every unit before it answered), so the
+ * version is at least that of everything the connection did before. */
+static void watch_keys(struct server *s, struct conn *c, int argc, char **argv, size_t *lens,
+		       struct kv_buf *out)
 {
-	const char *cmd = argv[0];
-	if (!strcasecmp(cmd, "ping")) {
-		if (argc == 1)
-			kv_buf_str(&c->out, "+PONG\r\n");
-		else if (argc == 2)
-			kv_buf_bulk(&c->out, argv[1], lens[1]);
+	if (c->n_watch + (uint32_t)(argc - 1) > KV_MAX_WATCH) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "-ERR innet kv: at most %u watched keys per connection\r\n",
+			 KV_MAX_WATCH);
+		kv_buf_str(out, msg);
+		return;
+	}
+	uint64_t ver = kv_store_version(s->store);
+	int64_t now = kv_wall_ms();
+	for (int i = 1; i < argc; i++) {
+		uint8_t rec[14];
+		rec[0] = c->db;
+		kv_put32(rec + 1, (uint32_t)(ver >> 32));
+		kv_put32(rec + 5, (uint32_t)ver);
+		rec[9] = (uint8_t)kv_store_watch_flags(s->store, c->db, argv[i], lens[i], now);
+		kv_put32(rec + 10, (uint32_t)lens[i]);
+		kv_buf_append(&c->watch, rec, sizeof(rec));
+		kv_buf_append(&c->watch, argv[i], lens[i]);
+		c->n_watch++;
+	}
+	kv_buf_str(out, "+OK\r\n");
+}
+
+/* A command's encoded size: u16 (entry) or u32 (WIDE) argc and lengths. */
+static size_t cmd_size(bool wide, int argc, const size_t *lens)
+{
+	size_t w = wide ? 4 : 2, n = w;
+	for (int i = 0; i < argc; i++)
+		n += w + lens[i];
+	return n;
+}
+
+/* MULTI's block as the commands of one group: MULTI with the watch records
+ * (db, version, flags, key per watched key), the queued commands, EXEC —
+ * its size encoded with u16 (wide false) or u32 lengths. */
+static size_t block_size(const struct conn *c, bool wide)
+{
+	size_t w = wide ? 4 : 2;
+	size_t n = 2 * w + 5 + 2 * w + 4; /* MULTI's argc, length, name; EXEC's */
+	for (size_t p = 0; p < c->watch.len;) {
+		size_t kl = kv_get32((const uint8_t *)c->watch.p + p + 10);
+		n += 4 * w + 3 + 20 + 1 + kl; /* db, version (at most 20 digits), flags, key */
+		p += 14 + kl;
+	}
+	/* the queued commands are kept wide (mq): narrower by 2 per length */
+	for (size_t p = 0; p < c->mq.len;) {
+		const uint8_t *q = (const uint8_t *)c->mq.p + p;
+		uint32_t argc = kv_get32(q);
+		size_t k = 4;
+		for (uint32_t i = 0; i < argc; i++)
+			k += 4 + kv_get32(q + k);
+		n += k - (wide ? 0 : 2 * (size_t)(argc + 1));
+		p += k;
+	}
+	return n;
+}
+
+static void put_arg(struct kv_buf *b, bool wide, const void *p, size_t n)
+{
+	uint8_t l[4];
+	if (wide)
+		kv_put32(l, (uint32_t)n);
+	else
+		kv_put32(l, (uint32_t)n << 16);
+	kv_buf_append(b, l, wide ? 4 : 2);
+	kv_buf_append(b, p, n);
+}
+
+static void put_argc(struct kv_buf *b, bool wide, uint32_t n)
+{
+	uint8_t l[4];
+	kv_put32(l, wide ? n : n << 16);
+	kv_buf_append(b, l, wide ? 4 : 2);
+}
+
+/* Append MULTI's block (block_size's layout) to b. */
+static void encode_block(const struct conn *c, bool wide, struct kv_buf *b)
+{
+	put_argc(b, wide, 1 + 4 * c->n_watch);
+	put_arg(b, wide, "MULTI", 5);
+	for (size_t p = 0; p < c->watch.len;) {
+		const uint8_t *r = (const uint8_t *)c->watch.p + p;
+		uint64_t ver = (uint64_t)kv_get32(r + 1) << 32 | kv_get32(r + 5);
+		size_t kl = kv_get32(r + 10);
+		char num[24];
+		int n = snprintf(num, sizeof(num), "%u", r[0]);
+		put_arg(b, wide, num, (size_t)n);
+		n = snprintf(num, sizeof(num), "%llu", (unsigned long long)ver);
+		put_arg(b, wide, num, (size_t)n);
+		num[0] = (char)('0' + (r[9] & 3));
+		put_arg(b, wide, num, 1);
+		put_arg(b, wide, r + 14, kl);
+		p += 14 + kl;
+	}
+	for (size_t p = 0; p < c->mq.len;) {
+		const uint8_t *q = (const uint8_t *)c->mq.p + p;
+		uint32_t argc = kv_get32(q);
+		size_t k = 4;
+		put_argc(b, wide, argc);
+		for (uint32_t i = 0; i < argc; i++) {
+			size_t l = kv_get32(q + k);
+			put_arg(b, wide, q + k + 4, l);
+			k += 4 + l;
+		}
+		p += k;
+	}
+	put_argc(b, wide, 1);
+	put_arg(b, wide, "EXEC", 4);
+}
+
+#define OOM_ERROR "OOM command not allowed when used memory > 'maxmemory'."
+
+#define NOREPLICAS_ERROR "NOREPLICAS Not enough good replicas to write."
+
+/* Fewer followers of the replication stream (redis replicas of this
+ * replica) than CONFIG min-replicas-to-write: writes are refused. */
+static bool too_few_followers(struct server *s)
+{
+	long long min = kv_config_ll(s, "min-replicas-to-write", 0);
+	return min > 0 && s->n_followers < (uint64_t)min;
+}
+
+/* Over CONFIG maxmemory: a command that may grow the data is refused. */
+static bool over_memory(const struct server *s)
+{
+	return s->maxmemory != 0 && kv_used_memory() > s->maxmemory;
+}
+
+/* The most a MULTI block may hold: one large entry's bytes, and commands
+ * that a group's u16 count holds (MULTI and EXEC with them). */
+#define KV_BLOCK_MAX ((size_t)KV_BIG_TOTAL_MAX - KV_ENTRY_HDR - KV_GROUP_HDR)
+#define KV_BLOCK_CMDS_MAX 65533u
+
+/* A command while MULTI is open: queued (+QUEUED), or refused. EXEC comes
+ * here only when it cannot go to the log (an error queued, maxmemory,
+ * min-replicas-to-write). */
+static void multi_queue(struct server *s, struct conn *c, const struct kv_command *cmd, int argc,
+			char **argv, size_t *lens)
+{
+	const char *name = cmd ? cmd->name : "";
+	if (cmd == NULL) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
+		c->multi_err = true;
+	} else if (!kv_command_arity_ok(cmd, argc)) {
+		kv_reply_arity_error(&c->out, cmd->name);
+		c->multi_err = true;
+	} else if (!strcmp(name, "exec")) {
+		if (c->multi_err)
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of previous "
+					    "errors.\r\n");
+		else if (c->multi_denyoom && over_memory(s))
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of: " OOM_ERROR
+					    "\r\n");
 		else
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'ping' command\r\n");
-	} else if (!strcasecmp(cmd, "echo")) {
+			kv_buf_str(&c->out, "-EXECABORT Transaction discarded because of: "
+					    NOREPLICAS_ERROR "\r\n");
+		multi_reset(c);
+	} else if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
+		kv_buf_str(&c->out, "-" OOM_ERROR "\r\n");
+		c->multi_err = true;
+	} else if ((cmd->flags & KV_CMD_WRITE) && too_few_followers(s)) {
+		kv_buf_str(&c->out, "-" NOREPLICAS_ERROR "\r\n");
+		c->multi_err = true;
+	} else if (cmd->flags & KV_CMD_NOMULTI) {
+		kv_buf_str(&c->out, "-ERR Command not allowed inside a transaction\r\n");
+		c->multi_err = true;
+	} else if (!strcmp(name, "discard")) {
+		multi_reset(c);
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "multi")) {
+		kv_buf_str(&c->out, "-ERR MULTI calls can not be nested\r\n");
+	} else if (!strcmp(name, "watch")) {
+		kv_buf_str(&c->out, "-ERR WATCH inside MULTI is not allowed\r\n");
+	} else if (!strcmp(name, "quit")) {
+		kv_buf_str(&c->out, "+OK\r\n");
+		c->closing = true;
+	} else if (!strcmp(name, "reset")) {
+		multi_reset(c);
+		c->db = 0;
+		c->resp = 2;
+		c->name.len = 0;
+		kv_buf_str(&c->out, "+RESET\r\n");
+	} else {
+		/* MULTI, the block, EXEC: all in one group, one entry (a large
+		 * entry, in chunks, if it is larger than one) */
+		size_t el = cmd_size(true, argc, lens);
+		if (block_size(c, true) + el > KV_BLOCK_MAX || c->multi_n >= KV_BLOCK_CMDS_MAX) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "-ERR innet kv: a transaction must fit one large log "
+						   "entry (%u bytes, %u commands)\r\n",
+				 (unsigned)KV_BLOCK_MAX, KV_BLOCK_CMDS_MAX);
+			kv_buf_str(&c->out, msg);
+			c->multi_err = true;
+			return;
+		}
+		put_argc(&c->mq, true, (uint32_t)argc);
+		for (int i = 0; i < argc; i++)
+			put_arg(&c->mq, true, argv[i], lens[i]);
+		c->multi_n++;
+		if (cmd->flags & KV_CMD_DENYOOM)
+			c->multi_denyoom = true;
+		if (cmd->flags & KV_CMD_WRITE)
+			c->multi_write = true;
+		kv_buf_str(&c->out, "+QUEUED\r\n");
+	}
+}
+
+/* A command answered without the log, in its turn (a LOCAL unit at the
+ * head of the connection's units). */
+static void local_command(struct server *s, struct conn *c, const struct kv_command *cmd, int argc,
+			  char **argv, size_t *lens)
+{
+	s->st.cmds_local++;
+	if (c->multi) {
+		multi_queue(s, c, cmd, argc, argv, lens);
+		return;
+	}
+	if (cmd == NULL) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
+		return;
+	}
+	if (!kv_command_arity_ok(cmd, argc)) {
+		kv_reply_arity_error(&c->out, cmd->name);
+		return;
+	}
+	if (kv_pubsub_mode(c) && !strcmp(cmd->name, "ping")) {
+		kv_buf_str(&c->out, "*2\r\n$4\r\npong\r\n");
 		if (argc == 2)
 			kv_buf_bulk(&c->out, argv[1], lens[1]);
 		else
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'echo' command\r\n");
-	} else if (!strcasecmp(cmd, "quit")) {
+			kv_buf_str(&c->out, "$0\r\n\r\n");
+		return;
+	}
+	const char *name = cmd->name;
+	if (!strcmp(name, "quit")) {
 		kv_buf_str(&c->out, "+OK\r\n");
 		c->closing = true;
-	} else if (!strcasecmp(cmd, "config")) {
-		kv_config(s, c, argc, argv, lens);
-	} else if (!strcasecmp(cmd, "command")) {
-		kv_buf_str(&c->out, "*0\r\n"); /* redis-benchmark asks */
-	} else if (!strcasecmp(cmd, "snapshot")) {
-		if (argc != 1) {
-			kv_buf_str(&c->out, "-ERR wrong number of arguments for 'snapshot' command\r\n");
-		} else if (s->stale) {
+	} else if (!strcmp(name, "multi")) {
+		c->multi = true;
+		c->multi_err = false;
+		c->multi_n = 0;
+		c->mq.len = 0;
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "exec")) {
+		kv_buf_str(&c->out, "-ERR EXEC without MULTI\r\n");
+	} else if (!strcmp(name, "discard")) {
+		kv_buf_str(&c->out, "-ERR DISCARD without MULTI\r\n");
+	} else if (!strcmp(name, "watch")) {
+		watch_keys(s, c, argc, argv, lens, &c->out);
+	} else if (!strcmp(name, "unwatch")) {
+		c->watch.len = 0;
+		c->n_watch = 0;
+		kv_buf_str(&c->out, "+OK\r\n");
+	} else if (!strcmp(name, "reset")) {
+		multi_reset(c);
+		c->db = 0;
+		c->resp = 2;
+		c->name.len = 0;
+		c->subs.len = c->psubs.len = 0;
+		c->n_subs = c->n_psubs = 0;
+		kv_buf_str(&c->out, "+RESET\r\n");
+	} else if (!strcmp(name, "select")) {
+		long long db;
+		if (!kv_parse_ll(argv[1], lens[1], &db))
+			kv_buf_str(&c->out, "-ERR value is not an integer or out of range\r\n");
+		else if (db < 0 || db >= KV_DBS)
+			kv_buf_str(&c->out, "-ERR DB index is out of range\r\n");
+		else {
+			c->db = (uint8_t)db;
+			kv_buf_str(&c->out, "+OK\r\n");
+		}
+	} else if (!strcmp(name, "snapshot")) {
+		if (s->stale) {
 			kv_buf_str(&c->out, "-ERR this replica is waiting for a snapshot itself\r\n");
 		} else {
 			struct kv_buf b = { 0 };
@@ -546,42 +745,14 @@ static bool local_command(struct server *s, struct conn *c, int argc, char **arg
 			}
 			kv_buf_free(&b);
 		}
-	} else if (!strcasecmp(cmd, "info")) {
-		struct kv_buf b = { 0 };
-		info_text(s, &b);
-		kv_buf_bulk(&c->out, b.p, b.len);
-		kv_buf_free(&b);
-	} else if (!strcasecmp(cmd, "select")) {
-		if (argc == 2 && lens[1] == 1 && argv[1][0] == '0')
-			kv_buf_str(&c->out, "+OK\r\n");
-		else
-			kv_buf_str(&c->out, "-ERR DB index is out of range\r\n");
-	} else {
-		int li = kv_logged_index(cmd);
-		if (li < 0) {
-			char name[65], msg[160];
-			size_t k;
-			for (k = 0; k < 64 && k < lens[0]; k++) /* no CR/LF/NUL in a reply line */
-				name[k] = isprint((unsigned char)cmd[k]) ? cmd[k] : ' ';
-			name[k] = '\0';
-			snprintf(msg, sizeof(msg), "-ERR unknown command '%s'\r\n", name);
-			kv_buf_str(&c->out, msg);
-			return true;
-		}
-		if (!kv_arity_ok(li, argc)) {
-			kv_arity_error(&c->out, li);
-			return true;
-		}
-		if (encoded_len(argc, lens) > KV_GROUP_MAX) {
-			char msg[128];
-			snprintf(msg, sizeof(msg), "-ERR command too large for one consensus packet "
-						   "(at most %u bytes encoded)\r\n", (unsigned)KV_GROUP_MAX);
-			kv_buf_str(&c->out, msg);
-			return true;
-		}
-		return false;
+	} else if (cmd->fn != NULL) {
+		/* PING, ECHO: the store's, no state */
+		struct kv_ctx ctx = { .db = c->db, .resp = c->resp, .read_only = true };
+		kv_store_exec(s->store, &ctx, argc, argv, lens, &c->out);
+		kv_ctx_end(&ctx);
+	} else if (!kv_admin_command(s, c, argc, argv, lens, &c->out)) {
+		kv_reply_unknown_command(&c->out, argc, argv, lens);
 	}
-	return true;
 }
 
 /* A REPLICA REMOVE on its way to the log. Its entry needs an instance, and
@@ -695,14 +866,65 @@ static int cmd_local(struct server *s, struct kv_unit *u, size_t *pos)
 	return argc;
 }
 
-/* What a parsed command is: answered here (LOCAL: also every error found
- * here), a read from a read index (READ), or through the log (WRITE). */
-static int cmd_kind(const struct server *s, int argc, char *const *argv, const size_t *lens)
+/* Local commands that change nothing of the connection or the server
+ * (every other local command is a barrier: kv_pvt.h, struct kv_unit). */
+static bool local_stateless(const char *name)
 {
-	int li = kv_logged_index(argv[0]);
-	if (li < 0 || !kv_arity_ok(li, argc))
+	static const char *const names[] = { "auth", "command", "echo", "eval", "evalsha",
+					     "fcall", "info", "lastsave", "ping", "pubsub",
+					     "save", "script", "shutdown", "snapshot", "time" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* What a parsed command is: answered here (LOCAL), a read from a read index
+ * (READ), through the log (WRITE, or BIG when larger than one entry), or
+ * an error found here, its reply made now (REPLY, into err). *barrier: the
+ * connection's state may change when it is answered. */
+static int cmd_kind(struct server *s, struct conn *c, const struct kv_command *cmd, int argc,
+		    char *const *argv, const size_t *lens, struct kv_buf *err, bool *barrier)
+{
+	*barrier = false;
+	if (c->multi) {
+		/* every command queued in turn (MULTI was answered before it was
+		 * parsed); EXEC to the log when nothing stops it */
+		*barrier = true;
+		if (cmd != NULL && !strcmp(cmd->name, "exec") && argc == 1 && !c->multi_err &&
+		    !(c->multi_denyoom && over_memory(s)) && !(c->multi_write && too_few_followers(s)))
+			return block_size(c, false) <= KV_GROUP_MAX ? KV_U_WRITE : KV_U_BIG;
 		return KV_U_LOCAL;
-	if (!s->reads_log && kv_logged_readonly(li))
+	}
+	if (cmd == NULL) {
+		kv_reply_unknown_command(err, argc, argv, lens);
+		return KV_U_REPLY;
+	}
+	if (!kv_command_arity_ok(cmd, argc)) {
+		kv_reply_arity_error(err, cmd->name);
+		return KV_U_REPLY;
+	}
+	if (kv_pubsub_mode(c) && !kv_pubsub_allowed(cmd->name)) {
+		char msg[200];
+		snprintf(msg, sizeof(msg), "-ERR Can't execute '%s': only (P|S)SUBSCRIBE / "
+					   "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+					   "context\r\n", cmd->name);
+		kv_buf_str(err, msg);
+		return KV_U_REPLY;
+	}
+	if ((cmd->flags & KV_CMD_DENYOOM) && over_memory(s)) {
+		kv_buf_str(err, "-" OOM_ERROR "\r\n");
+		return KV_U_REPLY;
+	}
+	if ((cmd->flags & KV_CMD_WRITE) && too_few_followers(s)) {
+		kv_buf_str(err, "-" NOREPLICAS_ERROR "\r\n");
+		return KV_U_REPLY;
+	}
+	if (cmd->flags & KV_CMD_LOCAL) {
+		*barrier = !local_stateless(cmd->name);
+		return KV_U_LOCAL;
+	}
+	if ((cmd->flags & KV_CMD_READONLY) && !s->reads_log)
 		return KV_U_READ;
 	if (encoded_len(argc, lens) <= KV_GROUP_MAX)
 		return KV_U_WRITE;
@@ -734,15 +956,31 @@ static void list_del(struct conn **list, uint32_t *n, struct conn *c)
 		}
 }
 
+/* The header of the large entry a BIG unit will be (WIDE, one group of n
+ * commands), into b; its stamp is set when its first chunk goes out. */
+static void big_header(struct conn *c, uint32_t n, struct kv_buf *b)
+{
+	uint8_t h[KV_ENTRY_HDR + KV_GROUP_HDR] = { KV_ENTRY_MAGIC0, KV_ENTRY_MAGIC1,
+						   KV_ENTRY_VERSION, KV_ENTRY_F_WIDE, 0, 1 };
+	kv_put32(h + KV_ENTRY_HDR, c->client);
+	put16(h + KV_ENTRY_HDR + 4, n);
+	h[KV_ENTRY_HDR + 6] = c->db;
+	kv_buf_append(b, h, sizeof(h));
+}
+
 /* Add a command of kind k to the connection's units: to the last one if it
- * is of that kind and has not started, else to a new one. False: no room
- * (the command stays unparsed until a unit is answered). */
-static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *const *argv,
-		     const size_t *lens)
+ * is of that kind and has not started (and neither is a barrier), else to
+ * a new one. A REPLY unit takes the reply in argv[0]; an EXEC (c->multi)
+ * takes the connection's block. False: no room (the command stays unparsed
+ * until a unit is answered). */
+static bool unit_add(struct server *s, struct conn *c, int k, bool barrier, int argc,
+		     char *const *argv, const size_t *lens)
 {
 	struct kv_unit *u = unit_last(c);
-	bool join = u != NULL && u->kind == k && k != KV_U_BIG && k != KV_U_ERROR &&
-		    ((k == KV_U_LOCAL) || (k == KV_U_READ && u->slot == 0) ||
+	bool exec = c->multi && (k == KV_U_WRITE || k == KV_U_BIG);
+	bool join = u != NULL && u->kind == k && !u->barrier && !barrier && !exec &&
+		    u->db == c->db && u->resp == c->resp && k != KV_U_BIG && k != KV_U_ERROR &&
+		    ((k == KV_U_LOCAL || k == KV_U_REPLY) || (k == KV_U_READ && u->slot == 0) ||
 		     (k == KV_U_WRITE && (u->entry == 0 || u->entry == KV_QUEUED) &&
 		      u->cmds.len + encoded_len(argc, lens) <= KV_GROUP_MAX));
 	if (!join) {
@@ -751,25 +989,36 @@ static bool unit_add(struct server *s, struct conn *c, int k, int argc, char *co
 		u = &c->units[(c->head + c->n_units++) % KV_CONN_UNITS];
 		u->kind = (uint8_t)k;
 		u->slot = 0;
+		u->db = c->db;
+		u->resp = c->resp;
+		u->barrier = barrier;
 		u->n_cmds = 0;
+		u->n_replies = 0;
 		u->entry = 0;
 		u->cmds.len = 0;
 	}
-	if (k == KV_U_ERROR) {
-		kv_buf_str(&u->cmds, argv[0]);
-	} else if (k == KV_U_BIG) {
-		/* the whole entry this write will be, put back together by every
-		 * replica from its chunks: header (WIDE), one group, the command */
-		uint8_t h[KV_ENTRY_HDR + KV_GROUP_HDR] = { KV_ENTRY_MAGIC0, KV_ENTRY_MAGIC1,
-							   KV_ENTRY_VERSION, KV_ENTRY_F_WIDE, 0, 1 };
-		kv_put32(h + KV_ENTRY_HDR, c->client);
-		put16(h + KV_ENTRY_HDR + 4, 1);
-		kv_buf_append(&u->cmds, h, sizeof(h));
-		cmd_encode(&u->cmds, KV_ENC_WIDE, argc, argv, lens);
+	if (exec) {
+		/* MULTI, the block, EXEC: one group, one reply */
+		if (k == KV_U_BIG)
+			big_header(c, 2 + c->multi_n, &u->cmds);
+		encode_block(c, k == KV_U_BIG, &u->cmds);
+		u->n_cmds += 2 + c->multi_n;
+		u->n_replies++;
+		multi_reset(c);
+	} else if (k == KV_U_ERROR || k == KV_U_REPLY) {
+		kv_buf_append(&u->cmds, argv[0], lens[0]);
+		u->n_cmds++;
+		u->n_replies++;
 	} else {
-		cmd_encode(&u->cmds, k == KV_U_WRITE ? KV_ENC_ENTRY : KV_ENC_LOCAL, argc, argv, lens);
+		if (k == KV_U_BIG)
+			big_header(c, 1, &u->cmds);
+		cmd_encode(&u->cmds, k == KV_U_WRITE ? KV_ENC_ENTRY :
+				     k == KV_U_BIG ? KV_ENC_WIDE : KV_ENC_LOCAL, argc, argv, lens);
+		u->n_cmds++;
+		u->n_replies++;
 	}
-	u->n_cmds++;
+	if (barrier)
+		c->barrier = true;
 	if (k == KV_U_READ)
 		rq_add(s, c);
 	return true;
@@ -785,26 +1034,28 @@ static void round_release(struct server *s, struct kv_unit *u)
 	u->slot = 0;
 }
 
-/* The head unit is answered: the next one's turn. */
+/* The head unit is answered: the next one's turn (and parsing goes on if
+ * it was a barrier: it was the last unit). */
 static void unit_pop(struct server *s, struct conn *c)
 {
 	struct kv_unit *u = unit_head(c);
 	round_release(s, u);
+	if (u->barrier)
+		c->barrier = false;
 	u->kind = 0;
+	u->barrier = false;
 	u->cmds.len = 0;
 	c->head++;
 	c->n_units--;
 }
 
-/* Answer the head unit's commands n times with msg (a failed write or read). */
+/* Answer the head unit's replies with msg (a failed write or read). */
 static void unit_fail(struct server *s, struct conn *c, const char *msg)
 {
-	for (uint32_t k = 0; k < unit_head(c)->n_cmds; k++)
+	for (uint32_t k = 0; k < unit_head(c)->n_replies; k++)
 		kv_buf_str(&c->out, msg);
 	unit_pop(s, c);
 }
-
-static bool local_command(struct server *s, struct conn *c, int argc, char **argv, size_t *lens);
 
 /* Answer what can be answered at the head of the connection's units, in
  * order; queue its write when it is first; note where it waits. */
@@ -818,11 +1069,15 @@ static void conn_advance(struct server *s, struct conn *c)
 			c->closing = true;
 			c->drain = true;
 			unit_pop(s, c);
+		} else if (u->kind == KV_U_REPLY) {
+			kv_buf_append(&c->out, u->cmds.p, u->cmds.len);
+			s->st.cmds_local += u->n_cmds;
+			unit_pop(s, c);
 		} else if (u->kind == KV_U_LOCAL) {
-			for (uint32_t k = 0; k < u->n_cmds; k++) {
+			for (uint32_t k = 0; k < u->n_cmds && !c->closing; k++) {
 				int argc = cmd_local(s, u, &pos);
-				if (!local_command(s, c, argc, s->argv, s->lens))
-					kv_buf_str(&c->out, "-ERR internal error: not a local command\r\n");
+				const struct kv_command *cmd = kv_command_find(s->argv[0], s->lens[0]);
+				local_command(s, c, cmd, argc, s->argv, s->lens);
 			}
 			unit_pop(s, c);
 		} else if (u->kind == KV_U_READ) {
@@ -838,10 +1093,14 @@ static void conn_advance(struct server *s, struct conn *c)
 				rwait_add(s, c);
 				return;
 			}
+			/* the store as of the read index: read-only, nothing changes
+			 * (a key past its expire by log time is hidden, not deleted) */
+			struct kv_ctx ctx = { .db = u->db, .resp = u->resp, .read_only = true };
 			for (uint32_t k = 0; k < u->n_cmds; k++) {
 				int argc = cmd_local(s, u, &pos);
-				kv_store_apply(s->store, argc, s->argv, s->lens, &c->out);
+				kv_store_exec(s->store, &ctx, argc, s->argv, s->lens, &c->out);
 			}
+			kv_ctx_end(&ctx);
 			s->st.reads_local += u->n_cmds;
 			unit_pop(s, c);
 		} else if (u->kind == KV_U_BIG) {
@@ -860,13 +1119,19 @@ static void conn_advance(struct server *s, struct conn *c)
 	}
 }
 
-/* Parse what the connection sent into units (conn_advance answers them). */
+/* Parse what the connection sent into units (conn_advance answers them);
+ * not past a barrier until it is answered. */
 static void conn_parse(struct server *s, struct conn *c)
 {
+	if (c->follower) {
+		c->in.len = 0; /* REPLCONF ACK: nothing to answer */
+		return;
+	}
 	size_t consumed = 0;
-	while (!c->quit && consumed < c->in.len) {
+	struct kv_buf err_reply = { 0 };
+	while (!c->quit && !c->barrier && consumed < c->in.len) {
 		int argc = 0;
-		char err[128];
+		char err[160];
 		ssize_t r = kv_resp_parse(c->in.p + consumed, c->in.len - consumed, &argc, s->argv,
 					  s->lens, KV_MAX_ARGS, s->max_bulk, s->scratch, s->scratch_cap,
 					  err, sizeof(err));
@@ -877,7 +1142,7 @@ static void conn_parse(struct server *s, struct conn *c)
 		if (r <= 0) {
 			char *e[1] = { err };
 			size_t el[1] = { strlen(err) };
-			if (!unit_add(s, c, KV_U_ERROR, 1, e, el))
+			if (!unit_add(s, c, KV_U_ERROR, false, 1, e, el))
 				break;
 			c->quit = true;
 			break;
@@ -886,30 +1151,45 @@ static void conn_parse(struct server *s, struct conn *c)
 			consumed += (size_t)r;
 			continue;
 		}
-		int k = cmd_kind(s, argc, s->argv, s->lens);
-		if (!unit_add(s, c, k, argc, s->argv, s->lens))
+		const struct kv_command *cmd = kv_command_find(s->argv[0], s->lens[0]);
+		bool barrier;
+		err_reply.len = 0;
+		int k = cmd_kind(s, c, cmd, argc, s->argv, s->lens, &err_reply, &barrier);
+		bool ok;
+		if (k == KV_U_REPLY) {
+			char *e[1] = { err_reply.p };
+			size_t el[1] = { err_reply.len };
+			ok = !err_reply.oom && unit_add(s, c, k, false, 1, e, el);
+		} else {
+			ok = unit_add(s, c, k, barrier, argc, s->argv, s->lens);
+		}
+		if (!ok)
 			break; /* every unit in use: parse the rest when one is answered */
 		if (k == KV_U_WRITE && argc == 3 && !strcasecmp(s->argv[0], "replica") &&
 		    !strcasecmp(s->argv[1], "remove"))
 			replica_remove_received(s, s->argv[2], s->lens[2]);
-		if (k == KV_U_LOCAL && !strcasecmp(s->argv[0], "quit"))
+		if (k == KV_U_LOCAL && cmd != NULL && !strcmp(cmd->name, "quit"))
 			c->quit = true;
+		c->last_ns = innet_now_ns();
+		snprintf(c->last_cmd, sizeof(c->last_cmd), "%s", cmd ? cmd->name : "NULL");
 		consumed += (size_t)r;
 	}
+	kv_buf_free(&err_reply);
 	kv_buf_consume(&c->in, consumed);
 }
 
 /* Parse, answer what can be answered (and parse again while that made
- * room for commands left unparsed). The caller sends (conn_flush), which
- * also sets what the connection waits for: one epoll_ctl at most, after the
- * replies went out (here, before, it would often be two: EPOLLOUT on, off). */
+ * room for commands left unparsed, or answered a barrier). The caller sends
+ * (conn_flush), which also sets what the connection waits for: one
+ * epoll_ctl at most, after the replies went out (here, before, it would
+ * often be two: EPOLLOUT on, off). */
 static void conn_work(struct server *s, struct conn *c)
 {
 	for (;;) {
 		conn_parse(s, c);
 		uint64_t head = c->head;
 		conn_advance(s, c);
-		if (c->head == head || c->quit || c->in.len == 0)
+		if (c->head == head || c->quit || c->in.len == 0 || c->closing)
 			break;
 	}
 }
@@ -994,6 +1274,54 @@ static void reads_answer(struct server *s)
 	}
 }
 
+/* ---- redis's replication stream (SYNC/PSYNC followers) ------------------ */
+
+static void conn_close(struct server *s, struct conn *c);
+
+#define KV_FOLLOWER_OUT_MAX (256u << 20) /* a follower this far behind is dropped (redis's
+                                          * client-output-buffer-limit replica) */
+
+void kv_followers_send(struct server *s)
+{
+	if (s->n_followers == 0)
+		return;
+	uint64_t now = innet_now_ns();
+	long long period = kv_config_ll(s, "repl-ping-replica-period", 10);
+	if (period > 0 && now - s->ping_ns >= (uint64_t)period * 1000000000ull) {
+		kv_buf_str(&s->feed, "*1\r\n$4\r\nPING\r\n");
+		s->ping_ns = now;
+	}
+	if (s->feed.len == 0)
+		return;
+	struct conn *f[KV_MAX_CONNS];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->n_conns; i++)
+		if (s->conns[i]->follower)
+			f[n++] = s->conns[i];
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->feed.oom || f[i]->out.len + s->feed.len > KV_FOLLOWER_OUT_MAX) {
+			fprintf(stderr, "innet kv: a follower of the replication stream fell %zu bytes "
+					"behind: dropped\n", f[i]->out.len);
+			conn_close(s, f[i]);
+			continue;
+		}
+		kv_buf_append(&f[i]->out, s->feed.p, s->feed.len);
+		conn_flush(s, f[i]);
+	}
+	s->feed.len = 0;
+	s->feed.oom = false;
+}
+
+void kv_followers_drop(struct server *s)
+{
+	for (uint32_t i = 0; i < s->n_conns;) {
+		if (s->conns[i]->follower)
+			conn_close(s, s->conns[i]); /* moves the last one here */
+		else
+			i++;
+	}
+}
+
 /* ---- writes: groups into entries ---------------------------------------- */
 
 static uint64_t big_req_end(struct server *s, uint64_t req);
@@ -1035,6 +1363,56 @@ static void batch_add(struct server *s, uint64_t req)
 	s->n_batches++;
 }
 
+static void put64(uint8_t *p, uint64_t v)
+{
+	kv_put32(p, (uint32_t)(v >> 32));
+	kv_put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)kv_get32(p) << 32 | kv_get32(p + 4);
+}
+
+/* An entry's header at e: n_groups, flags, this replica's clock as its
+ * stamp (the log time of its commands). */
+static void entry_header(uint8_t *e, uint32_t n_groups, uint8_t flags)
+{
+	e[0] = KV_ENTRY_MAGIC0;
+	e[1] = KV_ENTRY_MAGIC1;
+	e[2] = KV_ENTRY_VERSION;
+	e[3] = flags;
+	put16(e + 4, n_groups);
+	put64(e + 6, (uint64_t)kv_wall_ms());
+}
+
+/* Active expiry through the log: when a key is due by this replica's clock
+ * and no entry has moved log time past it, propose an empty entry (a tick)
+ * whose stamp does. Replica k waits k x 20 ms more, so that normally one
+ * replica ticks, and another does when it is down. One tick of ours in
+ * flight at a time. */
+static void server_tick(struct server *s)
+{
+	int64_t due = kv_store_next_expiry(s->store);
+	if (due == 0 || !kv_store_active_expire(s->store) || s->tick_req != 0 ||
+	    s->n_batches >= s->window || s->stale)
+		return;
+	int64_t now = kv_wall_ms();
+	if (now < due + 20 * (int64_t)(s->c->paxos.learner_id % 16) || kv_store_now(s->store) >= due)
+		return;
+	uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
+	entry_header(s->entry, 0, 0);
+	int rc = innet_paxos_propose(s->px, req, s->entry, KV_ENTRY_HDR);
+	if (rc == -EAGAIN)
+		return;
+	s->seq++;
+	if (rc != 0)
+		return;
+	s->tick_req = req;
+	s->st.ticks_proposed++;
+	batch_add(s, req);
+}
+
 /* One entry of the queued groups, in order, as many as one value holds:
  * 1 proposed, 0 not now (the dedup window), -1 nothing queued. */
 static int propose_batch(struct server *s)
@@ -1052,15 +1430,13 @@ static int propose_batch(struct server *s)
 		struct kv_unit *u = unit_head(c);
 		kv_put32(s->entry + pos, c->client);
 		put16(s->entry + pos + 4, u->n_cmds);
+		s->entry[pos + 6] = u->db;
+		s->entry[pos + 7] = 0; /* flags */
 		memcpy(s->entry + pos + KV_GROUP_HDR, u->cmds.p, u->cmds.len);
 		pos += KV_GROUP_HDR + u->cmds.len;
 		ncmds += u->n_cmds;
 	}
-	s->entry[0] = KV_ENTRY_MAGIC0;
-	s->entry[1] = KV_ENTRY_MAGIC1;
-	s->entry[2] = KV_ENTRY_VERSION;
-	s->entry[3] = 0; /* flags */
-	put16(s->entry + 4, ng);
+	entry_header(s->entry, ng, 0);
 	int rc = innet_paxos_propose(s->px, req, s->entry, (uint32_t)pos);
 	if (rc == -EAGAIN)
 		return 0; /* an older entry holds the dedup window: later */
@@ -1096,7 +1472,10 @@ static int propose_chunk(struct server *s)
 			s->big_seq = 1;
 		s->big_id = innet_paxos_req_id(s->client, s->big_seq);
 		s->big_off = 0;
-		unit_head(s->big_conn)->entry = s->big_id;
+		struct kv_unit *bu = unit_head(s->big_conn);
+		bu->entry = s->big_id;
+		/* the image's log time: when its first chunk goes out */
+		put64((uint8_t *)bu->cmds.p + 6, (uint64_t)kv_wall_ms());
 	}
 	struct kv_unit *u = unit_head(s->big_conn);
 	uint32_t slot = 0;
@@ -1145,13 +1524,16 @@ static void server_propose(struct server *s)
 			continue;
 		int c = propose_chunk(s);
 		if (b <= 0 && c <= 0)
-			return;
+			break;
 	}
+	server_tick(s);
 }
 
 /* Entry req of ours is no longer in flight. */
 void kv_batch_end(struct server *s, uint64_t req)
 {
+	if (req == s->tick_req)
+		s->tick_req = 0;
 	for (uint32_t i = 0; i < KV_MAX_WINDOW; i++)
 		if (s->batches[i] == req) {
 			s->batches[i] = 0;
@@ -1161,6 +1543,10 @@ void kv_batch_end(struct server *s, uint64_t req)
 
 static void conn_close(struct server *s, struct conn *c)
 {
+	if (c->follower && --s->n_followers == 0) {
+		kv_store_set_feed(s->store, NULL);
+		s->feed.len = 0;
+	}
 	for (uint32_t i = 0; i < s->n_queue; i++)
 		if (s->queue[i] == c) { /* the queue is an order: close the gap */
 			memmove(s->queue + i, s->queue + i + 1, (s->n_queue - i - 1) * sizeof(s->queue[0]));
@@ -1193,12 +1579,17 @@ static void conn_close(struct server *s, struct conn *c)
 		}
 	kv_buf_free(&c->in);
 	kv_buf_free(&c->out);
+	kv_buf_free(&c->mq);
+	kv_buf_free(&c->watch);
+	kv_buf_free(&c->name);
+	kv_buf_free(&c->subs);
+	kv_buf_free(&c->psubs);
 	free(c);
 }
 
 static void conn_flush(struct server *s, struct conn *c)
 {
-	bool oom = c->in.oom || c->out.oom;
+	bool oom = c->in.oom || c->out.oom || c->mq.oom || c->watch.oom || c->name.oom;
 	for (uint32_t k = 0; k < KV_CONN_UNITS; k++)
 		oom |= c->units[k].cmds.oom;
 	if (INNET_UNLIKELY(oom)) {
@@ -1269,7 +1660,7 @@ bool kv_entry_valid(const uint8_t *v, uint32_t len)
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
 	for (uint32_t g = 0; g < ng; g++) {
-		if (pos + KV_GROUP_HDR > len)
+		if (pos + KV_GROUP_HDR > len || v[pos + 6] >= KV_DBS || v[pos + 7] != 0)
 			return false;
 		uint32_t cmds = get16(v + pos + 4);
 		pos += KV_GROUP_HDR;
@@ -1295,7 +1686,7 @@ static bool scratch_fit(struct server *s, size_t need)
 
 /* Apply n (checked) commands encoded at v[*pos..), replies to out. */
 static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t n, bool wide,
-		       struct kv_buf *out)
+		       struct kv_ctx *ctx, struct kv_buf *out)
 {
 	for (uint32_t k = 0; k < n; k++) {
 		size_t start = *pos, need = 0;
@@ -1313,9 +1704,28 @@ static void apply_cmds(struct server *s, const uint8_t *v, size_t *pos, uint32_t
 			}
 		}
 		argc = cmd_decode(s, v, pos, wide);
-		kv_store_apply(s->store, argc, s->argv, s->lens, out);
+		kv_store_exec(s->store, ctx, argc, s->argv, s->lens, out);
 	}
 	s->st.cmds_applied += n;
+}
+
+struct block_hook {
+	struct server *s;
+	struct conn *c;
+};
+
+/* A server command inside a MULTI block of one of our connections, run
+ * when the block is applied. */
+static void block_local(void *arg, int argc, char *const *argv, const size_t *lens,
+			struct kv_buf *out)
+{
+	struct block_hook *h = arg;
+	if (kv_admin_command(h->s, h->c, argc, (char **)argv, (size_t *)lens, out))
+		return;
+	if (lens[0] == 7 && !strncasecmp(argv[0], "unwatch", 7))
+		kv_buf_str(out, "+OK\r\n");
+	else
+		kv_buf_str(out, "-ERR innet kv: this command cannot run inside MULTI\r\n");
 }
 
 /* Log entry v, chosen at instance, applied: every command in it; our
@@ -1344,6 +1754,7 @@ static void entry_apply(struct server *s, uint64_t instance, uint64_t owner, con
 	}
 	uint64_t t0 = innet_now_ns();
 	s->st.entries_applied++;
+	s->st.expired_keys += kv_store_advance(s->store, (int64_t)get64(v + 6));
 	bool wide = (v[3] & KV_ENTRY_F_WIDE) != 0;
 	uint32_t ng = get16(v + 4);
 	size_t pos = KV_ENTRY_HDR;
@@ -1352,15 +1763,27 @@ static void entry_apply(struct server *s, uint64_t instance, uint64_t owner, con
 	for (uint32_t g = 0; g < ng; g++) {
 		uint32_t client = kv_get32(v + pos);
 		uint32_t cmds = get16(v + pos + 4);
+		uint8_t db = v[pos + 6];
+		struct kv_ctx ctx = { .db = db, .resp = 2 };
 		pos += KV_GROUP_HDR;
 		struct conn *c = ours ? conn_by_client(s, client) : NULL;
 		if (c != NULL && (c->n_units == 0 ||
 				  (unit_head(c)->kind != KV_U_WRITE && unit_head(c)->kind != KV_U_BIG) ||
 				  unit_head(c)->entry != owner))
 			c = NULL;
-		apply_cmds(s, v, &pos, cmds, wide, c ? &c->out : &s->scratch_out);
-		s->scratch_out.len = 0;
+		struct block_hook hook = { s, c };
 		if (c != NULL) {
+			ctx.resp = unit_head(c)->resp;
+			ctx.local = block_local;
+			ctx.local_arg = &hook;
+		}
+		apply_cmds(s, v, &pos, cmds, wide, &ctx, c ? &c->out : &s->scratch_out);
+		kv_ctx_end(&ctx);
+		s->scratch_out.len = 0;
+		s->scratch_out.oom = false;
+		if (c != NULL) {
+			if (ctx.db != db)
+				c->db = (uint8_t)ctx.db; /* SELECT in an EXEC block (a barrier) */
 			if (c == s->big_conn)
 				s->big_conn = NULL; /* its image is applied: the next one's turn */
 			unit_pop(s, c);
@@ -1373,6 +1796,7 @@ static void entry_apply(struct server *s, uint64_t instance, uint64_t owner, con
 		conn_work(s, c); /* its next units */
 		conn_flush(s, c);
 	}
+	kv_followers_send(s);
 	s->st.ns_apply += t1 - t0;
 	s->st.ns_reply += innet_now_ns() - t1;
 }
@@ -1415,6 +1839,8 @@ static void on_deliver(void *arg, uint64_t instance, uint64_t req, const uint8_t
 		return;
 	}
 	s->st.chunks_applied++;
+	/* a chunk moves log time like any entry (every replica alike) */
+	s->st.expired_keys += kv_store_advance(s->store, (int64_t)get64(v + 6));
 	if (rc == 1) {
 		s->st.bigs_applied++;
 		entry_apply(s, instance, id, img, img_len);
@@ -1460,6 +1886,11 @@ static void accept_all(struct server *s)
 		do
 			c->client = innet_paxos_client_new(s->px);
 		while (conn_by_client(s, c->client) != NULL);
+		c->id = ++s->next_conn_id;
+		c->resp = 2;
+		c->created_ns = c->last_ns = innet_now_ns();
+		snprintf(c->last_cmd, sizeof(c->last_cmd), "NULL");
+		s->st.conns_total++;
 		c->events = EPOLLIN;
 		struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
 		epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &e);
@@ -1526,6 +1957,15 @@ int kv_serve(const struct kv_conf *conf)
 		return -ENOMEM;
 	int rc = -ENOMEM;
 	s->c = conf;
+	s->start_ns = innet_now_ns();
+	s->start_ms = kv_wall_ms();
+	{
+		uint64_t r = s->start_ns ^ ((uint64_t)getpid() << 32);
+		for (int i = 0; i < 40; i++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			s->replid[i] = "0123456789abcdef"[(r >> 59) & 15];
+		}
+	}
 	s->entry_max = conf->entry_max && conf->entry_max < PAXOS_VALUE_MAX ? conf->entry_max : PAXOS_VALUE_MAX;
 	s->window = conf->window ? conf->window : kv_window_default(conf->entry_max);
 	s->max_bulk = conf->max_bulk ? conf->max_bulk : KV_BULK_MAX_DEFAULT;
@@ -1535,7 +1975,7 @@ int kv_serve(const struct kv_conf *conf)
 	s->store = kv_store_create();
 	if (s->scratch == NULL || s->store == NULL)
 		goto err_free;
-	kv_store_set_learners(s->store, conf->n_learners);
+	kv_server_store_init(s, s->store);
 	struct innet_paxos_conf pc = conf->paxos;
 	pc.deliver = on_deliver;
 	pc.done = on_done;
@@ -1652,6 +2092,7 @@ int kv_serve(const struct kv_conf *conf)
 			last_trim = t4;
 		}
 		server_propose(s);
+		kv_followers_send(s);
 		uint64_t t5 = innet_now_ns();
 		s->st.loops++;
 		s->st.ns_wait += t1 - t0;
@@ -1685,6 +2126,7 @@ err_free:
 	kv_store_destroy(s->store);
 	kv_chunk_reset(s);
 	kv_buf_free(&s->scratch_out);
+	kv_buf_free(&s->feed);
 	free(s->scratch);
 	free(s);
 	return rc;

@@ -98,7 +98,7 @@ cases = [
     ("MSET with a key and no value", [("SET", "b", "2"), ("MSET", "a", "9", "b"), ("MGET", "a", "b")],
      b"+OK\r\n" + ARITY(b"mset") + b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n", 1, 1),
     ("unknown command after SET", [("SET", "c", "3"), ("FLUBBER", "x"), ("GET", "c")],
-     b"+OK\r\n-ERR unknown command 'FLUBBER'\r\n$1\r\n3\r\n", 1, 1),
+     b"+OK\r\n-ERR unknown command 'FLUBBER', with args beginning with: 'x' \r\n$1\r\n3\r\n", 1, 1),
     ("command over one value after SET", [("SET", "d", "4"), ("SET", "big", big), ("GET", "d")],
      b"+OK\r\n+OK\r\n$1\r\n4\r\n", 1, 1),
     ("DEL without a key, alone", [("DEL",)], ARITY(b"del"), 0, 0),

@@ -46,13 +46,13 @@ expect $R0 2 DEL a b nokey
 expect $R0 0 EXISTS a b
 expect $R0 "ERR wrong number of arguments for 'mset' command" MSET a
 expect $R0 "ERR wrong number of arguments for 'get' command" GET
-expect $R0 "ERR unknown command 'FLUBBER'" FLUBBER x
+expect $R0 "ERR unknown command 'FLUBBER', with args beginning with: 'x' " FLUBBER x
 # A command up to one consensus value (INNET_PKT_MAX less headers) is one log
 # entry; a larger one goes through the log in chunks (kv_chunk.c): both
 # replicate intact, and only the larger one costs chunk entries.
 info() { cli "$1" INFO | tr -d '\r' | sed -n "s/^$2://p"; }
 vmax=$(info $R0 value_max)
-fits=$(head -c $((vmax - 6 - 6 - 2 - 5 - 5 - 2)) /dev/zero | tr "\\0" y) # headers; argc; len+SET; len+big; len
+fits=$(head -c $((vmax - 14 - 8 - 2 - 5 - 5 - 2)) /dev/zero | tr "\\0" y) # headers; argc; len+SET; len+big; len
 c0=$(info $R0 chunks_proposed)
 expect $R0 OK SET big "$fits"
 [ "$(cli $R1 GET big)" = "$fits" ] || fail "a ${#fits}-byte value did not replicate intact"
