@@ -170,13 +170,16 @@ struct innet_table_info {
 	uint32_t capacity;
 	uint32_t entries;        /* current */
 	uint64_t insert_full;    /* inserts refused: full */
+	uint64_t busy;           /* data-path operations that ran out of their bounded
+	                          * wait (INNET_TABLE_BUSY: a writer in the way) */
 };
 int innet_cp_table_info(const struct innet_cp *cp, unsigned id, struct innet_table_info *info);
-/* Add or replace; -ENOSPC when full. */
+/* Add or replace; -ENOSPC when full. These three wait for a data-path writer
+ * in the entry's way (bounded: 0.2 s), then give up with -EBUSY. */
 int innet_cp_table_add(struct innet_cp *cp, unsigned id, const void *key, const void *val);
-/* Delete; -ENOENT when absent. */
+/* Delete; -ENOENT when absent (or -EBUSY). */
 int innet_cp_table_del(struct innet_cp *cp, unsigned id, const void *key);
-/* Look up; 0 or -ENOENT. */
+/* Look up; 0 or -ENOENT (or -EBUSY). */
 int innet_cp_table_get(struct innet_cp *cp, unsigned id, const void *key, void *val);
 /* Call fn for every entry (a consistent copy of each); stops when fn returns
  * non-zero and returns that value. */

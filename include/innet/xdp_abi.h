@@ -6,7 +6,8 @@
  * change here is a change of both sides (they are built together).
  *
  * Plain C: included by innet/dp_xdp.h (clang -target bpf) and by the
- * user-space files of src/targets/xdp/ and src/engine/table.c, timer.c.
+ * user-space files of src/targets/xdp/ and src/engine/timer.c. The tables'
+ * layout is src/engine/table_algo.h's (with their algorithm).
  */
 #ifndef INNET_XDP_ABI_H
 #define INNET_XDP_ABI_H
@@ -16,36 +17,18 @@
 #define INNET_XDP_MAX_PROGS    16u       /* program instances per switch */
 #define INNET_XDP_RING_BYTES   (1u << 22) /* hand-off ring (power of two) */
 #define INNET_XDP_HANDOFF_MAX  3584u     /* payload bytes a ring record carries */
-#define INNET_XDP_TABLE_PROBE  32u       /* = table.c's probe window */
-#define INNET_XDP_SEQ_TRIES    4u        /* seqlock read retries per slot */
 #define INNET_XDP_HDR_LEN      42u       /* Ethernet + IPv4 (no options) + UDP */
 #define INNET_XDP_META_MAGIC   0x1e5eu   /* recirculation metadata marker */
 /* innet_tmeta, one page per program instance, shared by every executor:
  *
  *   0     struct innet_table_shared [INNET_MAX_TABLES]  the tables' counters
+ *                                                       (src/engine/table_algo.h)
  *   2048  uint32_t serial lock                          a SERIAL program's:
  *         0 free, 1 held — by the eBPF handler on one CPU, or by the
  *         user-space engine's worker (docs/xdp.md, "SERIAL programs")
  */
 #define INNET_XDP_SERIAL_LOCK_OFF 2048u
 #define INNET_XDP_SERIAL_TRIES 256u      /* eBPF: tries for the lock, then pass up */
-
-/* Table slots (src/engine/table.c): seq | state | key | value | pad to 8. */
-enum { INNET_SLOT_EMPTY = 0, INNET_SLOT_USED = 1, INNET_SLOT_DEAD = 2 };
-
-struct innet_table_slot {
-	uint32_t seq;          /* even = stable, odd = a writer is in the slot */
-	uint32_t state;        /* INNET_SLOT_* */
-	uint8_t kv[];          /* key (key_size) then value (value_size) */
-};
-
-/* A table's shared counters (one per table, in innet_tmeta's page). */
-struct innet_table_shared {
-	uint32_t entries;
-	uint32_t pad;
-	uint64_t insert_full;
-	uint64_t insert_busy;
-};
 
 /* A one-shot timer slot (src/engine/timer.c's struct innet_timer). */
 struct innet_timer_slot {

@@ -491,14 +491,15 @@ static void render_programs(const json_t *r)
 		json_t *tables = json_object_get(p, "tables");
 		if (json_array_size(tables) > 0) {
 			struct tbl t;
-			tbl_init(&t, 6);
-			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL");
+			tbl_init(&t, 7);
+			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL", "BUSY");
 			json_array_foreach(tables, k, x)
 				tbl_row(&t, js(x, "name", "?"), fmt("%" PRIu64, ju(x, "key_size")),
 					fmt("%" PRIu64, ju(x, "value_size")),
 					fmt("%" PRIu64, ju(x, "capacity")),
 					fmt("%" PRIu64, ju(x, "entries")),
-					fmt("%" PRIu64, ju(x, "insert_full")));
+					fmt("%" PRIu64, ju(x, "insert_full")),
+					fmt("%" PRIu64, ju(x, "busy")));
 			tbl_print(&t, "  ");
 			tbl_free(&t);
 		}

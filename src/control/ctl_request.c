@@ -250,6 +250,7 @@ static int cmd_programs(struct ctl_req *r, int argc, char **argv)
 			ctl_jset(t, "capacity", json_integer(ti.capacity));
 			ctl_jset(t, "entries", json_integer(ti.entries));
 			ctl_jset(t, "insert_full", ctl_ju64(ti.insert_full));
+			ctl_jset(t, "busy", ctl_ju64(ti.busy));
 			ctl_jpush(tables, t);
 		}
 		ctl_jset(p, "tables", tables);

@@ -51,6 +51,7 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_NO_UDP_SOCKET] = "no_udp_socket",
 	[INNET_DROP_REG_CONTENDED] = "reg_contended",
 	[INNET_DROP_TABLE_KEY] = "table_key_size",
+	[INNET_DROP_TABLE_BUSY] = "table_busy",
 };
 
 static const char *const handoff_names[] = {

@@ -38,6 +38,7 @@
 
 #include "innet/resources.h"
 #include "innet/xdp_abi.h"
+#include "engine/table_algo.h"
 #include "engine/switch_pvt.h"
 #include "targets/xdp/objects.h"
 #include "targets/xdp/xdp.h"
