@@ -143,7 +143,7 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	@mkdir -p $(@D)
 	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o \
 	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
-$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
+$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h tests/unit/lb_contention.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a

@@ -160,6 +160,9 @@ enum lb_drop {
 	LB_DR_BAD_L4,            /* frame: bad UDP/TCP length or offset */
 	LB_DR_WRONG_MODE,        /* frame in proxy mode or datagram on a VIP in packet mode */
 	LB_DR_TTL_EXPIRED,       /* frame: TTL <= 1, cannot be forwarded (no ICMP is sent) */
+	LB_DR_CONN_BUSY,         /* a connection table's answer was INNET_TABLE_BUSY (a writer
+	                          * stopped in the entry's slot): the connection may exist, so
+	                          * the packet is dropped, never balanced anew */
 	LB_DR_COUNT_END
 };
 #define LB_N_DROPS (LB_DR_COUNT_END - INNET_DROP_PROGRAM)

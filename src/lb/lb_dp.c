@@ -618,8 +618,11 @@ LB_INLINE void nat_free(struct innet_ctx *ctx, const struct lb_conf *c, uint32_t
 /* Table operations on the scratch entries: functions of their own, so that
  * the table helpers' state (on XDP their probe loop's arg) is on a stack
  * frame of its own, not on the frames of the steps that call them (the
- * deepest chain of frames, a new connection's pick, has little room). 0 or
- * -1 as the table helpers.                                                   */
+ * deepest chain of frames, a new connection's pick, has little room). An
+ * enum innet_table_rc, as the table helpers: INNET_TABLE_BUSY (a writer
+ * stopped in the entry's slot) is never taken for a miss — a flow whose
+ * lookup is busy may have a connection, and balancing it anew would
+ * overwrite that connection — so it drops the packet (conn_busy).           */
 
 static LB_STEP int conn_lookup(struct lb_cb *a)
 {
@@ -677,25 +680,28 @@ LB_INLINE void rev_key_of(const struct lb_conf *c, const struct lb_conn_key *k,
 }
 
 /* The handler's expiry of an idle entry (s->k, s->v): release what it held
- * if our delete is the one that removed it. */
-static LB_STEP void conn_release(struct lb_cb *a)
+ * if our delete is the one that removed it. The delete's answer:
+ * INNET_TABLE_OK, _ABSENT (the sweep got it first) or _BUSY (still there). */
+static LB_STEP int conn_release(struct lb_cb *a)
 {
 	struct innet_ctx *ctx = a->ctx;
 	const struct lb_conf *c = a->c;
 	struct lb_scratch *s = a->s;
-	if (conn_delete(a) != 0)
-		return; /* the sweep got it first */
+	int rc = conn_delete(a);
+	if (rc != INNET_TABLE_OK)
+		return rc;
 	rev_key_of(c, &s->k, &s->v, &s->rk);
 	rev_delete(a);
 	if (c->mode == LB_MODE_PROXY)
 		nat_free(ctx, c, s->v.unit, s->v.nat);
 	if (innet_faulted(ctx))
-		return;
+		return rc;
 	bloom_add(a, -1);
 	if (innet_faulted(ctx))
-		return;
+		return rc;
 	innet_reg_fetch_add(ctx, R_UNIT_CONNS, s->v.unit, (uint32_t)-1);
 	stat_inc(ctx, LB_ST_CONN_EXPIRED);
+	return rc;
 }
 
 LB_INLINE bool conn_idle(const struct lb_conf *c, const struct lb_conn_val *v, uint32_t now)
@@ -707,9 +713,16 @@ LB_INLINE bool conn_idle(const struct lb_conf *c, const struct lb_conn_val *v, u
 	return (int32_t)(now - v->seen_ms) > (int32_t)limit;
 }
 
+/* What conn_find found. */
+enum lb_find {
+	LB_FIND_LIVE = 0,   /* the flow's live connection, in s->v */
+	LB_FIND_NONE,       /* none: a new flow */
+	LB_FIND_IDLE,       /* an idle entry, in s->v: the caller expires it (conn_release) */
+	LB_FIND_BUSY,       /* the lookup was busy: there may be a connection */
+};
+
 /* The live connection of the flow (s->k, s->h) into s->v (last-seen
- * refreshed every timeout/16: a table write). 0, -1 (none: a new flow), or
- * 1 (an idle entry, in s->v: the caller expires it with conn_release). */
+ * refreshed every timeout/16: a table write): an enum lb_find. */
 static LB_STEP int conn_find(struct lb_cb *a)
 {
 	struct innet_ctx *ctx = a->ctx;
@@ -717,27 +730,29 @@ static LB_STEP int conn_find(struct lb_cb *a)
 	struct lb_scratch *s = a->s;
 	uint32_t now = now_ms(ctx);
 	bool maybe = bloom_maybe(ctx, c, s->h);
-	LB_STOP_IF_FAULTED(ctx, -1);
+	LB_STOP_IF_FAULTED(ctx, LB_FIND_NONE);
 	if (!maybe) {
 		stat_inc(ctx, LB_ST_BLOOM_NEW);
-		return -1;
+		return LB_FIND_NONE;
 	}
 	int rc = conn_lookup(a);
-	LB_STOP_IF_FAULTED(ctx, -1);
-	if (rc != 0) {
+	LB_STOP_IF_FAULTED(ctx, LB_FIND_NONE);
+	if (rc == INNET_TABLE_BUSY)
+		return LB_FIND_BUSY;
+	if (rc != INNET_TABLE_OK) {
 		stat_inc(ctx, LB_ST_BLOOM_COLLISIONS);
-		return -1;
+		return LB_FIND_NONE;
 	}
 	if (conn_idle(c, &s->v, now))
-		return 1; /* the caller releases it (a step of its own: the stack) */
+		return LB_FIND_IDLE; /* the caller releases it (a step of its own: the stack) */
 	/* closing entries by their own, shorter timeout */
 	uint32_t limit = s->v.closing ? c->closing_ms : c->idle_ms;
 	uint32_t refresh = limit / 16 ? limit / 16 : 1;
 	if ((int32_t)(now - s->v.seen_ms) >= (int32_t)refresh) {
 		s->v.seen_ms = now;
-		conn_insert(a);
+		conn_insert(a);   /* (busy: refreshed another time) */
 	}
-	return 0;
+	return LB_FIND_LIVE;
 }
 
 /* A flow to VIP s->vip without a live connection: a unit from the policy; if
@@ -767,12 +782,14 @@ static LB_STEP int conn_new(struct lb_cb *a)
 		s->v.nat = (uint16_t)nat;
 	}
 	rev_key_of(c, &s->k, &s->v, &s->rk);
-	if (conn_insert(a) != 0)
-		goto full;
-	if (rev_insert(a) != 0) {
-		conn_delete(a);
-		goto full;
+	int rc = conn_insert(a);
+	if (rc == INNET_TABLE_OK) {
+		rc = rev_insert(a);
+		if (rc != INNET_TABLE_OK)
+			conn_delete(a);
 	}
+	if (rc != INNET_TABLE_OK)
+		goto refused;
 	LB_STOP_IF_FAULTED(ctx, LB_CONN_FAULT);
 	bloom_add(a, +1);
 	LB_STOP_IF_FAULTED(ctx, LB_CONN_FAULT);
@@ -780,9 +797,11 @@ static LB_STEP int conn_new(struct lb_cb *a)
 	innet_reg_fetch_add(ctx, R_UNIT_NEW, slot, 1);
 	stat_inc(ctx, LB_ST_CONN_NEW);
 	return 0;
-full:
+refused:
 	if (c->mode == LB_MODE_PROXY)
 		nat_free(ctx, c, slot, s->v.nat);
+	if (rc == INNET_TABLE_BUSY)
+		return LB_DR_CONN_BUSY;
 	stat_inc(ctx, LB_ST_CONN_TABLE_FULL);
 	return LB_DR_CONN_FULL;
 }
@@ -796,12 +815,14 @@ LB_INLINE int conn_get(struct lb_cb *a)
 {
 	a->s->h = innet_hash(&a->s->k, sizeof(a->s->k), LB_FLOW_SEED);
 	innet_alu(a->ctx, 8);
-	int rc = conn_find(a);
-	if (rc == 1)
-		conn_release(a); /* idle: expired now, and the flow is a new one */
+	int found = conn_find(a);
+	if (found == LB_FIND_IDLE && conn_release(a) == INNET_TABLE_BUSY)
+		found = LB_FIND_BUSY;   /* the idle entry is still there: not a new flow yet */
 	LB_STOP_IF_FAULTED(a->ctx, LB_CONN_FAULT);
-	if (rc == 0)
+	if (found == LB_FIND_LIVE)
 		return 0;
+	if (found == LB_FIND_BUSY)
+		return LB_DR_CONN_BUSY;
 	return conn_new(a);
 }
 
@@ -907,12 +928,14 @@ static LB_STEP enum innet_action proxy_to_client(struct lb_cb *a, struct innet_p
 	if (ni == 0)
 		return innet_drop(pkt, LB_DR_NOT_VIP);
 	s->uk = (struct lb_uaddr_key){ .ip = pkt->src.ip, .udp = pkt->src.udp };
-	if (uaddr_lookup(a) != 0)
-		return innet_drop(pkt, LB_DR_UNKNOWN_SOURCE);
+	int rc = uaddr_lookup(a);
+	if (rc != INNET_TABLE_OK)
+		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? INNET_DROP_TABLE_BUSY : LB_DR_UNKNOWN_SOURCE);
 	s->rk = (struct lb_rev_key){ .kind = 1, .proto = 17, .unit = (uint16_t)s->unit,
 				     .port = (uint16_t)(ni - 1) };
-	if (rev_lookup(a) != 0)
-		return innet_drop(pkt, LB_DR_NO_CONNECTION);
+	rc = rev_lookup(a);
+	if (rc != INNET_TABLE_OK)
+		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? LB_DR_CONN_BUSY : LB_DR_NO_CONNECTION);
 	if (n_vips == 0 || n_vips > INNET_LB_MAX_VIPS)
 		return innet_drop(pkt, LB_DR_NOT_VIP); /* (setup refuses it) */
 	innet_forward_to(pkt, s->rv.swport, s->rv.cip, s->rv.cport);
@@ -1007,12 +1030,14 @@ static LB_STEP enum innet_action frame_from_unit(struct lb_cb *a, struct innet_p
 	struct lb_scratch *s = a->s;
 	struct lb_frame *fr = &s->fr;
 	s->uk = (struct lb_uaddr_key){ .ip = fr->sip, .udp = fr->sport };
-	if (uaddr_lookup(a) != 0)
-		return innet_drop(pkt, LB_DR_NOT_VIP);
+	int rc = uaddr_lookup(a);
+	if (rc != INNET_TABLE_OK)
+		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? INNET_DROP_TABLE_BUSY : LB_DR_NOT_VIP);
 	s->rk = (struct lb_rev_key){ .kind = 2, .proto = fr->proto, .unit = (uint16_t)s->unit,
 				     .port = fr->dport, .cip = fr->dip };
-	if (rev_lookup(a) != 0)
-		return innet_drop(pkt, LB_DR_NO_CONNECTION);
+	rc = rev_lookup(a);
+	if (rc != INNET_TABLE_OK)
+		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? LB_DR_CONN_BUSY : LB_DR_NO_CONNECTION);
 	uint32_t n_vips = c->n_vips;
 	if (fr->ttl <= 1)
 		return innet_drop(pkt, LB_DR_TTL_EXPIRED);
@@ -1025,7 +1050,7 @@ static LB_STEP enum innet_action frame_from_unit(struct lb_cb *a, struct innet_p
 	if (fr->proto == 6 && (fr->tcp_flags & 0x05)) {
 		s->k = (struct lb_conn_key){ .cip = s->rv.cip, .vip_ip = vip->ip, .cport = s->rv.cport,
 					     .vport = vip->port, .proto = 6, .vip = s->rv.vip };
-		if (conn_lookup(a) == 0 && !s->v.closing) {
+		if (conn_lookup(a) == INNET_TABLE_OK && !s->v.closing) {   /* (busy: not shortened) */
 			s->v.closing = 1;
 			conn_insert(a);
 			stat_inc(ctx, LB_ST_TCP_CLOSING);

@@ -48,6 +48,15 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 		     const struct innet_addr *src, const void *data, uint32_t len,
 		     struct innet_inject_result *res);
 
+/* Tests: run the eBPF program `runs` times on one datagram (BPF_PROG_TEST_RUN,
+ * on the calling thread's CPU), without innet_switch_inject's lock and
+ * without its collecting of what goes out: threads on several CPUs may call
+ * it at once, against each other and against writers of the program's state
+ * (tests/unit/test_lb_contention_xdp.c). The verdicts show in the counters.
+ * 0, or -EINVAL (not a datagram for an eBPF object), -errno. */
+int innet_xdp_test_run(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
+		       const struct innet_addr *src, const void *data, uint32_t len, uint32_t runs);
+
 /* The eBPF column of the resource report, measured from the loaded program. */
 struct innet_xdp_prog_info {
 	bool loaded;                   /* an eBPF object runs this program */
