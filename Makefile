@@ -122,7 +122,7 @@ $(O)/%_dp.o: %_dp.c tools/contract/check-dp
 # A data path, XDP build: one eBPF object per program.
 define bpf_rule
 $(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h include/innet/dp.h \
-		include/innet/dp_xdp.h include/innet/xdp_abi.h
+		src/targets/xdp/dp_xdp.h src/targets/xdp/xdp_abi.h
 	@mkdir -p $$(@D)
 	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/targets/xdp/prog.bpf.c
 endef

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "innet/metrics.h"
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 #include "engine/switch_pvt.h"
 #include "targets/xdp/xdp.h"
 

@@ -13,7 +13,7 @@
  *   shared counters: struct innet_table_shared (entries, insert_full, insert_busy)
  *
  * On the XDP target the three live in BPF array maps that the eBPF program
- * reads and writes with the same algorithm (innet/dp_xdp.h): the loader
+ * reads and writes with the same algorithm (targets/xdp/dp_xdp.h): the loader
  * rehomes an empty table onto them (innet_table_rehome), so lookups and
  * writes from either executor and from the control plane see one table.
  *
@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 #include "engine/switch_pvt.h"
 
 #define PROBE      32u

@@ -10,7 +10,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 
 static char vlog[1 << 20];
 

@@ -32,7 +32,7 @@
  *                 state in the frame's metadata, at most INNET_MAX_RECIRC
  *     TO_CPU      the packet to the ring (on_cpu runs in user space)
  *     CONSUMED    XDP_DROP, counted as consumed
- *   emit and timer arming also go to the ring (innet/dp_xdp.h).
+ *   emit and timer arming also go to the ring (targets/xdp/dp_xdp.h).
  *
  * Every outcome is counted in the program's per-CPU innet_stats with the
  * user-space engine's meaning (actions, drops by reason, passes, register,

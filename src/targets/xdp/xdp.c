@@ -37,7 +37,7 @@
 #include <linux/if_link.h>
 
 #include "innet/resources.h"
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 #include "engine/switch_pvt.h"
 #include "targets/xdp/objects.h"
 #include "targets/xdp/xdp.h"
@@ -1061,7 +1061,7 @@ static int handle_rec(void *ctx, void *data, size_t size)
 		break;
 	}
 	case INNET_XDP_REC_TIMER:
-		/* the eBPF side stored arg and deadline in the slot (innet/dp_xdp.h);
+		/* the eBPF side stored arg and deadline in the slot (targets/xdp/dp_xdp.h);
 		 * a cancel or re-arm since then stands (the entry is stale then) */
 		if (r->timer < cp->n_timers)
 			innet_timerq_push(sw, cp, r->timer, r->deadline_ns);

@@ -1,11 +1,11 @@
 /*
- * innet/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
+ * targets/xdp/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
  * user-space side (loader, engine, control plane) share: state shapes, the
  * hand-off records of the ring, per-CPU counters, port descriptions. Both
  * compilers see this one header, so the bytes agree by construction; any
  * change here is a change of both sides (they are built together).
  *
- * Plain C: included by innet/dp_xdp.h (clang -target bpf) and by the
+ * Plain C: included by targets/xdp/dp_xdp.h (clang -target bpf) and by the
  * user-space files of src/targets/xdp/ and src/engine/table.c, timer.c.
  */
 #ifndef INNET_XDP_ABI_H
