@@ -57,6 +57,16 @@ struct innet_link_conf {
 	uint64_t seed;        /* PRNG seed (0: derived from the switch seed and port) */
 };
 
+/* The link has fault settings (loss, dup, reorder, delay or jitter)... */
+bool innet_link_faulty(const struct innet_link_conf *lc);
+/* ... and they apply on this switch's engine (egress or ingress). */
+bool innet_link_active(const struct innet_link_conf *lc);
+/* The settings as JSON (jansson), the one rendering (ctl info, fabric show
+ * --json, fabric.json): {loss, dup, reorder, delay_us, jitter_us, on_egress,
+ * on_ingress, seed, active}. NULL when out of memory. */
+struct json_t;
+struct json_t *innet_link_json(const struct innet_link_conf *lc);
+
 struct innet_port_conf {
 	char name[INNET_NAME_MAX];    /* e.g. "p0" or the neighbour's name */
 	char iface[INNET_IFACE_MAX];  /* raw port: the interface (AF_PACKET); "" = UDP port */
@@ -88,11 +98,33 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 /* Parse "N" or "A-B" (decimal) into *lo, *hi (no range checks). 0 or -EINVAL. */
 int innet_udp_range_parse(const char *s, uint32_t *lo, uint32_t *hi);
 
-/* Where a switch's data paths run (docs/xdp.md). */
+/* Where a switch's data paths run (docs/runtime.md "Targets", docs/xdp.md). */
 enum innet_target {
 	INNET_TARGET_UDP = 0,     /* the user-space engine over UDP sockets / AF_PACKET */
 	INNET_TARGET_XDP = 1,     /* eBPF on the port devices, the engine for hand-offs */
 };
+
+/* What a target is, for those who configure, describe or report it (the
+ * topology, the command line, the metrics): the runtime asks these, never
+ * which target it is. */
+struct innet_target_info {
+	enum innet_target id;
+	const char *name;         /* "udp", "xdp": the word topology files and --target use */
+	const char *summary;      /* one line */
+	bool needs_root;          /* a switch on it needs root (loading eBPF, attaching) */
+	bool needs_devices;       /* every port is a network device: a fabric runs in netns mode */
+	bool attaches_xdp;        /* it attaches XDP programs of its own to its port devices
+	                           * (netns mode puts no XDP_PASS program there for it) */
+	uint32_t mtu_max;         /* the largest link MTU its ports take; 0: no limit */
+	const char *mtu_why;      /* ... and why (for the message) */
+	bool xdp_counters;        /* it fills the xdp_* counters and the hand-off counts */
+};
+/* The target with id t, or NULL if none is built in. */
+const struct innet_target_info *innet_target_info(enum innet_target t);
+/* The target called name ("udp", "xdp"), or NULL. */
+const struct innet_target_info *innet_target_find(const char *name);
+/* The names of all targets, "udp|xdp" (for messages and usage lines). */
+const char *innet_target_names(void);
 
 struct innet_switch_conf {
 	char name[INNET_NAME_MAX];

@@ -8,7 +8,7 @@
  *   innet ctl ──unix──► │ epoll ─┬─ listen fd ─► accept (≤ CTL_MAX_CLIENTS)         │
  *   clients             │        ├─ client fd ─► line ─► tokens ─► command ─► JSON  │
  *   Prometheus ──TCP──► │        ├─ metrics fd ─► innet_metrics_http_run()          │
- *                       │        ├─ cpu_wake_fd ─► innet_cpu_drain() (on_cpu)       │
+ *                       │        ├─ cpu_wake_fd ─► innet_switch_cpu_drain() (on_cpu)│
  *                       │        └─ stop_fd ─► exit                                 │
  *                       └───────────────────────────────────────────────────────────┘
  *
@@ -50,7 +50,6 @@
 #include "innet/metrics.h"
 #include "innet/resources.h"
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
 #define CTL_MAX_CLIENTS   64u
@@ -317,7 +316,7 @@ static void *control_main(void *arg)
 	struct epoll_event ev[32];
 	pthread_setname_np(pthread_self(), "innet-ctl");
 
-	innet_cpu_drain(sw); /* anything punted before we started */
+	innet_switch_cpu_drain(sw); /* anything punted before we started */
 	for (;;) {
 		int n = epoll_wait(ctl->epfd, ev, 32, ctl->listen_paused ? CTL_PAUSE_MS : -1);
 		if (n < 0) {
@@ -340,7 +339,7 @@ static void *control_main(void *arg)
 				if (read(sw->cpu_wake_fd, &v, sizeof(v)) < 0) {
 					/* EAGAIN: another wake-up already reset it */
 				}
-				innet_cpu_drain(sw);
+				innet_switch_cpu_drain(sw);
 			} else if (p == &ctl->tag_listen) {
 				accept_clients(ctl);
 			} else if (p == &ctl->tag_metrics) {

@@ -43,9 +43,9 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	ctl_jset(o, "link_reordered", ctl_ju64(s.link_reordered));
 	ctl_jset(o, "link_delayed", ctl_ju64(s.link_delayed));
 	ctl_jset(o, "link_queue_full", ctl_ju64(s.link_queue_full));
-	if (sw->xdp != NULL) {
-		/* the XDP target: what the eBPF program took and sent, and the
-		 * frames it passed to the kernel unhandled, by reason */
+	if (innet_target_info(sw->conf.target)->xdp_counters) {
+		/* what the eBPF program took and sent, and the frames it passed
+		 * to the kernel unhandled, by reason */
 		ctl_jset(o, "xdp_rx_pkts", ctl_ju64(s.xdp_rx_pkts));
 		ctl_jset(o, "xdp_tx_pkts", ctl_ju64(s.xdp_tx_pkts));
 		json_t *pass = json_object();
@@ -100,7 +100,7 @@ static json_t *prog_stats_json(struct innet_cp *cp)
 		ctl_jset(drops, key, ctl_ju64(v));
 	}
 	ctl_jset(o, "drops", drops);
-	if (cp->sw->xdp != NULL) {
+	if (innet_target_info(cp->sw->conf.target)->xdp_counters) {
 		ctl_jset(o, "xdp_rx_pkts", ctl_ju64(s.xdp_rx_pkts));
 		json_t *h = json_object();
 		for (unsigned k = 0; innet_handoff_name(k) != NULL; k++)
@@ -118,7 +118,7 @@ int ctl_cmd_stats(struct ctl_req *r, int argc, char **argv)
 	for (uint32_t i = 0; i < sw->n_ports; i++)
 		ctl_jpush(ports, port_stats_json(sw, i));
 	ctl_jset(r->resp, "switch", ctl_jstr(sw->conf.name));
-	ctl_jset(r->resp, "target", ctl_jstr(sw->conf.target == INNET_TARGET_XDP ? "xdp" : "udp"));
+	ctl_jset(r->resp, "target", ctl_jstr(innet_target_info(sw->conf.target)->name));
 	ctl_jset(r->resp, "ports", ports);
 	json_t *progs = json_array();
 	for (uint32_t i = 0; i < sw->n_progs; i++)

@@ -180,7 +180,7 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 	struct innet_switch *sw = r->sw;
 	ctl_jset(r->resp, "switch", ctl_jstr(sw->conf.name));
 	ctl_jset(r->resp, "node", json_integer(sw->conf.node_id));
-	ctl_jset(r->resp, "workers", json_integer(sw->n_workers));
+	ctl_jset(r->resp, "workers", json_integer(sw->conf.n_workers));
 	ctl_jset(r->resp, "ctl", ctl_jstr(sw->conf.ctl_path));
 	ctl_jset(r->resp, "metrics", sw->conf.metrics_addr[0] ? ctl_jstr(sw->conf.metrics_addr) : json_null());
 	json_t *ports = json_array();

@@ -15,7 +15,6 @@
 #include <sys/mman.h>
 
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 /* ------------------------------------------------------------------------ */
 /* Control plane: registers, tables, groups                                   */
@@ -181,7 +180,8 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 	innet_shared_store(g->m, m, n * (uint32_t)sizeof(*m));
 	__atomic_store_n(&g->n, n, __ATOMIC_RELEASE);
 	atomic_fetch_add_explicit(&g->seq, 1, memory_order_release);  /* even: stable */
-	int rc = innet_xdp_group_sync(cp->sw, cp->index, group, m, n);
+	const struct innet_target_dev *t = &cp->sw->target;
+	int rc = t->ops->group_sync != NULL ? t->ops->group_sync(t->priv, cp, group, m, n) : 0;
 	pthread_mutex_unlock(&cp->cp_lock);
 	return rc;
 }

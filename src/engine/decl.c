@@ -19,7 +19,6 @@
 #include <sys/mman.h>
 
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 struct innet_args {
 	json_t *obj;                 /* the settings object (never NULL) */

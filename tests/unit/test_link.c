@@ -25,7 +25,7 @@
 #include "innet/clock.h"
 
 #include "unit/testutil.h"
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 #define TEST_NET 203u
 #define UDP_FWD  43000u
@@ -126,7 +126,7 @@ static void test_worker_seeds(void **state)
 			fail_msg("create: %s", err);
 		for (uint32_t p = 0; p < 3; p++)
 			for (uint32_t w = 0; w < 2; w++)
-				rng[run][p][w] = sw->workers[w].links[p].rng;
+				rng[run][p][w] = ((struct innet_user *)sw->target.priv)->workers[w].links[p].rng;
 		innet_switch_destroy(sw);
 	}
 	for (uint32_t p = 0; p < 3; p++)
