@@ -91,9 +91,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "echo_switch: %s\n", err);
 		return 1;
 	}
-	int rc = innet_switch_start(sw);
+	int rc = innet_switch_start(sw, err, sizeof(err));
 	if (rc != 0) {
-		fprintf(stderr, "echo_switch: start: %s\n", strerror(-rc));
+		fprintf(stderr, "echo_switch: start: %s\n", err);
 		innet_switch_destroy(sw);
 		return 1;
 	}

@@ -152,13 +152,20 @@ struct innet_switch;
 /* innet_now_ns(): innet/clock.h, included above. */
 
 /* Build a switch from conf: runs every program's setup (settings are checked
- * here), allocates state, opens the sockets. Nothing runs until start.
- * Returns NULL with errno set and a message in err on failure. */
+ * here), allocates state, has the target build what runs the programs (the
+ * user-space engine binds its sockets; the XDP target loads the eBPF
+ * objects and maps the state), runs every program's init. Nothing runs and
+ * nothing is attached until start: a packet that arrives meanwhile is not
+ * handled (a socket may queue it). Returns NULL with errno set and a
+ * message in err on failure. */
 struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err,
 					 size_t errlen);
-/* Start worker, timer and control threads. 0 or -errno. */
-int innet_switch_start(struct innet_switch *sw);
-/* Stop all threads (idempotent). Packets in flight are dropped. */
+/* Start handling packets: the target's threads (and, on XDP, its programs
+ * attached to the port devices), the control thread. 0, or -errno with a
+ * message in err (-EALREADY if started). A stopped switch may start again. */
+int innet_switch_start(struct innet_switch *sw, char *err, size_t errlen);
+/* Stop handling packets (idempotent): threads joined, XDP programs
+ * detached. Packets in flight are dropped. */
 void innet_switch_stop(struct innet_switch *sw);
 /* Free everything (stops first). NULL is allowed. */
 void innet_switch_destroy(struct innet_switch *sw);

@@ -441,9 +441,9 @@ int cmd_switch(int argc, char **argv)
 		innet_switch_destroy(sw);
 		goto out_conf;
 	}
-	rc = innet_switch_start(sw);
+	rc = innet_switch_start(sw, err, sizeof(err));
 	if (rc != 0) {
-		fprintf(stderr, "innet switch %s: cannot start: %s\n", conf.name, strerror(-rc));
+		fprintf(stderr, "innet switch %s: cannot start: %s\n", conf.name, err);
 		innet_switch_destroy(sw);
 		rc = 1;
 		goto out_conf;

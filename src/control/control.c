@@ -354,13 +354,13 @@ static void *control_main(void *arg)
 	}
 }
 
-/* Open the listening socket at ctl->path. 0 or -errno (message on stderr). */
-static int listen_open(struct innet_control *ctl)
+/* Open the listening socket at ctl->path. 0 or -errno (message in err). */
+static int listen_open(struct innet_control *ctl, char *err, size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	size_t len = strlen(ctl->path);
 	if (len >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "innet: control socket path '%s' is too long\n", ctl->path);
+		snprintf(err, errlen, "control socket path '%s' is too long", ctl->path);
 		return -ENAMETOOLONG;
 	}
 	memcpy(sun.sun_path, ctl->path, len + 1);
@@ -368,8 +368,8 @@ static int listen_open(struct innet_control *ctl)
 	struct stat st;
 	if (lstat(ctl->path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			fprintf(stderr, "innet: control socket path '%s' exists and is not a socket\n",
-				ctl->path);
+			snprintf(err, errlen, "control socket path '%s' exists and is not a socket",
+				 ctl->path);
 			return -EEXIST;
 		}
 		/* A socket file: is a live switch serving it, or is it stale? */
@@ -378,8 +378,8 @@ static int listen_open(struct innet_control *ctl)
 			int live = connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 			close(probe);
 			if (live) {
-				fprintf(stderr, "innet: control socket '%s' is in use by another switch\n",
-					ctl->path);
+				snprintf(err, errlen, "control socket '%s' is in use by another switch",
+					 ctl->path);
 				return -EADDRINUSE;
 			}
 		}
@@ -387,17 +387,20 @@ static int listen_open(struct innet_control *ctl)
 	}
 
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "control socket '%s': %s", ctl->path, strerror(e));
+		return -e;
+	}
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
-		fprintf(stderr, "innet: cannot bind control socket '%s': %s\n", ctl->path, strerror(e));
+		snprintf(err, errlen, "cannot bind control socket '%s': %s", ctl->path, strerror(e));
 		close(fd);
 		return -e;
 	}
 	if (chmod(ctl->path, 0600) < 0 || listen(fd, SOMAXCONN) < 0) {
 		int e = errno;
-		fprintf(stderr, "innet: control socket '%s': %s\n", ctl->path, strerror(e));
+		snprintf(err, errlen, "control socket '%s': %s", ctl->path, strerror(e));
 		close(fd);
 		unlink(ctl->path);
 		return -e;
@@ -435,23 +438,17 @@ static void metrics_render(void *arg, struct innet_prom *w)
 }
 
 /* Listen on sw->conf.metrics_addr; a port 0 there becomes the one bound.
- * 0 or -errno (message on stderr). */
-static int metrics_open(struct innet_control *ctl)
+ * 0 or -errno (message in err). */
+static int metrics_open(struct innet_control *ctl, char *err, size_t errlen)
 {
 	struct innet_switch *sw = ctl->sw;
-	char err[256];
 	uint32_t ip;
 	uint16_t port;
-	if (innet_metrics_addr_parse(sw->conf.metrics_addr, &ip, &port, err, sizeof(err)) != 0) {
-		fprintf(stderr, "innet: %s\n", err);
+	if (innet_metrics_addr_parse(sw->conf.metrics_addr, &ip, &port, err, errlen) != 0)
 		return -EINVAL;
-	}
-	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, sizeof(err));
-	if (ctl->metrics == NULL) {
-		int e = errno;
-		fprintf(stderr, "innet: %s\n", err);
-		return -e;
-	}
+	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, errlen);
+	if (ctl->metrics == NULL)
+		return errno ? -errno : -ENOMEM;
 	if (port == 0) {
 		struct in_addr a = { .s_addr = htonl(ip) };
 		char host[INET_ADDRSTRLEN];
@@ -467,10 +464,10 @@ static int metrics_open(struct innet_control *ctl)
  * (none if it is empty; a stale socket file there is replaced, a live one is
  * -EADDRINUSE, any other file -EEXIST), mode 0600, and serve it; serve the
  * metrics over HTTP on sw->conf.metrics_addr (none if it is empty); drain
- * the CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno; on failure
- * nothing is left behind. Called by innet_switch_start().
+ * the CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno with a message
+ * in err; on failure nothing is left behind. Called by innet_switch_start().
  */
-int innet_control_start(struct innet_switch *sw)
+int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 {
 	if (sw->control != NULL)
 		return -EALREADY;
@@ -492,13 +489,13 @@ int innet_control_start(struct innet_switch *sw)
 	if (sw->cpu_wake_fd >= 0 && (rc = epoll_add(ctl->epfd, sw->cpu_wake_fd, &ctl->tag_cpu)) != 0)
 		goto err_free;
 	if (ctl->path[0] != '\0') {
-		if ((rc = listen_open(ctl)) != 0)
+		if ((rc = listen_open(ctl, err, errlen)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, ctl->listen_fd, &ctl->tag_listen)) != 0)
 			goto err_free;
 	}
 	if (sw->conf.metrics_addr[0] != '\0') {
-		if ((rc = metrics_open(ctl)) != 0)
+		if ((rc = metrics_open(ctl, err, errlen)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, innet_metrics_http_fd(ctl->metrics),
 				    &ctl->tag_metrics)) != 0)

@@ -374,17 +374,22 @@ err_destroy:
 	return NULL;
 }
 
-int innet_switch_start(struct innet_switch *sw)
+int innet_switch_start(struct innet_switch *sw, char *err, size_t errlen)
 {
-	char err[256];
-	if (sw->started)
+	err[0] = '\0';
+	if (sw->started) {
+		snprintf(err, errlen, "switch %s is running already", sw->conf.name);
 		return -EALREADY;
-	int rc = sw->target.ops->start(sw->target.priv, err, sizeof(err));
-	if (rc != 0)
-		return rc;
-	rc = innet_control_start(sw);
+	}
+	int rc = sw->target.ops->start(sw->target.priv, err, errlen);
+	if (rc == 0) {
+		rc = innet_control_start(sw, err, errlen);
+		if (rc != 0)
+			sw->target.ops->stop(sw->target.priv);
+	}
 	if (rc != 0) {
-		sw->target.ops->stop(sw->target.priv);
+		if (err[0] == '\0')
+			snprintf(err, errlen, "cannot start switch %s: %s", sw->conf.name, strerror(-rc));
 		return rc;
 	}
 	sw->started = true;

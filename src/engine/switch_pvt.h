@@ -169,7 +169,7 @@ int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct i
 /* control.c: the control thread (started by innet_switch_start) serves the
  * control socket and, whenever sw->cpu_wake_fd is readable, calls
  * innet_switch_cpu_drain() to run on_cpu for punted packets. */
-int innet_control_start(struct innet_switch *sw);
+int innet_control_start(struct innet_switch *sw, char *err, size_t errlen);
 void innet_control_stop(struct innet_switch *sw);
 /* Answer one control request line (len bytes, no newline) as the control
  * socket would; returns malloc'd JSON text, or NULL when out of memory.

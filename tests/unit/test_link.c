@@ -380,7 +380,7 @@ static void test_end_to_end_loss(void **state)
 	rcv.fd = udp_socket(receiver_ip, UDP_FWD);
 	int tx = udp_socket(sender_ip, 0);
 	assert_int_equal(pthread_create(&rcv.th, NULL, receiver_main, &rcv), 0);
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(UDP_FWD),
 				   .sin_addr.s_addr = htonl(test_ip(1)) };

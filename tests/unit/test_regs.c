@@ -1314,7 +1314,7 @@ static void test_concurrent_rmw_over_udp(void **state)
 	if (sw == NULL)
 		fail_msg("innet_switch_create: %s", err);
 	struct innet_cp *cp = innet_switch_prog(sw, "count");
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 
 	struct sender s[SENDERS];
 	for (uint32_t i = 0; i < SENDERS; i++) {

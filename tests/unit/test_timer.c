@@ -165,7 +165,7 @@ static int fx_setup(void **state)
 		fail_msg("create: %s", err);
 	f->cp = innet_switch_prog(f->sw, "tmr");
 	assert_int_equal(innet_cp_n_timers(f->cp), N_TIMERS);
-	assert_int_equal(innet_switch_start(f->sw), 0);
+	assert_int_equal(test_start(f->sw), 0);
 	*state = f;
 	return 0;
 }
