@@ -313,11 +313,18 @@ struct innet_port_stats {
 	uint64_t xdp_rx_pkts;
 	uint64_t xdp_tx_pkts;
 	uint64_t xdp_pass[8];
+	/* XDP target: frames its programs dropped outside any handler's
+	 * verdict, by reason (innet_xdp_drop_name): every other drop is a
+	 * program's, counted by its drop reason. */
+	uint64_t xdp_drop[8];
 };
 
 /* Name of XDP pass reason k (not_ipv4, not_local, not_udp, no_program,
  * ip_options, fragment, bad_length, userspace), or NULL past the last. */
 const char *innet_xdp_pass_name(unsigned k);
+/* Name of XDP drop reason k (no_raw_program, adjust, no_conf, egress_meta,
+ * egress_short), or NULL past the last. */
+const char *innet_xdp_drop_name(unsigned k);
 
 int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out);
 int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out);

@@ -44,14 +44,19 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	ctl_jset(o, "link_delayed", ctl_ju64(s.link_delayed));
 	ctl_jset(o, "link_queue_full", ctl_ju64(s.link_queue_full));
 	if (innet_target_info(sw->conf.target)->xdp_counters) {
-		/* what the eBPF program took and sent, and the frames it passed
-		 * to the kernel unhandled, by reason */
+		/* what the eBPF program took and sent, the frames it passed to
+		 * the kernel unhandled and those it dropped outside any
+		 * verdict, by reason */
 		ctl_jset(o, "xdp_rx_pkts", ctl_ju64(s.xdp_rx_pkts));
 		ctl_jset(o, "xdp_tx_pkts", ctl_ju64(s.xdp_tx_pkts));
 		json_t *pass = json_object();
 		for (unsigned k = 0; innet_xdp_pass_name(k) != NULL; k++)
 			ctl_jset(pass, innet_xdp_pass_name(k), ctl_ju64(s.xdp_pass[k]));
 		ctl_jset(o, "xdp_pass", pass);
+		json_t *drop = json_object();
+		for (unsigned k = 0; innet_xdp_drop_name(k) != NULL; k++)
+			ctl_jset(drop, innet_xdp_drop_name(k), ctl_ju64(s.xdp_drop[k]));
+		ctl_jset(o, "xdp_drop", drop);
 	}
 	return o;
 }

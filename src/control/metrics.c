@@ -416,6 +416,18 @@ int innet_metrics_switch(struct innet_switch *sw, struct innet_prom *w)
 					       c->ports[i].name, "reason", innet_xdp_pass_name(k),
 					       (char *)NULL);
 		}
+		innet_prom_family(w, "innet_port_xdp_dropped_packets_total", INNET_PROM_COUNTER,
+				  "XDP target: frames its eBPF programs dropped outside any handler's "
+				  "verdict, by reason (a program's drops are "
+				  "innet_program_dropped_packets_total).");
+		for (uint32_t i = 0; i < np; i++) {
+			char idx[12];
+			snprintf(idx, sizeof(idx), "%u", i);
+			for (unsigned k = 0; innet_xdp_drop_name(k) != NULL && k < 8; k++)
+				innet_prom_u64(w, ps[i].xdp_drop[k], "port", idx, "port_name",
+					       c->ports[i].name, "reason", innet_xdp_drop_name(k),
+					       (char *)NULL);
+		}
 	}
 	free(ps);
 

@@ -985,6 +985,8 @@ static void xdp_port_stats(void *priv, uint32_t port, struct innet_port_stats *o
 		out->xdp_tx_pkts += s->tx_pkts;
 		for (int k = 0; k < INNET_XDP_PASS_COUNT && k < 8; k++)
 			out->xdp_pass[k] += s->pass[k];
+		for (int k = 0; k < INNET_XDP_DROP_COUNT; k++)
+			out->xdp_drop[k] += s->drop[k];
 	}
 	free(buf);
 }
@@ -1429,6 +1431,21 @@ static const char *const xdp_pass_names[] = {
 const char *innet_xdp_pass_name(unsigned k)
 {
 	return k < sizeof(xdp_pass_names) / sizeof(xdp_pass_names[0]) ? xdp_pass_names[k] : NULL;
+}
+
+static const char *const xdp_drop_names[] = {
+	[INNET_XDP_DROP_NO_RAW_PROGRAM] = "no_raw_program",
+	[INNET_XDP_DROP_ADJUST] = "adjust",
+	[INNET_XDP_DROP_NO_CONF] = "no_conf",
+	[INNET_XDP_DROP_EGRESS_META] = "egress_meta",
+	[INNET_XDP_DROP_EGRESS_SHORT] = "egress_short",
+};
+_Static_assert(sizeof(xdp_drop_names) / sizeof(xdp_drop_names[0]) == INNET_XDP_DROP_COUNT &&
+	       INNET_XDP_DROP_COUNT <= 8, "XDP drop names (innet_port_stats.xdp_drop[8])");
+
+const char *innet_xdp_drop_name(unsigned k)
+{
+	return k < INNET_XDP_DROP_COUNT ? xdp_drop_names[k] : NULL;
 }
 
 

@@ -135,12 +135,26 @@ enum innet_xdp_pass {
 	INNET_XDP_PASS_COUNT
 };
 
+/* Frames the XDP programs drop outside any handler's verdict, by reason
+ * (per port, per CPU; innet_xdp_drop_name): what a verdict drops is counted
+ * under the program's drop reasons instead, as on the user-space engine. */
+enum innet_xdp_drop {
+	INNET_XDP_DROP_NO_RAW_PROGRAM = 0, /* a frame on a raw port, and no raw program */
+	INNET_XDP_DROP_ADJUST,         /* the kernel refused to move the frame's head, tail or
+	                                * metadata (bpf_xdp_adjust_*) */
+	INNET_XDP_DROP_NO_CONF,        /* the program's config block could not be read */
+	INNET_XDP_DROP_EGRESS_META,    /* a multicast copy without its group's metadata */
+	INNET_XDP_DROP_EGRESS_SHORT,   /* a multicast copy too short for its headers */
+	INNET_XDP_DROP_COUNT
+};
+
 struct innet_xdp_port_stats {
 	uint64_t rx_pkts;              /* frames the XDP program took */
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;              /* frames it sent (TX, redirect, broadcast copies) */
 	uint64_t tx_bytes;
 	uint64_t pass[INNET_XDP_PASS_COUNT];
+	uint64_t drop[INNET_XDP_DROP_COUNT];
 };
 
 /* The last packet's verdict on this CPU (tests read it after
