@@ -292,6 +292,8 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		struct innet_cp *cp = &sw->progs[i];
 		snprintf(cp->name, sizeof(cp->name), "%s", pc->name);
 		cp->program = pc->program;
+		cp->handle = pc->program->handle;
+		cp->on_timer = pc->program->on_timer;
 		cp->sw = sw;
 		cp->index = i;
 		cp->n_udp = pc->n_udp;
@@ -498,7 +500,8 @@ void innet_switch_stats_reset(struct innet_switch *sw)
 int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *e)
 {
 	memset(e, 0, sizeof(*e));
-	const struct innet_bpf_object *bo = innet_bpf_object_find(cp->program->name);
+	struct innet_bpf_object own;
+	const struct innet_bpf_object *bo = innet_cp_bpf_object(cp, &own);
 	if (bo == NULL || bo->start == NULL) {
 		snprintf(e->userspace, sizeof(e->userspace), "%s",
 			 bo == NULL ? "not a program of the tree (no eBPF object)" : bo->userspace_reason);

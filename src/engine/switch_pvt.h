@@ -67,6 +67,13 @@ struct innet_timer {
 struct innet_cp {
 	char name[INNET_NAME_MAX];
 	const struct innet_program *program;
+	/* The data path: the program's, or the instance's own
+	 * (innet_decl_datapath: built outside innet, or at run time) */
+	enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt);
+	void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg);
+	void *bpf_obj;                        /* its own eBPF object (malloc'd bytes), or NULL */
+	size_t bpf_len;
+	bool own_dp;                          /* innet_decl_datapath was called */
 	struct innet_switch *sw;
 	uint32_t index;                       /* in sw->progs */
 	uint16_t *udp;                        /* [n_udp] bound UDP ports (NULL if none) */
@@ -132,6 +139,12 @@ int innet_state_setup(struct innet_cp *cp, const struct innet_prog_conf *pc, cha
 		      size_t errlen);
 void innet_state_free(struct innet_cp *cp);
 void innet_state_reg_release(struct innet_cp *cp, uint32_t id);
+/* The eBPF object of instance cp: its own (innet_decl_datapath; described in
+ * *own), or its program's from the build (engine/bpf_objects.h), or NULL
+ * (a program of no tree that brought none). */
+struct innet_bpf_object;
+const struct innet_bpf_object *innet_cp_bpf_object(const struct innet_cp *cp,
+						   struct innet_bpf_object *own);
 
 /* Bytes between a register's elements: the width for 1, 2, 4 and 8, wider
  * blobs rounded up to 8 (the layout of a BPF array map's elements, so both

@@ -598,10 +598,10 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 		memset(&pkt->out, 0, sizeof(pkt->out));
 		if (INNET_UNLIKELY(cp->serial_lock != NULL)) {
 			serial_lock(cp->serial_lock);
-			act = cp->program->handle(ctx, pkt);
+			act = cp->handle(ctx, pkt);
 			atomic_store_explicit(cp->serial_lock, 0, memory_order_release);
 		} else {
-			act = cp->program->handle(ctx, pkt);
+			act = cp->handle(ctx, pkt);
 		}
 		account(&w->pstats[cp->index], &ctx->use);
 		emitted += ctx->use.emitted;

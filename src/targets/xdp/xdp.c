@@ -90,6 +90,7 @@ struct innet_xdp_prog_info {
 
 struct xdp_prog {
 	const struct innet_bpf_object *bo;   /* NULL: not a program of the tree */
+	struct innet_bpf_object own;         /* an instance's own object (innet_decl_datapath) */
 	struct bpf_object *obj;              /* NULL: user-space only */
 	int main_fd;
 	int egress_fd;
@@ -721,7 +722,7 @@ static int xdp_load(struct innet_xdp *x, char *err, size_t errlen)
 		struct innet_cp *cp = &sw->progs[i];
 		struct xdp_prog *xp = &x->progs[i];
 		xp->main_fd = xp->egress_fd = xp->egress_test_fd = -1;
-		xp->bo = innet_bpf_object_find(cp->program->name);
+		xp->bo = innet_cp_bpf_object(cp, &xp->own);
 		if (xp->bo == NULL || xp->bo->start == NULL) {
 			xp->info.userspace_reason = xp->bo ? xp->bo->userspace_reason
 							   : "not a program of the tree (no eBPF object)";
