@@ -236,6 +236,10 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 int innet_cp_group_get(struct innet_cp *cp, uint32_t group, struct innet_member *m,
 		       uint32_t max);
 uint32_t innet_cp_n_groups(const struct innet_cp *cp);
+/* Declared register arrays and tables (ids 0..n-1: innet_cp_reg,
+ * innet_cp_table_info). */
+uint32_t innet_cp_n_regs(const struct innet_cp *cp);
+uint32_t innet_cp_n_tables(const struct innet_cp *cp);
 /* Declared timers (Trio). */
 uint32_t innet_cp_n_timers(const struct innet_cp *cp);
 

@@ -46,10 +46,12 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include "innet/metrics.h"
 #include "innet/resources.h"
-#include "engine/switch_pvt.h"
+#include "control/control.h"
+#include "engine/switch_ctl.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
 #define CTL_MAX_CLIENTS   64u
@@ -92,7 +94,7 @@ struct innet_control {
 	/* epoll tags (their addresses) of the fds that are not clients: */
 	char tag_listen;        /* listen_fd */
 	char tag_stop;          /* stop_fd */
-	char tag_cpu;           /* sw->cpu_wake_fd */
+	char tag_cpu;           /* innet_switch_cpu_wake_fd(sw) */
 	char tag_metrics;       /* innet_metrics_http_fd(metrics) */
 };
 
@@ -336,7 +338,7 @@ static void *control_main(void *arg)
 				return NULL;
 			} else if (p == &ctl->tag_cpu) {
 				uint64_t v;
-				if (read(sw->cpu_wake_fd, &v, sizeof(v)) < 0) {
+				if (read(innet_switch_cpu_wake_fd(sw), &v, sizeof(v)) < 0) {
 					/* EAGAIN: another wake-up already reset it */
 				}
 				innet_switch_cpu_drain(sw);
@@ -437,14 +439,14 @@ static void metrics_render(void *arg, struct innet_prom *w)
 	innet_metrics_switch(arg, w);
 }
 
-/* Listen on sw->conf.metrics_addr; a port 0 there becomes the one bound.
+/* Listen on innet_switch_conf(sw)->metrics_addr; a port 0 there becomes the one bound.
  * 0 or -errno (message in err). */
 static int metrics_open(struct innet_control *ctl, char *err, size_t errlen)
 {
 	struct innet_switch *sw = ctl->sw;
 	uint32_t ip;
 	uint16_t port;
-	if (innet_metrics_addr_parse(sw->conf.metrics_addr, &ip, &port, err, errlen) != 0)
+	if (innet_metrics_addr_parse(innet_switch_conf(sw)->metrics_addr, &ip, &port, err, errlen) != 0)
 		return -EINVAL;
 	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, errlen);
 	if (ctl->metrics == NULL)
@@ -453,30 +455,31 @@ static int metrics_open(struct innet_control *ctl, char *err, size_t errlen)
 		struct in_addr a = { .s_addr = htonl(ip) };
 		char host[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &a, host, sizeof(host));
-		snprintf(sw->conf.metrics_addr, sizeof(sw->conf.metrics_addr), "%s:%u", host,
-			 innet_metrics_http_port(ctl->metrics));
+		char bound[sizeof(innet_switch_conf(sw)->metrics_addr)];
+		snprintf(bound, sizeof(bound), "%s:%u", host, innet_metrics_http_port(ctl->metrics));
+		innet_switch_set_metrics_addr(sw, bound);
 	}
 	return 0;
 }
 
 /*
- * Start the control thread: open the control socket at sw->conf.ctl_path
+ * Start the control thread: open the control socket at innet_switch_conf(sw)->ctl_path
  * (none if it is empty; a stale socket file there is replaced, a live one is
  * -EADDRINUSE, any other file -EEXIST), mode 0600, and serve it; serve the
- * metrics over HTTP on sw->conf.metrics_addr (none if it is empty); drain
- * the CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno with a message
+ * metrics over HTTP on innet_switch_conf(sw)->metrics_addr (none if it is empty); drain
+ * the CPU queue whenever innet_switch_cpu_wake_fd(sw) fires. 0 or -errno with a message
  * in err; on failure nothing is left behind. Called by innet_switch_start().
  */
 int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 {
-	if (sw->control != NULL)
+	if (*innet_switch_control_slot(sw) != NULL)
 		return -EALREADY;
 	struct innet_control *ctl = calloc(1, sizeof(*ctl));
 	if (ctl == NULL)
 		return -ENOMEM;
 	ctl->sw = sw;
 	ctl->listen_fd = ctl->stop_fd = -1;
-	snprintf(ctl->path, sizeof(ctl->path), "%s", sw->conf.ctl_path);
+	snprintf(ctl->path, sizeof(ctl->path), "%s", innet_switch_conf(sw)->ctl_path);
 	int rc;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctl->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -486,7 +489,7 @@ int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 	}
 	if ((rc = epoll_add(ctl->epfd, ctl->stop_fd, &ctl->tag_stop)) != 0)
 		goto err_free;
-	if (sw->cpu_wake_fd >= 0 && (rc = epoll_add(ctl->epfd, sw->cpu_wake_fd, &ctl->tag_cpu)) != 0)
+	if (innet_switch_cpu_wake_fd(sw) >= 0 && (rc = epoll_add(ctl->epfd, innet_switch_cpu_wake_fd(sw), &ctl->tag_cpu)) != 0)
 		goto err_free;
 	if (ctl->path[0] != '\0') {
 		if ((rc = listen_open(ctl, err, errlen)) != 0)
@@ -494,7 +497,7 @@ int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 		if ((rc = epoll_add(ctl->epfd, ctl->listen_fd, &ctl->tag_listen)) != 0)
 			goto err_free;
 	}
-	if (sw->conf.metrics_addr[0] != '\0') {
+	if (innet_switch_conf(sw)->metrics_addr[0] != '\0') {
 		if ((rc = metrics_open(ctl, err, errlen)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, innet_metrics_http_fd(ctl->metrics),
@@ -505,7 +508,7 @@ int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 	if (rc != 0)
 		goto err_free;
 	ctl->thread_started = true;
-	sw->control = ctl;
+	*innet_switch_control_slot(sw) = ctl;
 	return 0;
 
 err_free:
@@ -520,7 +523,7 @@ err_free:
  */
 void innet_control_stop(struct innet_switch *sw)
 {
-	struct innet_control *ctl = sw->control;
+	struct innet_control *ctl = *innet_switch_control_slot(sw);
 	if (ctl == NULL)
 		return;
 	if (ctl->thread_started) {
@@ -530,7 +533,7 @@ void innet_control_stop(struct innet_switch *sw)
 		}
 		pthread_join(ctl->thread, NULL);
 	}
-	sw->control = NULL;
+	*innet_switch_control_slot(sw) = NULL;
 	control_free(ctl);
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine/switch_ctl.h"
 #include "engine/switch_pvt.h"
 
 /* ------------------------------------------------------------------------ */
@@ -158,6 +159,21 @@ int innet_cp_table_foreach(struct innet_cp *cp, unsigned id,
 uint32_t innet_cp_n_groups(const struct innet_cp *cp)
 {
 	return cp->n_groups;
+}
+
+uint32_t innet_cp_n_regs(const struct innet_cp *cp)
+{
+	return cp->n_regs;
+}
+
+uint32_t innet_cp_n_tables(const struct innet_cp *cp)
+{
+	return cp->n_tables;
+}
+
+void *innet_cp_priv(const struct innet_cp *cp)
+{
+	return cp->priv;
 }
 
 uint32_t innet_cp_n_timers(const struct innet_cp *cp)

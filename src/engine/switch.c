@@ -15,6 +15,7 @@
 
 #include "innet/metrics.h"
 #include "engine/bpf_objects.h"
+#include "engine/switch_ctl.h"
 #include "engine/switch_pvt.h"
 
 static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
@@ -454,6 +455,33 @@ int innet_cp_count_drop(struct innet_cp *cp, unsigned reason)
 void innet_switch_cpu_drain(struct innet_switch *sw)
 {
 	sw->target.ops->cpu_drain(sw->target.priv);
+}
+
+/* engine/switch_ctl.h: the control part's view */
+
+struct innet_control **innet_switch_control_slot(struct innet_switch *sw)
+{
+	return &sw->control;
+}
+
+int innet_switch_cpu_wake_fd(const struct innet_switch *sw)
+{
+	return sw->cpu_wake_fd;
+}
+
+_Atomic(struct innet_capture *) *innet_switch_capture_slot(struct innet_switch *sw, uint32_t port)
+{
+	return port < sw->n_ports ? &sw->ports[port].capture : NULL;
+}
+
+pthread_mutex_t *innet_switch_capture_lock(struct innet_switch *sw)
+{
+	return &sw->capture_lock;
+}
+
+void innet_switch_set_metrics_addr(struct innet_switch *sw, const char *addr)
+{
+	snprintf(sw->conf.metrics_addr, sizeof(sw->conf.metrics_addr), "%s", addr);
 }
 
 int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,

@@ -1,9 +1,11 @@
 /*
  * engine/switch_pvt.h — the engine-neutral runtime's private structures: a
  * switch, its ports and its program instances with their state. Shared by
- * the engine's files (switch.c, decl.c, cp.c, table.c), the control thread's
- * (src/control: through control/ctl_pvt.h) and the targets that implement
- * engine/target.h (src/targets/NAME). Not installed; programs never see it.
+ * the engine's files (switch.c, decl.c, cp.c, table.c) and the targets that
+ * implement engine/target.h (src/targets/NAME). The control part sees a
+ * switch through innet/switch.h and the narrow engine/switch_ctl.h; the
+ * topology, through innet/switch.h alone. Not installed; programs never
+ * see it.
  *
  * Ownership and threads
  * ---------------------
@@ -179,30 +181,12 @@ void innet_table_geometry(const struct innet_table *t, uint32_t *n_slots, uint32
 struct innet_table_shared;
 int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct innet_table_shared *sh);
 
-/* control.c: the control thread (started by innet_switch_start) serves the
- * control socket and, whenever sw->cpu_wake_fd is readable, calls
- * innet_switch_cpu_drain() to run on_cpu for punted packets. */
-int innet_control_start(struct innet_switch *sw, char *err, size_t errlen);
-void innet_control_stop(struct innet_switch *sw);
-/* Answer one control request line (len bytes, no newline) as the control
- * socket would; returns malloc'd JSON text, or NULL when out of memory.
- * For tests and fuzzing. */
-char *innet_control_request(struct innet_switch *sw, const char *line, size_t len);
-/* The same on a line the caller owns (len bytes, modified in place; the
- * byte after it must be writable): the response object (ctl_request.c). */
-struct json_t;
-struct json_t *innet_control_run(struct innet_switch *sw, char *line, size_t len);
 /* switch.c: run on_cpu for every packet the target queued for the CPU
  * (the control thread, when sw->cpu_wake_fd fires). */
 void innet_switch_cpu_drain(struct innet_switch *sw);
 
-/* capture.c: called by workers for every packet on a port being captured. */
-struct innet_capture;
-void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
-			  const struct sockaddr_in *src, const struct sockaddr_in *dst, const void *data,
-			  uint32_t len);
-void innet_capture_close_all(struct innet_switch *sw);
-
+/* The control part's calls (start, stop, capture): control/control.h. */
+#include "control/control.h"
 
 #include <string.h>
 /* Seqlock data copies (tables, groups): bytes that readers may race with, as atomics (release on
