@@ -21,7 +21,7 @@
  * This header is the whole API of the first. It includes no libc header. The
  * primitives (registers, tables, packet bounds, emit, timers) have one
  * implementation per target, in their own headers: innet/dp_user.h (the
- * user-space engine) and innet/dp_xdp.h (eBPF, chosen when __bpf__ is
+ * user-space engine) and targets/xdp/dp_xdp.h (eBPF, chosen when __bpf__ is
  * defined). Both give the same results for the same state: the golden tests
  * run every program on both and compare verdicts and bytes.
  *
@@ -357,7 +357,7 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 
 /* The target's struct innet_pkt, struct innet_ctx and primitives. */
 #if defined(__bpf__)
-#include "innet/dp_xdp.h"
+#include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"
 #endif

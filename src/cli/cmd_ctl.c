@@ -645,6 +645,12 @@ static void render_stats(const json_t *r)
 			snprintf(name, sizeof(name), "xdp_pass_%s", key);
 			add_nz(extra, sizeof(extra), name, ju(pass, key));
 		}
+		json_t *drop = json_object_get(p, "xdp_drop");
+		json_object_foreach(drop, key, v) {
+			char name[64];
+			snprintf(name, sizeof(name), "xdp_drop_%s", key);
+			add_nz(extra, sizeof(extra), name, ju(drop, key));
+		}
 		printf("port %" PRIu64 " %-8s rx %" PRIu64 " pkts %" PRIu64 " B, tx %" PRIu64
 		       " pkts %" PRIu64 " B%s\n",
 		       ju(p, "index"), js(p, "name", "?"), ju(p, "rx_pkts"), ju(p, "rx_bytes"),

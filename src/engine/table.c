@@ -3,7 +3,7 @@
  * bounded probe window (like a hardware hash table with a fixed number of
  * ways), safe for concurrent lookups and writes without locks on the read
  * side. The algorithm and the memory layout are engine/table_algo.h's, the
- * one copy that the XDP target's eBPF programs compile too (innet/dp_xdp.h);
+ * one copy that the XDP target's eBPF programs compile too (targets/xdp/dp_xdp.h);
  * this file is its native executor: the memory, the atomics, and the two
  * faces of the table —
  *

@@ -2,7 +2,7 @@
  * engine/table_algo.h — the exact-match table algorithm, written once for
  * every executor of it: the control plane and the user-space engine's data
  * path (src/engine/table.c, native code) and the XDP target's eBPF programs
- * (innet/dp_xdp.h, clang -target bpf). Both compile this file over the same
+ * (targets/xdp/dp_xdp.h, clang -target bpf). Both compile this file over the same
  * bytes — on XDP the slots, locks and counters are BPF array maps that the
  * user-space side mmaps — so the layout, the probe order, the retry bounds
  * and what each result means agree by construction.

@@ -121,7 +121,9 @@ static void test_workers_race_a_writer(void **state)
 	for (int u = 0; u < 2; u++)
 		unit_fd[u] = udp_socket(lbc_ip(&t, 10 + (uint32_t)u), (uint16_t)(7000 + u));
 	lbc_switch(&t, false, 3);
-	assert_int_equal(innet_switch_start(t.sw), 0);
+	char err[256];
+	if (innet_switch_start(t.sw, err, sizeof(err)) != 0)
+		fail_msg("start: %s", err);
 	for (uint32_t f = 0; f < LBC_FLOWS; f++) {
 		client_fd[f] = udp_socket(lbc_ip(&t, 20), 0);
 		struct sockaddr_in a;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "unit/lb_contention.h"
-#include "targets/xdp/xdp.h"
+#include "engine/target.h"
 
 #define RUN_NS   600000000ull   /* each reader, once the writer is going */
 #define RUN_MAX  400000u        /* and at most this many runs */
@@ -38,7 +38,8 @@ static void *reader_main(void *arg)
 	uint64_t end = innet_now_ns() + RUN_NS;
 	for (uint32_t i = 0; r->runs < RUN_MAX && (r->runs % 64 != 0 || innet_now_ns() < end); i++) {
 		uint32_t f = (r->first + 2 * i) % LBC_FLOWS;
-		int rc = innet_xdp_test_run(t.sw, 0, LBC_VIP, &t.client[f], q, sizeof(q), 1);
+		int rc = t.sw->target.ops->test_run(t.sw->target.priv, 0, LBC_VIP, &t.client[f], q,
+						     sizeof(q), 1);
 		if (rc != 0) {
 			r->err = rc;
 			break;
@@ -51,6 +52,7 @@ static void *reader_main(void *arg)
 static void test_xdp_lookups_race_a_writer(void **state)
 {
 	lbc_switch(&t, true, 1);
+	assert_non_null(t.sw->target.ops->test_run);
 	/* The flows' first packets make their connections (one at a time). */
 	static struct innet_inject_result res;
 	uint8_t q[32] = "query";

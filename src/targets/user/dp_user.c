@@ -14,7 +14,6 @@
 #include <sys/mman.h>
 
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 /* ------------------------------------------------------------------------ */
 /* Data-plane helpers that are not inline                                     */

@@ -1,5 +1,5 @@
 /*
- * innet/dp_xdp.h — the data-path API's primitives on the XDP target (eBPF).
+ * targets/xdp/dp_xdp.h — the data-path API's primitives on the XDP target (eBPF).
  * Included by innet/dp.h when compiling with clang -target bpf; never include
  * it directly. The engine around the handler (parsing, dispatch, verdicts,
  * hand-offs) is src/targets/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
@@ -53,7 +53,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 #include "engine/table_algo.h"   /* the tables' layout (their algorithm: below) */
 
 #define INNET__INLINE static inline __attribute__((always_inline))

@@ -1,11 +1,11 @@
 /*
- * innet/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
+ * targets/xdp/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
  * user-space side (loader, engine, control plane) share: state shapes, the
  * hand-off records of the ring, per-CPU counters, port descriptions. Both
  * compilers see this one header, so the bytes agree by construction; any
  * change here is a change of both sides (they are built together).
  *
- * Plain C: included by innet/dp_xdp.h (clang -target bpf) and by the
+ * Plain C: included by targets/xdp/dp_xdp.h (clang -target bpf) and by the
  * user-space files of src/targets/xdp/ and src/engine/timer.c. The tables'
  * layout is src/engine/table_algo.h's (with their algorithm).
  */
@@ -118,12 +118,26 @@ enum innet_xdp_pass {
 	INNET_XDP_PASS_COUNT
 };
 
+/* Frames the XDP programs drop outside any handler's verdict, by reason
+ * (per port, per CPU; innet_xdp_drop_name): what a verdict drops is counted
+ * under the program's drop reasons instead, as on the user-space engine. */
+enum innet_xdp_drop {
+	INNET_XDP_DROP_NO_RAW_PROGRAM = 0, /* a frame on a raw port, and no raw program */
+	INNET_XDP_DROP_ADJUST,         /* the kernel refused to move the frame's head, tail or
+	                                * metadata (bpf_xdp_adjust_*) */
+	INNET_XDP_DROP_NO_CONF,        /* the program's config block could not be read */
+	INNET_XDP_DROP_EGRESS_META,    /* a multicast copy without its group's metadata */
+	INNET_XDP_DROP_EGRESS_SHORT,   /* a multicast copy too short for its headers */
+	INNET_XDP_DROP_COUNT
+};
+
 struct innet_xdp_port_stats {
 	uint64_t rx_pkts;              /* frames the XDP program took */
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;              /* frames it sent (TX, redirect, broadcast copies) */
 	uint64_t tx_bytes;
 	uint64_t pass[INNET_XDP_PASS_COUNT];
+	uint64_t drop[INNET_XDP_DROP_COUNT];
 };
 
 /* The last packet's verdict on this CPU (tests read it after
