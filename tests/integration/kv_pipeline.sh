@@ -15,7 +15,12 @@
 #      the good reads answered without the log (INFO reads_local);
 #   4. reads and writes of one key interleaved in one pipeline: each read
 #      sees exactly the writes before it;
-#   5. r0 restarted with --reads log: a GET goes through the log.
+#   5. barriers: SELECT, MULTI/EXEC (a block over one value goes in chunks),
+#      WATCH, SUBSCRIBE, HELLO 3/2 pipelined with reads and writes — the
+#      commands after each see its effect (database, protocol, mode);
+#   6. a key with PX 600 read at all three replicas: there before, gone
+#      after (read indexes; log time moved by a tick);
+#   7. r0 restarted with --reads log: a GET goes through the log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 INNET=${INNET:-./build/innet}
@@ -107,6 +112,26 @@ cases = [
                                      ("PING",), ("DEL", "e"), ("GET", "e"), ("DBSIZE",)],
      b"$-1\r\n+OK\r\n$1\r\n1\r\n:1\r\n:2\r\n+OK\r\n*2\r\n$1\r\n2\r\n$1\r\nx\r\n+PONG\r\n:1\r\n"
      b"$-1\r\n:7\r\n", 4, 6),
+    # SELECT is a barrier: the commands after it are parsed in database 1,
+    # reads too (a unit carries its database)
+    ("SELECT between writes and reads", [("SET", "s0", "zero"), ("SELECT", "1"), ("SET", "s1", "one"),
+                                         ("GET", "s1"), ("GET", "s0"), ("SELECT", "0"), ("GET", "s1"),
+                                         ("GET", "s0")],
+     b"+OK\r\n+OK\r\n+OK\r\n$3\r\none\r\n$-1\r\n+OK\r\n$-1\r\n$4\r\nzero\r\n", 2, 4),
+    # MULTI ... EXEC: one group (MULTI, the block, EXEC proposed as 4 commands);
+    # a read inside runs in the block, the read after it at a read index
+    ("MULTI with a read inside", [("MULTI",), ("INCR", "mc"), ("GET", "mc"), ("EXEC",), ("GET", "mc")],
+     b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n$1\r\n1\r\n$1\r\n1\r\n", 4, 1),
+    # a block larger than one entry: one large entry, in chunks
+    ("MULTI block over one value", [("MULTI",), ("SET", "mb1", "a"), ("SET", "mbig", big),
+                                    ("STRLEN", "mbig"), ("EXEC",), ("GET", "mb1")],
+     b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n+OK\r\n:20000\r\n$1\r\na\r\n", 0, 1),
+    ("WATCH, a read, MULTI", [("WATCH", "w"), ("GET", "w"), ("MULTI",), ("SET", "w", "1"), ("EXEC",)],
+     b"+OK\r\n$-1\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n", 3, 1),
+    # SUBSCRIBE is a barrier: the GET after it is parsed in subscribed mode
+    ("GET after SUBSCRIBE", [("SUBSCRIBE", "ch"), ("GET", "a")],
+     b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n-ERR Can't execute 'get': only "
+     b"(P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n", 0, 0),
 ]
 for name, cmds, want, n_logged, n_read in cases:
     before, rbefore = proposed()
@@ -123,7 +148,63 @@ for name, cmds, want, n_logged, n_read in cases:
                  "answered locally)" % (name, after - before, n_logged))
     if rafter - rbefore != n_read:
         sys.exit("%s: %d reads answered from a read index, want %d" % (name, rafter - rbefore, n_read))
+
+# HELLO 3 and back in one pipeline: each read at a read index answers in the
+# protocol of its place (a unit carries it): RESP3's null and map, then RESP2's.
+def parse(b, i=0):
+    """One RESP2/3 reply at b[i:]: (value, next index)."""
+    t, j = b[i:i + 1], b.index(b"\r\n", i)
+    line = b[i + 1:j]
+    if t in (b"+", b"-", b":", b"_", b",", b"#"):
+        return (t, line), j + 2
+    if t == b"$":
+        n = int(line)
+        return (b"$", None if n < 0 else b[j + 2:j + 2 + n]), (j + 2 if n < 0 else j + 4 + n)
+    if t in (b"*", b"%", b"~", b">"):
+        n = int(line) * (2 if t == b"%" else 1)
+        k, items = j + 2, []
+        for _ in range(max(n, 0)):
+            v, k = parse(b, k)
+            items.append(v)
+        return (t, items), k
+    sys.exit("unexpected reply type %r" % t)
+
+cmds = [("HSET", "h3", "f", "v"), ("GET", "nokey3"), ("HELLO", "3"), ("GET", "nokey3"),
+        ("HGETALL", "h3"), ("HELLO", "2"), ("GET", "nokey3"), ("HGETALL", "h3")]
+s = socket.create_connection((host, port), timeout=5)
+s.sendall(b"".join(resp(*c) for c in cmds))
+got, replies = b"", []
+while len(replies) < len(cmds):
+    got += s.recv(65536)
+    try:
+        replies, k = [], 0
+        while k < len(got):
+            v, k = parse(got, k)
+            replies.append(v)
+    except (ValueError, IndexError):
+        replies = []  # incomplete: read more
+s.close()
+want = [(b":", b"1"), (b"$", None), None, (b"_", b""), (b"%", [(b"$", b"f"), (b"$", b"v")]),
+        None, (b"$", None), (b"*", [(b"$", b"f"), (b"$", b"v")])]
+for i, (w, g) in enumerate(zip(want, replies)):
+    if w is not None and w != g:
+        sys.exit("HELLO pipeline reply %d (%s): want %r, got %r" % (i, cmds[i][0], w, g))
+if replies[2][0] != b"%" or replies[5][0] != b"*":
+    sys.exit("HELLO 3 / HELLO 2 replies: %r %r" % (replies[2][0], replies[5][0]))
+print("HELLO 3 and 2 in one pipeline        replies ok (RESP3 null and map between RESP2 replies)")
 PYEOF
+
+echo "--- expiry seen alike through read indexes at every replica"
+cli() { redis-cli -h "$1" -p $PORT "${@:2}"; }
+[ "$(cli 127.70.41.1 SET ex v PX 600)" = OK ] || fail "SET ex v PX 600"
+for h in 127.70.41.1 127.70.41.2 127.70.41.3; do
+	[ "$(cli $h GET ex)" = v ] || fail "GET ex at $h right after the SET"
+done
+sleep 1.5 # past its time: a tick through the log expires it everywhere
+for h in 127.70.41.1 127.70.41.2 127.70.41.3; do
+	[ -z "$(cli $h GET ex)" ] || fail "GET ex at $h 1.5 s after a 600 ms expire"
+	[ "$(cli $h EXISTS ex)" = 0 ] || fail "EXISTS ex at $h after its expire"
+done
 
 echo "--- --reads log: read-only commands through the log"
 "$INNET" kv stop "$TOPO" r0 >/dev/null
