@@ -216,6 +216,8 @@ uint64_t kv_store_digest(const struct kv_store *s);
 bool kv_store_key_info(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
 		       uint64_t *digest, const char **type, const char **encoding, size_t *len,
 		       uint64_t *addr);
+/* Key (db, k)'s expire (unix ms), 0 if it has none or is absent. */
+int64_t kv_store_expire_of(const struct kv_store *s, uint32_t db, const char *k, size_t kl);
 /* Keys and volatile keys of database db (INFO keyspace). */
 void kv_store_db_info(const struct kv_store *s, uint32_t db, size_t *keys, size_t *expires);
 /* A write found no memory: this copy missed part of the log and must not

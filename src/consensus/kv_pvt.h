@@ -87,6 +87,7 @@ struct kv_unit {
 	bool barrier;             /* a state-changing command: parsing waits for its answer */
 	uint32_t n_cmds;          /* commands (an EXEC block: MULTI, the block, EXEC) */
 	uint32_t n_replies;       /* replies it owes (an EXEC block owes one) */
+	int64_t t_ms;             /* READ: this replica's clock when its last command came */
 	uint64_t entry;           /* WRITE: 0 (not its turn yet), KV_QUEUED, or the entry;
 	                           * BIG: 0, KV_QUEUED, or its image's id */
 	struct kv_buf cmds;       /* WRITE: encoded as an entry's group (u16 lengths);
@@ -235,6 +236,7 @@ struct server {
 	bool oom;                 /* out of memory applying the log: this copy stops */
 	uint64_t batches[KV_MAX_WINDOW]; /* entries in flight (0 = free) */
 	uint64_t tick_req;        /* our tick in flight (an empty entry: log time), 0 = none */
+	int64_t tick_want;        /* a read waits for log time to reach this (unix ms) */
 	uint64_t next_conn_id;    /* CLIENT ID of the next connection - 1 */
 	struct kv_buf feed;       /* the store's replication stream since it was last sent */
 	uint32_t n_followers;     /* connections following it (SYNC/PSYNC) */

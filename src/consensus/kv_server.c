@@ -997,6 +997,8 @@ static bool unit_add(struct server *s, struct conn *c, int k, bool barrier, int 
 		u->entry = 0;
 		u->cmds.len = 0;
 	}
+	if (k == KV_U_READ)
+		u->t_ms = kv_wall_ms();
 	if (exec) {
 		/* MULTI, the block, EXEC: one group, one reply */
 		if (k == KV_U_BIG)
@@ -1057,6 +1059,31 @@ static void unit_fail(struct server *s, struct conn *c, const char *msg)
 	unit_pop(s, c);
 }
 
+/* Whether read unit u may see a key whose expire lies between log time and
+ * the read's time u->t_ms (it would answer with a key already past its
+ * time): its commands' keys (the command table's key positions), or any
+ * key for a command without (KEYS, SCAN, DBSIZE, RANDOMKEY...). */
+static bool read_sees_due(struct server *s, struct kv_unit *u)
+{
+	int64_t now = kv_store_now(s->store), due = kv_store_next_expiry(s->store);
+	if (due == 0 || due > u->t_ms || now >= u->t_ms)
+		return false; /* no key due before the read: nothing to wait for */
+	size_t pos = 0;
+	for (uint32_t k = 0; k < u->n_cmds; k++) {
+		int argc = cmd_local(s, u, &pos);
+		const struct kv_command *cmd = kv_command_find(s->argv[0], s->lens[0]);
+		if (cmd == NULL || cmd->first_key <= 0 || cmd->key_step <= 0)
+			return true;
+		int last = cmd->last_key < 0 ? argc + cmd->last_key : cmd->last_key;
+		for (int i = cmd->first_key; i <= last && i < argc; i += cmd->key_step) {
+			int64_t e = kv_store_expire_of(s->store, u->db, s->argv[i], s->lens[i]);
+			if (e > now && e <= u->t_ms)
+				return true; /* (e <= now: past it, hidden already) */
+		}
+	}
+	return false;
+}
+
 /* Answer what can be answered at the head of the connection's units, in
  * order; queue its write when it is first; note where it waits. */
 static void conn_advance(struct server *s, struct conn *c)
@@ -1090,6 +1117,17 @@ static void conn_advance(struct server *s, struct conn *c)
 				continue;
 			}
 			if (r->state != KV_RR_DONE || innet_paxos_delivered(s->px) < r->index) {
+				rwait_add(s, c);
+				return;
+			}
+			/* A key the read touches was due by this replica's clock
+			 * before the read came, and log time is not past it: the read
+			 * waits for log time to reach the read's own time (a tick, or
+			 * any entry), so that the key is gone for it (as at every
+			 * replica at that position), not seen until the next entry. */
+			if (read_sees_due(s, u)) {
+				if (s->tick_want < u->t_ms)
+					s->tick_want = u->t_ms;
 				rwait_add(s, c);
 				return;
 			}
@@ -1389,17 +1427,24 @@ static void entry_header(uint8_t *e, uint32_t n_groups, uint8_t flags)
 /* Active expiry through the log: when a key is due by this replica's clock
  * and no entry has moved log time past it, propose an empty entry (a tick)
  * whose stamp does. Replica k waits k x 20 ms more, so that normally one
- * replica ticks, and another does when it is down. One tick of ours in
- * flight at a time. */
+ * replica ticks, and another does when it is down. And at once when a read
+ * waits for log time (tick_want: a key was due before the read came; with
+ * active expiry off too, where a tick only moves log time). One tick of
+ * ours in flight at a time. */
 static void server_tick(struct server *s)
 {
-	int64_t due = kv_store_next_expiry(s->store);
-	if (due == 0 || !kv_store_active_expire(s->store) || s->tick_req != 0 ||
-	    s->n_batches >= s->window || s->stale)
+	if (s->tick_req != 0 || s->n_batches >= s->window || s->stale)
 		return;
 	int64_t now = kv_wall_ms();
-	if (now < due + 20 * (int64_t)(s->c->paxos.learner_id % 16) || kv_store_now(s->store) >= due)
-		return;
+	if (s->tick_want <= kv_store_now(s->store) || now < s->tick_want) {
+		/* no read waits for log time (or this clock has not reached
+		 * what it waits for: it stepped back) */
+		int64_t due = kv_store_next_expiry(s->store);
+		if (due == 0 || !kv_store_active_expire(s->store) ||
+		    now < due + 20 * (int64_t)(s->c->paxos.learner_id % 16) ||
+		    kv_store_now(s->store) >= due)
+			return;
+	}
 	uint64_t req = innet_paxos_req_id(s->client, s->seq + 1);
 	entry_header(s->entry, 0, 0);
 	int rc = innet_paxos_propose(s->px, req, s->entry, KV_ENTRY_HDR);
@@ -2028,8 +2073,8 @@ int kv_serve(const struct kv_conf *conf)
 			innet_metrics_http_port(s->metrics));
 	}
 	fprintf(stderr, "innet kv: serving RESP on %s:%u (window %u, entries up to %u bytes, "
-			"values up to %u)\n", inet_ntoa(a.sin_addr), conf->listen_port, s->window,
-		s->entry_max, (unsigned)PAXOS_VALUE_MAX);
+			"arguments up to %llu bytes: proto-max-bulk-len)\n", inet_ntoa(a.sin_addr),
+		conf->listen_port, s->window, s->entry_max, (unsigned long long)s->max_bulk);
 	uint32_t trim_ms = conf->trim_ms ? conf->trim_ms : 50;
 	uint64_t last_trim = innet_now_ns();
 	while (!*conf->stop) {

@@ -964,6 +964,13 @@ static uint64_t obj_digest(const struct kv_obj *o)
 	return h;
 }
 
+int64_t kv_store_expire_of(const struct kv_store *s, uint32_t db, const char *k, size_t kl)
+{
+	const struct kv_obj *o = db < KV_DBS ?
+		(const struct kv_obj *)kv_dict_find(&s->db[db], k, kl, kv_hash(k, kl)) : NULL;
+	return o != NULL && o->heap != 0 ? o->expire : 0;
+}
+
 bool kv_store_key_info(const struct kv_store *s, uint32_t db, const char *k, size_t kl,
 		       uint64_t *digest, const char **type, const char **encoding, size_t *len,
 		       uint64_t *addr)
@@ -1169,8 +1176,7 @@ struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t e
 		size_t kl;
 		const char *k = rd_bytes(&r, &kl);
 		if (r.bad || db >= KV_DBS || type > KV_T_SET || enc > KV_ENC_INTSET ||
-		    kv_lookup_db(s, db, k, kl) != NULL ||
-		    (expire != 0 && expire <= s->now && s->active_expire)) {
+		    kv_lookup_db(s, db, k, kl) != NULL) {
 			r.bad = true;
 			break;
 		}
@@ -1179,8 +1185,10 @@ struct kv_store *kv_store_load(const uint8_t *p, size_t len, char *err, size_t e
 			break;
 		o->version = over;
 		o->enc = (uint8_t)enc;
-		if (expire != 0 && !s->active_expire && expire <= s->now) {
-			/* kept past its time (active expiry off): straight into the heap */
+		if (expire != 0 && expire <= s->now) {
+			/* kept past its time: active expiry off, or just turned on
+			 * again (DEBUG SET-ACTIVE-EXPIRE 1 deletes nothing; the next
+			 * entry does) — straight into the heap, as in the source */
 			if (!kv_set_expire_raw(s, o, expire))
 				break;
 		} else if (expire != 0) {

@@ -19,7 +19,8 @@
 #      WATCH, SUBSCRIBE, HELLO 3/2 pipelined with reads and writes — the
 #      commands after each see its effect (database, protocol, mode);
 #   6. a key with PX 600 read at all three replicas: there before, gone
-#      after (read indexes; log time moved by a tick);
+#      after (read indexes; log time moved by a tick); with active expiry off
+#      a read after a key's time waits for log time to pass it;
 #   7. r0 restarted with --reads log: a GET goes through the log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -205,6 +206,16 @@ for h in 127.70.41.1 127.70.41.2 127.70.41.3; do
 	[ -z "$(cli $h GET ex)" ] || fail "GET ex at $h 1.5 s after a 600 ms expire"
 	[ "$(cli $h EXISTS ex)" = 0 ] || fail "EXISTS ex at $h after its expire"
 done
+# active expiry off (through the log: no replica ticks for keys): a read that
+# comes after a key's time waits for log time to pass it (a tick of its own),
+# rather than answer with the key until the next write
+[ "$(cli 127.70.41.1 DEBUG SET-ACTIVE-EXPIRE 0)" = OK ] || fail "DEBUG SET-ACTIVE-EXPIRE 0"
+[ "$(cli 127.70.41.1 SET lz v PX 50)" = OK ] || fail "SET lz v PX 50"
+sleep 0.2
+for h in 127.70.41.1 127.70.41.2 127.70.41.3; do
+	[ "$(cli $h EXISTS lz)" = 0 ] || fail "EXISTS lz at $h 200 ms after a 50 ms expire, active expiry off"
+done
+[ "$(cli 127.70.41.2 DEBUG SET-ACTIVE-EXPIRE 1)" = OK ] || fail "DEBUG SET-ACTIVE-EXPIRE 1"
 
 echo "--- --reads log: read-only commands through the log"
 "$INNET" kv stop "$TOPO" r0 >/dev/null
