@@ -299,6 +299,7 @@ json.dump(d, open(p, "w"), indent=1)' "$BENCH_TMP/topo-$t.json" "$kvb_mtu" || kv
 			done
 		fi
 		bench_param mtu "${kvb_mtu:-1500}"
+		bench_param netns "innet-$KVB_NSX-*, innet-$KVB_NSU-*"
 		for t in xdp udp; do
 			local -a lf=()
 			[ "$t" = xdp ] && lf=("${kvb_lf[@]}")
