@@ -356,7 +356,7 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 #endif
 
 /* The target's struct innet_pkt, struct innet_ctx and primitives. */
-#if defined(__bpf__)
+#if defined(__bpf__) && !defined(INNET_DP_USER_PRIMITIVES)
 #include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"

@@ -29,6 +29,15 @@ static inline bool test_target_xdp(void)
 	return t != NULL && strcmp(t, "xdp") == 0;
 }
 
+/* INNET_TEST_TARGET=alu: the user-space engine, each program's handler run
+ * by the ALU check (tests/alu/alu_check.h; linked into the golden tests). */
+static inline bool test_target_alu(void)
+{
+	const char *t = getenv("INNET_TEST_TARGET");
+	return t != NULL && strcmp(t, "alu") == 0;
+}
+void alu_check_conf(struct innet_switch_conf *c) __attribute__((weak));
+
 /* innet_switch_start, its message printed if it fails: 0 or -errno. */
 static inline int test_start(struct innet_switch *sw)
 {
@@ -46,6 +55,8 @@ static inline void test_target(struct innet_switch_conf *c)
 		c->target = INNET_TARGET_XDP;
 		c->xdp_no_attach = true;
 	}
+	if (test_target_alu())
+		alu_check_conf(c);
 }
 
 /* On the XDP target, the program's eBPF object must have handled packets
@@ -66,6 +77,10 @@ static inline void test_target_require(void)
 {
 	if (test_target_xdp() && geteuid() != 0) {
 		printf("skip: INNET_TEST_TARGET=xdp needs root (BPF_PROG_TEST_RUN)\n");
+		exit(77);
+	}
+	if (test_target_alu() && alu_check_conf == NULL) {
+		printf("skip: INNET_TEST_TARGET=alu: this test is built without the ALU check\n");
 		exit(77);
 	}
 }
