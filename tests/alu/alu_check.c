@@ -26,6 +26,7 @@
 
 #include "innet/dp.h"
 #include "innet/program.h"
+#include "engine/switch_pvt.h"
 #include "alu/alu_check.h"
 #include "alu/alu_vm.h"
 
@@ -38,7 +39,26 @@
 	static uint64_t n_##fn(uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5)
 
 NATIVE(innet_hash) { return innet_hash(P(a1), (size_t)a2, a3); }
-NATIVE(innet_alu) { innet_alu(P(a1), (uint32_t)a2); return 0; }
+/* The run in progress on this thread, for ALU_CHECK_VERBOSE's report of
+ * each innet_alu() call against the operations counted since the last. */
+static __thread struct alu_vm_count *run_cnt;
+static __thread uint64_t run_mark;
+static __thread unsigned run_calls;
+static bool verbose;
+
+NATIVE(innet_alu)
+{
+	innet_alu(P(a1), (uint32_t)a2);
+	if (run_cnt != NULL) {
+		if (verbose)
+			fprintf(stderr, "alu:   innet_alu #%u (.text+0x%lx) reported %u; counted since the "
+				"last: %" PRIu64 "\n", run_calls, (unsigned long)alu_vm_call_pc * 8,
+				(unsigned)(uint32_t)a2, run_cnt->alu - run_mark);
+		run_calls++;
+		run_mark = run_cnt->alu;
+	}
+	return 0;
+}
 NATIVE(innet_pkt_ptr) { return (uintptr_t)innet_pkt_ptr(P(a1), (uint32_t)a2, (uint32_t)a3); }
 NATIVE(innet_pkt_push) { return (uint64_t)(int64_t)innet_pkt_push(P(a1), P(a2), (uint32_t)a3); }
 NATIVE(innet_pkt_pull) { return (uint64_t)(int64_t)innet_pkt_pull(P(a1), P(a2), (uint32_t)a3); }
@@ -149,6 +169,7 @@ struct alu_prog {
 	uint64_t counted_min, counted_max, reported_min, reported_max;
 	uint64_t sum_counted, sum_reported;
 	uint64_t worst_counted, worst_reported;   /* the pass furthest out (or in) */
+	uint64_t *alu_at;                 /* ALU_CHECK_PROFILE: per instruction */
 	double worst_excess;              /* |r - c| over the allowed deviation */
 };
 
@@ -182,10 +203,31 @@ static enum innet_action alu_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 {
 	struct alu_prog *p = (struct alu_prog *)(uintptr_t)innet_cp_program(ctx->prog);
 	uint64_t args[5] = { (uintptr_t)ctx, (uintptr_t)pkt, 0, 0, 0 }, ret = INNET_DROP;
-	struct alu_vm_count cnt = { 0 };
+	struct alu_vm_count cnt = { .alu_at = p->alu_at };
 	char err[256] = "";
 	uint32_t before = ctx->use.alu_ops;
-	if (alu_vm_run(p->vm, p->entry, args, &ret, &cnt, err, sizeof(err)) != 0) {
+	run_cnt = &cnt;
+	run_mark = 0;
+	run_calls = 0;
+	/* The memory the handler is given, for telling address arithmetic. */
+	struct alu_vm_mem mem[4 + INNET_MAX_REGS];
+	unsigned n_mem = 0;
+	mem[n_mem++] = (struct alu_vm_mem){ (uintptr_t)ctx, (uintptr_t)(ctx + 1) };
+	mem[n_mem++] = (struct alu_vm_mem){ (uintptr_t)pkt, (uintptr_t)(pkt + 1) };
+	mem[n_mem++] = (struct alu_vm_mem){ (uintptr_t)pkt->buf_start, (uintptr_t)pkt->buf_end };
+	mem[n_mem++] = (struct alu_vm_mem){ (uintptr_t)ctx->conf,
+					    (uintptr_t)ctx->conf + ctx->prog->conf_size };
+	for (unsigned i = 0; i < ctx->n_regs && i < INNET_MAX_REGS; i++)
+		mem[n_mem++] = (struct alu_vm_mem){
+			(uintptr_t)ctx->regs[i].mem,
+			(uintptr_t)ctx->regs[i].mem + (size_t)ctx->regs[i].count * ctx->regs[i].stride };
+	void *scratch = innet_scratch(ctx);
+	struct alu_vm_mem all[5 + INNET_MAX_REGS];
+	memcpy(all, mem, n_mem * sizeof(mem[0]));
+	all[n_mem++] = (struct alu_vm_mem){ (uintptr_t)scratch, (uintptr_t)scratch + INNET_SCRATCH_SIZE };
+	int rc = alu_vm_run(p->vm, p->entry, args, all, n_mem, &ret, &cnt, err, sizeof(err));
+	run_cnt = NULL;
+	if (rc != 0) {
 		alu_fail_run(p, err);
 		return innet_drop(pkt, INNET_DROP_BAD_VERDICT);
 	}
@@ -211,7 +253,7 @@ static enum innet_action alu_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	p->passes++;
 	bool print = !ok && p->bad++ < ALU_MAX_REPORTS;
 	pthread_mutex_unlock(&p->lock);
-	if (getenv("ALU_CHECK_VERBOSE") != NULL || print) {
+	if (verbose || print) {
 		char head[3 * 12 + 1] = "";
 		uint32_t show = pkt->len < 12 ? pkt->len : 12;
 		for (uint32_t i = 0; i < show; i++)
@@ -219,11 +261,12 @@ static enum innet_action alu_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		fprintf(stderr,
 			"alu: %s%s: port %u udp %u len %u [%s] -> action %u reason %u: innet_alu "
 			"reported %" PRIu64 ", the code did %" PRIu64 " ALU operations "
-			"(and %" PRIu64 " moves, %" PRIu64 " byte swaps, %" PRIu64
-			" frame additions, %" PRIu64 " instructions)\n",
+			"(%" PRIu64 " after the last innet_alu; and %" PRIu64 " moves, %" PRIu64
+			" byte-lane moves, %" PRIu64 " byte swaps, %" PRIu64 " address additions, %" PRIu64
+			" instructions)\n",
 			p->dp_name, ok ? "" : " OUT OF TOLERANCE", pkt->in_port, pkt->dst_udp,
 			pkt->len, head, (unsigned)ret, pkt->out.reason, reported, counted,
-			cnt.moves, cnt.swaps, cnt.frame, cnt.insns);
+			cnt.alu - run_mark, cnt.moves, cnt.lanes, cnt.swaps, cnt.addr, cnt.insns);
 	}
 	if (!ok)
 		atomic_fetch_add(&failures, 1);
@@ -244,13 +287,22 @@ static void alu_summary(void)
 		       p->passes ? (double)p->sum_reported / (double)p->passes : 0.0,
 		       p->worst_reported, p->worst_counted, p->bad);
 	}
+	const char *prof = getenv("ALU_CHECK_PROFILE");
+	FILE *f = prof != NULL ? fopen(prof, "a") : NULL;
+	for (unsigned i = 0; f != NULL && i < n_progs; i++)
+		for (size_t pc = 0; pc < alu_vm_insns(progs[i].vm); pc++)
+			if (progs[i].alu_at[pc] != 0)
+				fprintf(f, "%s 0x%zx %" PRIu64 "\n", progs[i].dp_name, pc * 8,
+					progs[i].alu_at[pc]);
+	if (f != NULL)
+		fclose(f);
 	for (unsigned i = 0; i < n_skipped; i++)
 		printf("alu: %-18s not checked (no ALU-count object: no eBPF data path)\n", skipped[i]);
-	unsigned f = atomic_load(&failures);
-	if (f != 0) {
+	unsigned bad = atomic_load(&failures);
+	if (bad != 0) {
 		printf("alu: FAILED: %u passes out of tolerance (reported within max(%u, %u%% of "
 		       "counted) of the counted operations; docs/resources.md)\n",
-		       f, ALU_CHECK_SLACK, ALU_CHECK_PCT);
+		       bad, ALU_CHECK_SLACK, ALU_CHECK_PCT);
 		fflush(NULL);
 		_exit(1);
 	}
@@ -307,6 +359,9 @@ static const struct innet_program *alu_wrap(const struct innet_program *orig)
 	p->dp_name = o->name;
 	p->prog = *orig;
 	p->prog.handle = alu_handle;
+	if (getenv("ALU_CHECK_PROFILE") != NULL &&
+	    (p->alu_at = calloc(alu_vm_insns(p->vm), sizeof(*p->alu_at))) == NULL)
+		alu_die("alu: out of memory\n");
 	pthread_mutex_init(&p->lock, NULL);
 	n_progs++;
 	return &p->prog;
@@ -317,6 +372,7 @@ void alu_check_conf(struct innet_switch_conf *c)
 	static bool registered;
 	if (!registered) {
 		registered = true;
+		verbose = getenv("ALU_CHECK_VERBOSE") != NULL;
 		atexit(alu_summary);
 	}
 	for (uint32_t i = 0; i < c->n_progs; i++)

@@ -80,6 +80,8 @@ struct alu_vm {
 	size_t n_syms;
 };
 
+__thread long alu_vm_call_pc;
+
 static int vm_err(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int vm_err(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -322,6 +324,11 @@ err_free:
 	return rc;
 }
 
+size_t alu_vm_insns(const struct alu_vm *vm)
+{
+	return vm->n_insns;
+}
+
 long alu_vm_func(const struct alu_vm *vm, const char *name)
 {
 	for (size_t i = 0; i < vm->n_syms; i++)
@@ -338,6 +345,31 @@ const void *alu_vm_data(const struct alu_vm *vm, const char *name, size_t *size)
 			return vm->syms[i].addr;
 		}
 	return NULL;
+}
+
+/* Whether an ALU instruction only moves bytes (alu_vm.h, "byte lanes"): a
+ * shift by a whole number of bytes; the OR of two pieces of data as loaded
+ * that share no bit; an AND that keeps the low 1, 2 or 4 bytes of data as
+ * loaded. dst_lane, src_lane: whether the operands are data as loaded (a
+ * load, a primitive's result, or lanes of those). */
+static bool vm_lane_op(uint8_t op, uint8_t cls, bool x, int32_t imm, bool dst_lane,
+		       bool src_lane, uint64_t d, uint64_t s)
+{
+	if (cls == VM_ALU) {
+		d = (uint32_t)d;
+		s = (uint32_t)s;
+	}
+	switch (op) {
+	case OP_LSH:
+	case OP_RSH:
+		return !x && imm % 8 == 0;
+	case OP_OR:
+		return x && dst_lane && src_lane && (d & s) == 0;
+	case OP_AND:
+		return !x && dst_lane && (imm == 0xff || imm == 0xffff || imm == -1);
+	default:
+		return false;
+	}
 }
 
 static uint64_t vm_alu64(uint8_t op, uint64_t d, uint64_t s)
@@ -449,6 +481,7 @@ static void vm_store(uintptr_t a, unsigned size, uint64_t v)
 			__atomic_compare_exchange_n(p_, &e_, v_, false, __ATOMIC_SEQ_CST, \
 						    __ATOMIC_SEQ_CST);                   \
 			(r)[0] = e_;                                                     \
+			lane |= 1u;                                                      \
 			goto atomic_done;                                                \
 		}                                                                        \
 		default: return vm_err(err, errlen, -EINVAL, "insn %ld: atomic op 0x%x", pc, \
@@ -456,9 +489,24 @@ static void vm_store(uintptr_t a, unsigned size, uint64_t v)
 		}                                                                        \
 		if ((imm) & VM_FETCH)                                                    \
 			(r)[src] = old_;                                                 \
+		lane |= 1u << (src);                                                     \
 	} while (0)
 
-int alu_vm_run(const struct alu_vm *vm, long entry, const uint64_t args[5], uint64_t *ret,
+/* Whether d -> v moves a pointer within one piece of memory (the stack or
+ * one of mem[]; its end included). */
+static bool vm_addr_op(uint64_t d, uint64_t v, uintptr_t stack_lo, uintptr_t stack_hi,
+		       const struct alu_vm_mem *mem, unsigned n_mem)
+{
+	if (d >= stack_lo && d <= stack_hi)
+		return v >= stack_lo && v <= stack_hi;
+	for (unsigned i = 0; i < n_mem; i++)
+		if (d >= mem[i].lo && d <= mem[i].hi)
+			return v >= mem[i].lo && v <= mem[i].hi;
+	return false;
+}
+
+int alu_vm_run(const struct alu_vm *vm, long entry, const uint64_t args[5],
+	       const struct alu_vm_mem *mem, unsigned n_mem, uint64_t *ret,
 	       struct alu_vm_count *cnt, char *err, size_t errlen)
 {
 	_Alignas(16) uint8_t stack[VM_FRAMES * VM_FRAME_SIZE];
@@ -466,8 +514,10 @@ int alu_vm_run(const struct alu_vm *vm, long entry, const uint64_t args[5], uint
 	struct {
 		uint64_t saved[4];   /* r6..r9 of the caller */
 		long ret_pc;
+		uint32_t lane;       /* the caller's lane bits */
 	} frames[VM_FRAMES];
 	unsigned depth = 0;
+	uint32_t lane = 0;           /* bit i: r[i] holds data as loaded (vm_lane_op) */
 	uint64_t r[11] = { 0 };
 	for (int i = 0; i < 5; i++)
 		r[i + 1] = args[i];
@@ -501,14 +551,26 @@ int alu_vm_run(const struct alu_vm *vm, long entry, const uint64_t args[5], uint
 			    ((op == OP_DIV || op == OP_MOD) && in->off != 0))
 				return vm_err(err, errlen, -EINVAL, "insn %ld: ALU op 0x%02x", pc,
 					      in->code);
-			uint64_t s = (in->code & VM_SRC_X) ? r[src] : (uint64_t)(int64_t)in->imm;
-			if (op == OP_MOV)
+			const bool x = in->code & VM_SRC_X;
+			uint64_t s = x ? r[src] : (uint64_t)(int64_t)in->imm;
+			bool to_lane = false;
+			if (op == OP_MOV) {
 				cnt->moves++;
-			else if (cls == VM_ALU64 && (op == OP_ADD || op == OP_SUB) &&
-				 r[dst] >= stack_lo && r[dst] <= stack_hi)
-				cnt->frame++;
-			else
+				to_lane = x && (lane >> src & 1);
+			} else if (cls == VM_ALU64 && (op == OP_ADD || op == OP_SUB) &&
+				   vm_addr_op(r[dst], vm_alu64(op, r[dst], s), stack_lo, stack_hi,
+					      mem, n_mem)) {
+				cnt->addr++;
+			} else if (vm_lane_op(op, cls, x, in->imm, lane >> dst & 1,
+					      x && (lane >> src & 1), r[dst], s)) {
+				cnt->lanes++;
+				to_lane = true;
+			} else {
 				cnt->alu++;
+				if (cnt->alu_at != NULL)
+					__atomic_fetch_add(&cnt->alu_at[pc], 1, __ATOMIC_RELAXED);
+			}
+			lane = to_lane ? lane | 1u << dst : lane & ~(1u << dst);
 			r[dst] = cls == VM_ALU64 ? vm_alu64(op, r[dst], s)
 						 : vm_alu32(op, (uint32_t)r[dst], (uint32_t)s);
 			break;
@@ -521,6 +583,7 @@ int alu_vm_run(const struct alu_vm *vm, long entry, const uint64_t args[5], uint
 			cnt->loads++;
 			r[dst] = vm_load((uintptr_t)(r[src] + (uint64_t)(int64_t)in->off),
 					 sizes[(in->code >> 3) & 3]);
+			lane |= 1u << dst;
 			break;
 		}
 		case VM_ST:
@@ -549,6 +612,7 @@ atomic_done:
 					      in->code, src);
 			cnt->loads++;
 			r[dst] = (uint64_t)(uint32_t)in[0].imm | (uint64_t)(uint32_t)in[1].imm << 32;
+			lane &= ~(1u << dst);
 			pc += 2;
 			continue;
 		case VM_JMP:
@@ -557,7 +621,9 @@ atomic_done:
 				const struct vm_call *c = &vm->calls[pc];
 				cnt->calls++;
 				if (c->native != NULL) {
+					alu_vm_call_pc = pc;
 					r[0] = c->native(r[1], r[2], r[3], r[4], r[5]);
+					lane = (lane & ~0x3fu) | 1u; /* r0 data; r1-r5 clobbered */
 					break;
 				}
 				long target = c->target >= 0 ? c->target
@@ -571,6 +637,7 @@ atomic_done:
 						      "calls nested deeper than %u frames", VM_FRAMES);
 				memcpy(frames[depth].saved, &r[6], sizeof(frames[depth].saved));
 				frames[depth].ret_pc = pc + 1;
+				frames[depth].lane = lane;
 				depth++;
 				r[10] = stack_hi - (uintptr_t)depth * VM_FRAME_SIZE;
 				pc = target;
@@ -584,6 +651,7 @@ atomic_done:
 				}
 				depth--;
 				memcpy(&r[6], frames[depth].saved, sizeof(frames[depth].saved));
+				lane = (lane & 1u) | (frames[depth].lane & 0x3c0u);
 				r[10] = stack_hi - (uintptr_t)depth * VM_FRAME_SIZE;
 				pc = frames[depth].ret_pc;
 				continue;
