@@ -25,7 +25,7 @@
 #include "innet/switch.h"
 
 #define ALU_CHECK_SLACK 4u    /* operations: a branch or two */
-#define ALU_CHECK_PCT   25u   /* percent of the counted operations */
+#define ALU_CHECK_PCT   20u   /* percent of the counted operations */
 
 /* Whether `reported` is within the tolerance of `counted`. */
 bool alu_check_within(uint64_t reported, uint64_t counted);

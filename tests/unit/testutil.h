@@ -2,11 +2,14 @@
  * testutil.h — what every C test includes: cmocka, and the target choice of
  * the golden tests.
  *
- * The golden tests run twice (tests/run): once on the user-space engine and
- * once with INNET_TEST_TARGET=xdp, where every switch they create loads its
- * programs' eBPF objects and innet_switch_inject runs them with
- * BPF_PROG_TEST_RUN (needs root; without it the xdp run skips with 77). The
- * expectations are the same file: same verdicts, same bytes.
+ * The golden tests run three times (tests/run): once on the user-space
+ * engine; once with INNET_TEST_TARGET=xdp, where every switch they create
+ * loads its programs' eBPF objects and innet_switch_inject runs them with
+ * BPF_PROG_TEST_RUN (needs root; without it the xdp run skips with 77); and
+ * once with INNET_TEST_TARGET=alu, on the user-space engine with each
+ * handler run by the ALU check (tests/alu/alu_check.h), which fails the test
+ * when a pass's innet_alu() report drifts from the ALU operations its code
+ * executes. The expectations are the same file: same verdicts, same bytes.
  */
 #ifndef INNET_TESTUTIL_H
 #define INNET_TESTUTIL_H
