@@ -15,6 +15,7 @@
 #include <string.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/sock_diag.h>
 #include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -799,6 +800,18 @@ int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out)
 	return 0;
 }
 
+/* The kernel's count of what it dropped at socket fd (SO_MEMINFO; the same
+ * figure as the drops column of /proc/net/udp): a full receive buffer, a bad
+ * checksum, a socket filter. 0 if it cannot say. */
+static uint32_t sock_drops(int fd)
+{
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 || len <= SK_MEMINFO_DROPS * sizeof(uint32_t))
+		return 0;
+	return mem[SK_MEMINFO_DROPS];
+}
+
 int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out)
 {
 	if (port >= sw->n_ports)
@@ -818,6 +831,13 @@ int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet
 		out->link_delayed += LOAD64(s->link_delayed);
 		out->link_queue_full += LOAD64(s->link_queue_full);
 	}
+	/* the kernel's own count, since the last reset (modulo 2^32: it keeps
+	 * a 32-bit counter per socket) */
+	for (uint32_t i = 0; i < sw->n_socks; i++)
+		if (sw->socks[i].port == port)
+			out->rx_sock_drops += (uint32_t)(sock_drops(sw->socks[i].fd) -
+							 atomic_load_explicit(&sw->socks[i].drops_base,
+									      memory_order_relaxed));
 	innet_xdp_port_stats_add(sw, port, out);
 	return 0;
 }
@@ -831,5 +851,8 @@ void innet_switch_stats_reset(struct innet_switch *sw)
 		memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
 		memset(w->portstats, 0, sizeof(*w->portstats) * sw->n_ports);
 	}
+	for (uint32_t i = 0; i < sw->n_socks; i++)
+		atomic_store_explicit(&sw->socks[i].drops_base, sock_drops(sw->socks[i].fd),
+				      memory_order_relaxed);
 	innet_xdp_stats_reset(sw);
 }
