@@ -1,7 +1,8 @@
 /*
  * consensus/kv.h — the replicated key-value store behind `innet kv`: a RESP
- * (Redis protocol) server whose writes and reads go through the Paxos log
- * (innet/consensus.h), applied in log order by every replica.
+ * (Redis protocol) server whose writes go through the Paxos log
+ * (innet/consensus.h), applied in log order by every replica, and whose
+ * reads are answered at a read index (docs/consensus.md).
  */
 #ifndef INNET_CONSENSUS_KV_H
 #define INNET_CONSENSUS_KV_H

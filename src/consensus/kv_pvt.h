@@ -111,6 +111,7 @@ struct conn {
 	bool multi_denyoom;       /* a queued command may grow the data (maxmemory at EXEC) */
 	bool multi_write;         /* a queued command writes (min-replicas-to-write at EXEC) */
 	uint32_t multi_n;         /* commands queued */
+	uint32_t multi_lens;      /* and their argc and lengths (a block's size, narrow) */
 	struct kv_buf mq;         /* and their encoding (u32 argc, u32 lengths, bytes) */
 	struct kv_buf watch;      /* WATCHed keys: u8 db, u64 version, u8 flags, u32 klen, key */
 	uint32_t n_watch;

@@ -447,6 +447,7 @@ static void multi_reset(struct conn *c)
 {
 	c->multi = c->multi_err = c->multi_denyoom = c->multi_write = false;
 	c->multi_n = 0;
+	c->multi_lens = 0;
 	c->mq.len = 0;
 	c->watch.len = 0;
 	c->n_watch = 0;
@@ -504,17 +505,9 @@ static size_t block_size(const struct conn *c, bool wide)
 		n += 4 * w + 3 + 20 + 1 + kl; /* db, version (at most 20 digits), flags, key */
 		p += 14 + kl;
 	}
-	/* the queued commands are kept wide (mq): narrower by 2 per length */
-	for (size_t p = 0; p < c->mq.len;) {
-		const uint8_t *q = (const uint8_t *)c->mq.p + p;
-		uint32_t argc = kv_get32(q);
-		size_t k = 4;
-		for (uint32_t i = 0; i < argc; i++)
-			k += 4 + kv_get32(q + k);
-		n += k - (wide ? 0 : 2 * (size_t)(argc + 1));
-		p += k;
-	}
-	return n;
+	/* the queued commands are kept wide (mq): narrower by 2 per argc and
+	 * length */
+	return n + c->mq.len - (wide ? 0 : 2 * (size_t)c->multi_lens);
 }
 
 static void put_arg(struct kv_buf *b, bool wide, const void *p, size_t n)
@@ -659,6 +652,7 @@ static void multi_queue(struct server *s, struct conn *c, const struct kv_comman
 		for (int i = 0; i < argc; i++)
 			put_arg(&c->mq, true, argv[i], lens[i]);
 		c->multi_n++;
+		c->multi_lens += (uint32_t)argc + 1;
 		if (cmd->flags & KV_CMD_DENYOOM)
 			c->multi_denyoom = true;
 		if (cmd->flags & KV_CMD_WRITE)
@@ -701,6 +695,7 @@ static void local_command(struct server *s, struct conn *c, const struct kv_comm
 		c->multi = true;
 		c->multi_err = false;
 		c->multi_n = 0;
+		c->multi_lens = 0;
 		c->mq.len = 0;
 		kv_buf_str(&c->out, "+OK\r\n");
 	} else if (!strcmp(name, "exec")) {
@@ -1193,6 +1188,21 @@ static void conn_parse(struct server *s, struct conn *c)
 		bool barrier;
 		err_reply.len = 0;
 		int k = cmd_kind(s, c, cmd, argc, s->argv, s->lens, &err_reply, &barrier);
+		if (k == KV_U_LOCAL && barrier && c->n_units == 0) {
+			/* nothing of the connection pending: answered now, and
+			 * parsing goes on (a long MULTI block costs no pass each) */
+			local_command(s, c, cmd, argc, s->argv, s->lens);
+			if (c->closing)
+				c->quit = true;
+			if (c->follower) { /* SYNC: what it sends next gets no answer */
+				consumed = c->in.len;
+				break;
+			}
+			c->last_ns = innet_now_ns();
+			snprintf(c->last_cmd, sizeof(c->last_cmd), "%s", cmd ? cmd->name : "NULL");
+			consumed += (size_t)r;
+			continue;
+		}
 		bool ok;
 		if (k == KV_U_REPLY) {
 			char *e[1] = { err_reply.p };

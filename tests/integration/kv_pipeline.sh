@@ -15,7 +15,8 @@
 #      the good reads answered without the log (INFO reads_local);
 #   4. reads and writes of one key interleaved in one pipeline: each read
 #      sees exactly the writes before it;
-#   5. barriers: SELECT, MULTI/EXEC (a block over one value goes in chunks),
+#   5. barriers: SELECT, MULTI/EXEC (a block over one value goes in chunks; a
+#      block of 20000 commands pipelined),
 #      WATCH, SUBSCRIBE, HELLO 3/2 pipelined with reads and writes — the
 #      commands after each see its effect (database, protocol, mode);
 #   6. a key with PX 600 read at all three replicas: there before, gone
@@ -129,6 +130,10 @@ cases = [
      b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*3\r\n+OK\r\n+OK\r\n:20000\r\n$1\r\na\r\n", 0, 1),
     ("WATCH, a read, MULTI", [("WATCH", "w"), ("GET", "w"), ("MULTI",), ("SET", "w", "1"), ("EXEC",)],
      b"+OK\r\n$-1\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n", 3, 1),
+    # a long block pipelined (20000 commands: ~400 KB, one large entry in chunks)
+    ("MULTI of 20000 INCRs", [("MULTI",)] + [("INCR", "m20k")] * 20000 + [("EXEC",), ("GET", "m20k")],
+     b"+OK\r\n" + b"+QUEUED\r\n" * 20000 + b"*20000\r\n" +
+     b"".join(b":%d\r\n" % i for i in range(1, 20001)) + b"$5\r\n20000\r\n", 0, 1),
     # SUBSCRIBE is a barrier: the GET after it is parsed in subscribed mode
     ("GET after SUBSCRIBE", [("SUBSCRIBE", "ch"), ("GET", "a")],
      b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n-ERR Can't execute 'get': only "
