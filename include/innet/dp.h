@@ -59,7 +59,7 @@ extern "C" {
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 /* Bytes of innet_scratch() memory (declared per target). */
-#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+#define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
 /* A span (innet_reg_span) never crosses a multiple of this many bytes of a
