@@ -159,6 +159,9 @@ struct innet_out {
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
 #define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
+#define INNET_PKT_F_RESUMED  0x04 /* handed over by the XDP program with innet_hand_off: the
+                                   * user-space engine runs the handler on, its state at the
+                                   * start of innet_scratch() */
 
 /* Per-packet accounting, filled in by the helpers. */
 struct innet_usage {

@@ -111,6 +111,8 @@ struct innet_ctx {
 	uint8_t model;                   /* enum innet_model */
 	uint8_t in_timer;                /* never on XDP (timers run in user space) */
 	uint8_t pass_up;                 /* innet_pass_up: the user-space engine's turn */
+	uint32_t handoff_len;            /* innet_hand_off: bytes of state at handoff_state */
+	const void *handoff_state;
 	const void *conf;                /* the config block (map value) */
 	struct innet_pkt *pkt;           /* the packet being handled */
 };
@@ -366,6 +368,22 @@ INNET__INLINE enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 {
 	(void)p;
 	ctx->pass_up = 1;
+	return INNET_DROP;
+}
+
+/* Continue the packet in the user-space engine, after the handler changed
+ * state: the packet (as it is now) and the n bytes at state (a pointer into
+ * innet_scratch() memory, n <= INNET_XDP_STATE_MAX) go over the ring, counted
+ * as a `resume` hand-off, and the engine calls the handler again with
+ * INNET_PKT_F_RESUMED in pkt->flags and those bytes at the start of its
+ * innet_scratch(). The handler there carries on from its state: nothing that
+ * ran here runs twice. Return its value. */
+INNET__INLINE enum innet_action innet_hand_off(struct innet_ctx *ctx, struct innet_pkt *p,
+					       const void *state, uint32_t n)
+{
+	(void)p;
+	ctx->handoff_state = state;
+	ctx->handoff_len = n;
 	return INNET_DROP;
 }
 

@@ -223,7 +223,7 @@ const char *innet_action_name(unsigned action);
 /* ------------------------------------------------------------------------ */
 /* Statistics: per-thread counters summed on request.                         */
 
-#define INNET_HANDOFF_KINDS 8u
+#define INNET_HANDOFF_KINDS 9u
 
 struct innet_prog_stats {
 	uint64_t rx_pkts;                         /* packets into the handler (first pass) */
@@ -253,7 +253,7 @@ struct innet_prog_stats {
 };
 
 /* Name of hand-off kind k (to_cpu, emit, timer, multicast, neighbour,
- * oversize, userspace), or NULL past the last. */
+ * oversize, userspace, serial, resume), or NULL past the last. */
 const char *innet_handoff_name(unsigned k);
 
 struct innet_port_stats {

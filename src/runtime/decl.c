@@ -230,12 +230,43 @@ int innet_decl_timers(struct innet_decl *d, uint32_t n)
 		return innet_decl_error(d, "timers declared twice");
 	if (n == 0)
 		return 0;
-	if (cp->program->on_timer == NULL)
+	if (cp->on_timer == NULL)
 		return innet_decl_error(d, "timers declared but the program has no on_timer");
 	cp->timers = calloc(n, sizeof(*cp->timers));
 	if (cp->timers == NULL)
 		return innet_decl_error(d, "cannot allocate %u timers", n);
 	cp->n_timers = n;
+	return 0;
+}
+
+int innet_decl_datapath(struct innet_decl *d,
+			enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt),
+			void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg),
+			const char *bpf_object_path)
+{
+	struct innet_cp *cp = d->cp;
+	if (handle == NULL)
+		return innet_decl_error(d, "a data path needs a handler");
+	if (cp->own_dp)
+		return innet_decl_error(d, "data path declared twice");
+	if (bpf_object_path != NULL) {
+		FILE *f = fopen(bpf_object_path, "rb");
+		if (f == NULL)
+			return innet_decl_error(d, "eBPF object %s: %s", bpf_object_path, strerror(errno));
+		long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+		void *buf = n > 0 && n < (256l << 20) ? malloc((size_t)n) : NULL;
+		bool ok = buf != NULL && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
+		fclose(f);
+		if (!ok) {
+			free(buf);
+			return innet_decl_error(d, "eBPF object %s: cannot read it", bpf_object_path);
+		}
+		cp->bpf_obj = buf;
+		cp->bpf_len = (size_t)n;
+	}
+	cp->handle = handle;
+	cp->on_timer = on_timer;
+	cp->own_dp = true;
 	return 0;
 }
 
@@ -408,6 +439,9 @@ void innet_state_free(struct innet_cp *cp)
 	cp->conf = NULL;
 	cp->conf_size = 0;
 	priv_release(cp);
+	free(cp->bpf_obj);
+	cp->bpf_obj = NULL;
+	cp->bpf_len = 0;
 }
 
 /* Unmap register id's memory, whoever provided it (anonymous memory here, or

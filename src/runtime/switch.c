@@ -55,6 +55,7 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 
 static const char *const handoff_names[] = {
 	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
+	"resume",
 };
 _Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
 	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");
@@ -534,6 +535,8 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		struct innet_cp *cp = &sw->progs[i];
 		snprintf(cp->name, sizeof(cp->name), "%s", pc->name);
 		cp->program = pc->program;
+		cp->handle = pc->program->handle;
+		cp->on_timer = pc->program->on_timer;
 		cp->sw = sw;
 		cp->index = i;
 		cp->n_udp = pc->n_udp;

@@ -91,6 +91,13 @@ struct innet_timer {
 struct innet_cp {
 	char name[INNET_NAME_MAX];
 	const struct innet_program *program;
+	/* The data path: the program's, or the instance's own
+	 * (innet_decl_datapath: built at run time, as a P4 program's) */
+	enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt);
+	void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg);
+	void *bpf_obj;                        /* its own eBPF object (malloc'd bytes), or NULL */
+	size_t bpf_len;
+	bool own_dp;                          /* innet_decl_datapath was called */
 	struct innet_switch *sw;
 	uint32_t index;                       /* in sw->progs */
 	uint16_t *udp;                        /* [n_udp] bound UDP ports (NULL if none) */
@@ -342,6 +349,10 @@ void innet_worker_punt(struct innet_worker *w, struct innet_cp *cp, const struct
 int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const struct innet_out *out,
 			   bool is_group, const void *data, uint32_t len, uint16_t src_udp);
 void innet_worker_flush(struct innet_worker *w);
+/* Run a packet the XDP program handed over with innet_hand_off through its
+ * program on w (the state already in w's scratch; INNET_PKT_F_RESUMED set):
+ * the handler, the verdict, the counters (not the receive counts: XDP's). */
+void innet_worker_resume(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt);
 void innet_worker_set_now(struct innet_worker *w);
 
 /* timer.c */

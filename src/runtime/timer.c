@@ -245,7 +245,7 @@ static void fire(struct innet_switch *sw, struct innet_worker *w, const struct h
 	ctx->fault = 0;
 	ctx->now_ns = w->now_ns;
 	ctx->in_timer = 1;
-	cp->program->on_timer(ctx, e->timer, arg);
+	cp->on_timer(ctx, e->timer, arg);
 	struct innet_prog_stats *ps = &w->pstats[cp->index];
 	INNET_STAT_INC(ps->timer_fires);
 	INNET_STAT_ADD(ps->reg_ops, ctx->use.reg_ops);

@@ -52,6 +52,7 @@
 
 struct xdp_prog {
 	const struct innet_bpf_object *bo;   /* NULL: not a program of the tree */
+	struct innet_bpf_object own;         /* an instance's own object (innet_decl_datapath) */
 	struct bpf_object *obj;              /* NULL: user-space only */
 	int main_fd;
 	int egress_fd;
@@ -128,6 +129,19 @@ const struct innet_bpf_object *innet_bpf_object_find(const char *name)
 		if (!strcmp(o->program, name))
 			return o;
 	return NULL;
+}
+
+/* The eBPF object of an instance: its own (innet_decl_datapath), or its
+ * program's from the build. */
+static const struct innet_bpf_object *xdp_object_of(const struct innet_cp *cp, struct xdp_prog *xp)
+{
+	if (!cp->own_dp)
+		return innet_bpf_object_find(cp->program->name);
+	xp->own.program = cp->program->name;
+	xp->own.start = cp->bpf_obj;
+	xp->own.end = cp->bpf_obj ? (const unsigned char *)cp->bpf_obj + cp->bpf_len : NULL;
+	xp->own.userspace_reason = cp->bpf_obj ? NULL : "its data path has no eBPF object";
+	return &xp->own;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -706,7 +720,7 @@ int innet_xdp_create(struct innet_switch *sw, char *err, size_t errlen)
 		struct innet_cp *cp = &sw->progs[i];
 		struct xdp_prog *xp = &x->progs[i];
 		xp->main_fd = xp->egress_fd = xp->egress_test_fd = -1;
-		xp->bo = innet_bpf_object_find(cp->program->name);
+		xp->bo = xdp_object_of(cp, xp);
 		if (xp->bo == NULL || xp->bo->start == NULL) {
 			xp->info.userspace_reason = xp->bo ? xp->bo->userspace_reason
 							   : "not a program of the tree (no eBPF object)";
@@ -1023,12 +1037,46 @@ int innet_xdp_group_sync(struct innet_switch *sw, uint32_t prog, uint32_t group,
 /* ------------------------------------------------------------------------ */
 /* Hand-offs: what the eBPF side could not finish.                            */
 
+/* innet_hand_off: the handler's state into the worker's scratch, the
+ * packet into a buffer, and the program runs on (natively) from there. */
+static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
+{
+	struct innet_switch *sw = x->sw;
+	struct innet_worker *w = x->ring_worker;
+	if (r->prog >= sw->n_progs || w == NULL || r->state_len > INNET_XDP_STATE_MAX ||
+	    r->state_len > INNET_SCRATCH_SIZE || r->len > INNET_XDP_HANDOFF_MAX)
+		return;
+	uint8_t buf[INNET_BUF_SIZE];
+	struct innet_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.buf_start = buf;
+	pkt.buf_end = buf + sizeof(buf);
+	pkt.data = buf + INNET_PKT_HEADROOM;
+	memcpy(pkt.data, r->data, r->len);
+	pkt.len = r->len;
+	pkt.in_port = r->in_port;
+	pkt.dst_udp = r->dst_udp;
+	pkt.src.ip = r->src_ip;
+	pkt.src.udp = r->src_udp;
+	pkt.recirc = r->recirc;
+	pkt.flags = (uint8_t)(r->flags | INNET_PKT_F_RESUMED);
+	pkt.meta16 = r->meta16;
+	memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
+	memcpy(w->scratch, r->state, r->state_len);
+	innet_worker_set_now(w);
+	innet_worker_resume(w, r->prog, &pkt);
+}
+
 static int handle_rec(void *ctx, void *data, size_t size)
 {
 	struct innet_xdp *x = ctx;
 	struct innet_switch *sw = x->sw;
 	const struct innet_xdp_rec *r = data;
 	struct innet_worker *w = x->ring_worker;
+	if (size >= sizeof(struct innet_xdp_resume) && r->kind == INNET_XDP_REC_RESUME) {
+		resume_rec(x, data);
+		return 0;
+	}
 	if (size < offsetof(struct innet_xdp_rec, data) || r->prog >= sw->n_progs || w == NULL)
 		return 0;
 	struct innet_cp *cp = &sw->progs[r->prog];
@@ -1232,11 +1280,18 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 			read_trace(x, &x->progs[i], &t);   /* recirculated elsewhere */
 	struct innet_worker *w = INNET_INJECT_WORKER(sw);
 	x->ring_worker = w;
+	w->last_action = INNET_DROP;
+	w->last_reason = 0;
 	ring_buffer__consume(x->ring);
 	uint32_t meta = ctx_out.data;   /* metadata bytes in front of the frame */
 	uint32_t olen = opts.data_size_out;
 	res->action = (enum innet_action)t.action;
 	res->drop_reason = t.reason;
+	if (t.handoff == INNET_XDP_HANDOFF_RESUME + 1) {
+		/* the user-space engine finished it (just now, consuming the ring) */
+		res->action = (enum innet_action)w->last_action;
+		res->drop_reason = w->last_reason;
+	}
 	if (t.seq == 0) {
 		/* the program passed it to the kernel: the user-space engine's turn */
 		rc = 1;
@@ -1295,7 +1350,9 @@ int innet_xdp_prog_info(struct innet_switch *sw, uint32_t prog, struct innet_xdp
 	memset(info, 0, sizeof(*info));
 	if (prog >= sw->n_progs)
 		return -EINVAL;
-	const struct innet_bpf_object *bo = innet_bpf_object_find(sw->progs[prog].program->name);
+	struct xdp_prog tmp;
+	memset(&tmp, 0, sizeof(tmp));
+	const struct innet_bpf_object *bo = xdp_object_of(&sw->progs[prog], &tmp);
 	if (bo == NULL || bo->start == NULL) {
 		info->userspace_reason = bo == NULL ? "not a program of the tree (no eBPF object)"
 						    : bo->userspace_reason;
