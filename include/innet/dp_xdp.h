@@ -293,7 +293,14 @@ INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
 /* Reload the packet pointers after a helper that moved the frame's bounds. */
 INNET__INLINE void innet__pkt_reload(struct innet_pkt *p)
 {
-	p->data = (uint8_t *)(long)p->xdp->data + p->hdr_len;
+	/* hdr_len is 0 or 42; bounded here because the verifier may have lost
+	 * the constant (a 4-byte spill beside headroom's, which push/pull
+	 * rewrite), and a packet pointer with an unbounded offset is checked
+	 * against data_end in vain */
+	uint32_t h = p->hdr_len;
+	if (h > INNET_XDP_HDR_LEN)
+		h = INNET_XDP_HDR_LEN;
+	p->data = (uint8_t *)(long)p->xdp->data + h;
 	p->data_end = (uint8_t *)(long)p->xdp->data_end;
 }
 

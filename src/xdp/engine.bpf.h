@@ -343,6 +343,26 @@ INNET__INLINE uint16_t innet__src_udp(uint16_t want)
 	return INNET__L.first_udp;
 }
 
+/* The MAC of ip out of port pi's device, from the kernel's FIB and neighbour
+ * table, into dmac: 0, or -1 if the kernel does not know it (yet). Its own
+ * subprogram: the lookup's 64 bytes then stay out of the main program's
+ * frame, which the handler's deepest call chain shares (512 bytes in all). */
+static __attribute__((noinline)) int innet__neigh(struct xdp_md *xdp, const struct innet_xdp_port *pi,
+						  uint32_t ip, uint32_t len, uint8_t *dmac)
+{
+	struct bpf_fib_lookup fl = {};
+	fl.family = AF_INET;
+	fl.ipv4_dst = bpf_htonl(ip);
+	fl.ipv4_src = bpf_htonl(pi->ip);
+	fl.ifindex = pi->ifindex;
+	fl.tot_len = (uint16_t)(28 + len);
+	long rc = bpf_fib_lookup(xdp, &fl, sizeof(fl), BPF_FIB_LOOKUP_OUTPUT);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS || fl.ifindex != pi->ifindex)
+		return -1;
+	__builtin_memcpy(dmac, fl.dmac, 6);
+	return 0;
+}
+
 /* Send the packet in hand out of `port` (FORWARD, REFLECT). */
 INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 			      struct innet_xdp_stats *st, uint16_t port, uint32_t ip, uint16_t udp,
@@ -373,14 +393,7 @@ INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 		} else if (ip == pi->peer_ip && pi->has_peer_mac) {
 			__builtin_memcpy(dmac, pi->peer_mac, 6);
 		} else {
-			struct bpf_fib_lookup fl = {};
-			fl.family = AF_INET;
-			fl.ipv4_dst = bpf_htonl(ip);
-			fl.ipv4_src = bpf_htonl(pi->ip);
-			fl.ifindex = pi->ifindex;
-			fl.tot_len = (uint16_t)(28 + pkt->len);
-			long rc = bpf_fib_lookup(xdp, &fl, sizeof(fl), BPF_FIB_LOOKUP_OUTPUT);
-			if (rc != BPF_FIB_LKUP_RET_SUCCESS || fl.ifindex != pi->ifindex) {
+			if (innet__neigh(xdp, pi, ip, pkt->len, dmac) != 0) {
 				/* the kernel must resolve the neighbour: user space sends */
 				pkt->out.port = port;
 				pkt->out.ip = ip;
@@ -389,7 +402,6 @@ INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 				return innet__to_ring(pkt, st, INNET_XDP_REC_SEND, false,
 						      INNET_XDP_HANDOFF_NEIGH, action);
 			}
-			__builtin_memcpy(dmac, fl.dmac, 6);
 		}
 		if (innet__write_hdr(xdp, dmac, pi->mac, pi->ip, ip, sport, (uint16_t)udp, pkt->len) != 0)
 			return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
