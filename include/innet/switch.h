@@ -100,6 +100,10 @@ struct innet_switch_conf {
 	bool xdp_no_attach;                    /* XDP: load and map, attach nothing (tests:
 	                                        * innet_switch_inject runs the eBPF program
 	                                        * with BPF_PROG_TEST_RUN) */
+	bool no_sockets;                       /* open no socket (a raw port's interface
+	                                        * need not exist): the switch runs only the
+	                                        * packets innet_switch_inject gives it
+	                                        * (innet p4 run, tests) */
 	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */

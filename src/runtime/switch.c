@@ -613,7 +613,7 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 	rc = innet_timerq_create(sw);
 	if (rc != 0)
 		goto err_destroy;
-	rc = open_sockets(sw, err, errlen);
+	rc = conf->no_sockets ? 0 : open_sockets(sw, err, errlen);
 	if (rc != 0)
 		goto err_destroy;
 	rc = wire_workers(sw);
