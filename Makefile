@@ -105,12 +105,26 @@ PROG_SRC := $(shell grep -l '^INNET_PROGRAM_REGISTER' $(LIB_SRC) /dev/null 2>/de
 PROG_OBJ := $(PROG_SRC:%.c=$(O)/%.o)
 LINK_LIB = $(PROG_OBJ) $(O)/libinnet.a
 
+# A data path built at run time (a P4 program's, src/p4/p4_build.c) is a
+# shared object that calls innet_* in the process that loads it: the innet
+# command and the tests export them.
+EXPORT_API := -Wl,--export-dynamic-symbol='innet_*'
+
 $(O)/innet: $(TOOL_OBJ) $(O)/libinnet.a
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LINK_LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXPORT_API) -o $@ $(TOOL_OBJ) $(LINK_LIB) $(LDLIBS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# Where the run-time builder finds the data path's headers: this tree, or
+# what `make install` puts under $(SHAREDIR)/dp (src/p4/p4_build.c).
+SHAREDIR ?= $(PREFIX)/share/innet
+$(O)/src/p4/p4_build.o: \
+	CFLAGS += -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(SHAREDIR)/dp"'
+DP_SHARE_FILES := include/innet/dp.h include/innet/dp_user.h include/innet/dp_xdp.h \
+	include/innet/xdp_abi.h src/xdp/prog.bpf.c src/xdp/engine.bpf.h \
+	src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
 
 # A data path, user-space build: freestanding, checked (see the top).
 $(O)/%_dp.o: %_dp.c tools/contract/check-dp
@@ -144,7 +158,7 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
 $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) $(EXPORT_API) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
 
 # Benchmark tools are standalone (the raw relay must not share innet's code).
@@ -237,6 +251,10 @@ install: all
 	  -e 's|@VERSION@|$(VERSION)|' src/innet.pc.in > $(DESTDIR)$(PCDIR)/innet.pc
 	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 tools/completion/innet.bash $(DESTDIR)$(COMPDIR)/innet
+	for f in $(DP_SHARE_FILES); do \
+	  install -d $(DESTDIR)$(SHAREDIR)/dp/$$(dirname $$f) && \
+	  install -m 644 $$f $(DESTDIR)$(SHAREDIR)/dp/$$f || exit 1; \
+	done
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 uninstall:
@@ -246,6 +264,8 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(INCDIR)/innet/,$(notdir $(HEADERS))) \
 	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_OUT)))
 	-rmdir $(DESTDIR)$(INCDIR)/innet 2>/dev/null
+	rm -rf $(DESTDIR)$(SHAREDIR)/dp
+	-rmdir $(DESTDIR)$(SHAREDIR) 2>/dev/null
 
 clean:
 	rm -rf build build-san-* build-fuzz
