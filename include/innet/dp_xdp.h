@@ -2,9 +2,9 @@
  * innet/dp_xdp.h — the data-path API's primitives on the XDP target (eBPF).
  * Included by innet/dp.h when compiling with clang -target bpf; never include
  * it directly. The engine around the handler (parsing, dispatch, verdicts,
- * hand-offs) is src/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
+ * hand-offs) is src/targets/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
  *
- * One BPF object per program (src/xdp/prog.bpf.c includes NAME_dp.c and the
+ * One BPF object per program (src/targets/xdp/prog.bpf.c includes NAME_dp.c and the
  * engine). Its state, in the same bytes the user-space engine and the
  * control plane use (they mmap the maps):
  *
@@ -786,7 +786,7 @@ INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt
 }
 
 /* ------------------------------------------------------------------------ */
-/* Tables: src/runtime/table.c's algorithm over the same slots.               */
+/* Tables: src/engine/table.c's algorithm over the same slots.               */
 
 INNET__INLINE void *innet__tslots(unsigned t)
 {

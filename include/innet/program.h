@@ -172,7 +172,7 @@ struct innet_program {
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */
 
 /*
- * The registry of programs (src/programs/registry.c). A program registers
+ * The registry of programs (src/engine/registry.c). A program registers
  * itself, as DPDK's drivers do: its control source ends with
  *
  *     INNET_PROGRAM_REGISTER(innet_prog_NAME)

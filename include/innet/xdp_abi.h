@@ -6,7 +6,7 @@
  * change here is a change of both sides (they are built together).
  *
  * Plain C: included by innet/dp_xdp.h (clang -target bpf) and by the
- * user-space files of src/xdp/ and src/runtime/table.c, timer.c.
+ * user-space files of src/targets/xdp/ and src/engine/table.c, timer.c.
  */
 #ifndef INNET_XDP_ABI_H
 #define INNET_XDP_ABI_H
@@ -30,7 +30,7 @@
 #define INNET_XDP_SERIAL_LOCK_OFF 2048u
 #define INNET_XDP_SERIAL_TRIES 256u      /* eBPF: tries for the lock, then pass up */
 
-/* Table slots (src/runtime/table.c): seq | state | key | value | pad to 8. */
+/* Table slots (src/engine/table.c): seq | state | key | value | pad to 8. */
 enum { INNET_SLOT_EMPTY = 0, INNET_SLOT_USED = 1, INNET_SLOT_DEAD = 2 };
 
 struct innet_table_slot {
@@ -47,7 +47,7 @@ struct innet_table_shared {
 	uint64_t insert_busy;
 };
 
-/* A one-shot timer slot (src/runtime/timer.c's struct innet_timer). */
+/* A one-shot timer slot (src/engine/timer.c's struct innet_timer). */
 struct innet_timer_slot {
 	uint64_t deadline_ns;  /* 0 = not armed */
 	uint64_t arg;

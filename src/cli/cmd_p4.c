@@ -37,7 +37,7 @@
 #include "cli/cmds.h"
 #include "p4/p4.h"
 #include "p4/p4_ctl.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 static void usage(FILE *f)
 {

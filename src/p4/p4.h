@@ -148,7 +148,7 @@ struct p4_built {
 int p4_build(const char *json, size_t len, const struct p4_prog *p, struct p4_layout *lay,
 	     bool want_bpf, struct p4_built *out, char *err, size_t errlen);
 
-/* The directory holding the data path's headers (include/innet, src/xdp,
+/* The directory holding the data path's headers (include/innet, src/targets/xdp,
  * src/p4): $INNET_DP_DIR, the source tree, or the installed share dir. */
 int p4_dp_dir(char *out, size_t n);
 

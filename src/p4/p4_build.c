@@ -8,7 +8,7 @@
  *                             contract: freestanding, 512-byte frames, only
  *                             innet_* and mem* undefined, no writable global)
  *                 dp.bpf.o    the XDP object (clang -target bpf over the
- *                             template src/xdp/prog.bpf.c, as the build does)
+ *                             template src/targets/xdp/prog.bpf.c, as the build does)
  *                 build.log   what the compilers said
  *
  * keyed by a SHA-256 of the generated source, innet's version and the
@@ -55,7 +55,7 @@ extern char **environ;
 /* The files a data path is compiled against, relative to the dp tree. */
 static const char *const dp_files[] = {
 	"include/innet/dp.h", "include/innet/dp_user.h", "include/innet/dp_xdp.h",
-	"include/innet/xdp_abi.h", "src/xdp/prog.bpf.c", "src/xdp/engine.bpf.h",
+	"include/innet/xdp_abi.h", "src/targets/xdp/prog.bpf.c", "src/targets/xdp/engine.bpf.h",
 	"src/p4/p4rt_dp.h", "src/p4/p4rt_state.h", "src/p4/p4rt_pipe.h",
 };
 
@@ -65,7 +65,7 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* The dp tree: where include/innet/dp.h and src/xdp/prog.bpf.c are. */
+/* The dp tree: where include/innet/dp.h and src/targets/xdp/prog.bpf.c are. */
 int p4_dp_dir(char *out, size_t n)
 {
 	const char *env = getenv("INNET_DP_DIR");
@@ -420,7 +420,7 @@ int p4_build(const char *json, size_t len, const struct p4_prog *p, struct p4_la
 			snprintf(march, sizeof(march), "x86_64-linux-gnu");
 		snprintf(imarch, sizeof(imarch), "-I/usr/include/%s", march);
 		snprintf(defsrc, sizeof(defsrc), "-DINNET_DP_SOURCE=\"%s\"", path_c);
-		snprintf(tmpl, sizeof(tmpl), "%s/src/xdp/prog.bpf.c", dpdir);
+		snprintf(tmpl, sizeof(tmpl), "%s/src/targets/xdp/prog.bpf.c", dpdir);
 		t0 = innet_now_ns();
 		char *const bpf_argv[] = {
 			(char *)clang, "-target", "bpf", "-mcpu=v3", "-O2", "-g", "-ffreestanding",
