@@ -17,9 +17,10 @@
  *                             runs it on a running switch
  *       Output: `out PORT HEX` for every frame the switch sends, in the order
  *       sent; each command's output, every line prefixed with "> ".
- *       Exit status: 0; 1 if a command failed (its message printed as BMv2's)
- *       or the program was refused (the message on stderr); 2 for a bad
- *       script line or usage.
+ *       Exit status: 0 (a command BMv2 would refuse prints BMv2's message and
+ *       the script goes on); 1 if the program was refused (the message on
+ *       stderr, naming the construct and where); 2 for a bad script line
+ *       (an unknown command, a malformed packet line) or usage.
  *   innet p4 build [-v] PROG.json     build the data path into the cache
  *                                     (the cost of loading it: per step)
  *   innet p4 check PROG.json          load only: what innet refuses, named
@@ -60,7 +61,8 @@ static void usage(FILE *f)
 		"build  build the data path into the cache ($INNET_P4_CACHE, ~/.cache/innet/p4)\n"
 		"check  load the JSON: say what innet does not support, and where\n"
 		"\n"
-		"exit status: 0 ok, 1 a command or the program failed, 2 a bad script line or usage\n");
+		"exit status: 0 ok (a refused CLI command prints BMv2's message), 1 the program\n"
+		"was refused or failed to load, 2 a bad script line or usage\n");
 }
 
 static int hexval(int c)
@@ -192,8 +194,8 @@ static int run_script(struct innet_switch *sw, FILE *f, const char *name, uint32
 			printf("> %.*s\n", (int)l, q);
 			q = nl ? nl + 1 : q + l;
 		}
-		if (json_is_true(json_object_get(r, "failed")))
-			status = status ? status : 1;
+		/* (a command BMv2 refuses prints its message, as BMv2's CLI does, and
+		 * the script goes on: not a bad script line) */
 		json_decref(r);
 		fflush(stdout);
 	}

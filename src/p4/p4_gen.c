@@ -116,7 +116,9 @@ static int gfail(struct gen *g, const char *fmt, ...) __attribute__((format(prin
 static int gfail(struct gen *g, const char *fmt, ...)
 {
 	if (!g->failed) {
-		int off = snprintf(g->err, g->errlen, "%s: ", g->where[0] ? g->where : "program");
+		/* (what the generator refuses, it says "not supported": the loader
+		 * let it through, but innet cannot translate it faithfully) */
+		int off = snprintf(g->err, g->errlen, "%s: not supported: ", g->where[0] ? g->where : "program");
 		if (off < 0 || (size_t)off >= g->errlen)
 			off = 0;
 		va_list ap;

@@ -602,7 +602,7 @@ static struct p4_expr *parse_tv(struct ld *l, json_t *tv, const char *where)
 		json_int_t off = json_integer_value(json_array_get(v, 0));
 		json_int_t w = json_integer_value(json_array_get(v, 1));
 		if (off < 0 || w <= 0 || off > 65536 || w > (json_int_t)P4_MAX_WIDTH) {
-			fail(l, "%s: lookahead of %lld bits at %lld: at most %u bits are supported",
+			fail(l, "%s: a lookahead of %lld bits at %lld is not supported (at most %u bits)",
 			     where, (long long)w, (long long)off, P4_MAX_WIDTH);
 			return NULL;
 		}
@@ -733,7 +733,7 @@ static int load_htypes(struct ld *l, json_t *root)
 			if (!json_is_integer(w) || json_integer_value(w) <= 0)
 				return fail(l, "%s: field '%s' has a bad width", where, f->name);
 			if (json_integer_value(w) > (json_int_t)P4_MAX_FIELD_BITS)
-				return fail(l, "%s: field '%s' is %lld bits wide; at most %u are supported",
+				return fail(l, "%s: field '%s' of %lld bits is not supported (at most %u bits)",
 					    where, f->name, (long long)json_integer_value(w),
 					    P4_MAX_FIELD_BITS);
 			f->width = (uint32_t)json_integer_value(w);
@@ -741,7 +741,7 @@ static int load_htypes(struct ld *l, json_t *root)
 				return fail(l, "%s: signed field '%s' needs at least 2 bits", where,
 					    f->name);
 			if (f->is_signed && f->width > 64)
-				return fail(l, "%s: signed field '%s' of %u bits: at most 64 are supported",
+				return fail(l, "%s: signed field '%s' of %u bits is not supported (at most 64 bits)",
 					    where, f->name, f->width);
 			off += f->width;
 		}
@@ -829,7 +829,7 @@ static int load_stacks(struct ld *l, json_t *root)
 		s->id = (int)id;
 		s->size = (uint32_t)json_array_size(ids);
 		if (s->size == 0 || s->size > 256)
-			return fail(l, "%s: %u elements (1..256 supported)", where, s->size);
+			return fail(l, "%s: a stack of %u elements is not supported (1..256)", where, s->size);
 		s->headers = NEW(l, int, s->size);
 		if (s->headers == NULL)
 			return oom(l);
@@ -1008,7 +1008,7 @@ static int load_lists(struct ld *l, json_t *root)
 		for (uint32_t k = 0; k < f->n; k++)
 			f->bytes += p4_bytes(field_bits(p, f->fields[k]));
 		if (f->bytes > 1024)
-			return fail(l, "%s: %u bytes of digest; at most 1024 are supported", where, f->bytes);
+			return fail(l, "%s: a digest of %u bytes is not supported (at most 1024)", where, f->bytes);
 	}
 	return 0;
 }
@@ -1127,7 +1127,7 @@ static int load_state(struct ld *l, json_t *root)
 		    get_int(l, o, "bitwidth", where, 1, 1 << 16, &bw))
 			return -EINVAL;
 		if (bw > (long long)P4_MAX_WIDTH)
-			return fail(l, "%s: %lld-bit elements; at most %u bits are supported", where, bw,
+			return fail(l, "%s: %lld-bit elements are not supported (at most %u bits)", where, bw,
 				    P4_MAX_WIDTH);
 		r->name = dupstr(l, name_of(o));
 		r->id = (int)id;
@@ -1305,7 +1305,7 @@ static int load_actions(struct ld *l, json_t *root)
 			a->data_bytes += p4_bytes((uint32_t)bw);
 		}
 		if (a->data_bytes > 1024)
-			return fail(l, "%s: %u bytes of action data; at most 1024 are supported", where,
+			return fail(l, "%s: %u bytes of action data are not supported (at most 1024)", where,
 				    a->data_bytes);
 	}
 	for (uint32_t i = 0; i < p->n_actions; i++) {
@@ -1522,7 +1522,7 @@ static int load_parser(struct ld *l, json_t *root)
 			if (s->key_bits[k] == 0)
 				return fail(l, "%s: a transition key must be a field or a lookahead", w2);
 			if (s->key_bits[k] > P4_MAX_WIDTH)
-				return fail(l, "%s: a %u-bit key element; at most %u bits are supported", w2,
+				return fail(l, "%s: a %u-bit key element is not supported (at most %u bits)", w2,
 					    s->key_bits[k], P4_MAX_WIDTH);
 			s->key_bytes += p4_bytes(s->key_bits[k]);
 		}
@@ -1845,7 +1845,7 @@ static int load_table(struct ld *l, json_t *o, struct p4_table *t)
 		}
 	}
 	if (t->key_bytes > 128)
-		return fail(l, "%s: a key of %u bytes; at most 128 are supported", where, t->key_bytes);
+		return fail(l, "%s: a key of %u bytes is not supported (at most 128)", where, t->key_bytes);
 	if (t->n_keys == 0)
 		t->cls = P4TC_NOKEY;
 	else if (ternary)
@@ -2144,7 +2144,7 @@ static int load_checksums(struct ld *l, json_t *root)
 		if (c->target->kind != P4E_FIELD)
 			return fail(l, "%s: the target must be a field", where);
 		if (field_bits(p, c->target) > 64)
-			return fail(l, "%s: a checksum field of %u bits; at most 64 are supported", where,
+			return fail(l, "%s: a checksum field of %u bits is not supported (at most 64 bits)", where,
 				    field_bits(p, c->target));
 		c->update = get_bool_opt(o, "update", true);
 		c->verify = get_bool_opt(o, "verify", true);
