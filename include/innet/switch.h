@@ -151,6 +151,8 @@ const char *innet_cp_name(const struct innet_cp *cp);
  * message innet_switch_create returns; returns -EINVAL. */
 int innet_cp_init_error(struct innet_cp *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const struct innet_program *innet_cp_program(const struct innet_cp *cp);
+/* The control-side state the instance's setup gave (innet_decl_priv), or NULL. */
+void *innet_cp_priv(const struct innet_cp *cp);
 struct innet_switch *innet_cp_switch(struct innet_cp *cp);
 
 /* Register id by name, or -ENOENT. */

@@ -24,6 +24,9 @@
  *   innet p4 build [-v] PROG.json     build the data path into the cache
  *                                     (the cost of loading it: per step)
  *   innet p4 check PROG.json          load only: what innet refuses, named
+ *   innet p4 resources [--json] PROG.json   the resource report of the P4
+ *                                     program (Tofino stages from its tables
+ *                                     and their dependencies), offline
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +37,7 @@
 
 #include <jansson.h>
 
+#include "innet/resources.h"
 #include "innet/switch.h"
 #include "cli/cmds.h"
 #include "p4/p4.h"
@@ -46,6 +50,7 @@ static void usage(FILE *f)
 		"usage: innet p4 run [--target user|xdp] [--ports N] [-v] PROG.json [SCRIPT]\n"
 		"       innet p4 build [-v] PROG.json\n"
 		"       innet p4 check PROG.json\n"
+		"       innet p4 resources [--json] PROG.json\n"
 		"\n"
 		"P4 programs compiled by p4c-bm2-ss (BMv2 JSON, v1model) on innet (docs/p4.md).\n"
 		"\n"
@@ -60,6 +65,10 @@ static void usage(FILE *f)
 		"       program (root). -v: the build's cost on stderr.\n"
 		"build  build the data path into the cache ($INNET_P4_CACHE, ~/.cache/innet/p4)\n"
 		"check  load the JSON: say what innet does not support, and where\n"
+		"resources  would it fit a Tofino1, Tofino2 (stages from the tables' dependency\n"
+		"       chain, SRAM, TCAM, stateful ALUs) or Trio: the resource model\n"
+		"       (docs/resources.md); the eBPF column needs a running XDP switch\n"
+		"       (innet ctl resources)\n"
 		"\n"
 		"exit status: 0 ok (a refused CLI command prints BMv2's message), 1 the program\n"
 		"was refused or failed to load, 2 a bad script line or usage\n");
@@ -338,13 +347,15 @@ static int read_json(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
-static int p4_build_cmd(int argc, char **argv, bool check_only)
+static int p4_build_cmd(int argc, char **argv, int mode)
 {
-	bool verbose = false;
+	bool verbose = false, json_out = false;
 	int i = 0;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
 			verbose = true;
+		else if (mode == 2 && (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")))
+			json_out = true;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
@@ -373,7 +384,29 @@ static int p4_build_cmd(int argc, char **argv, bool check_only)
 		p4_prog_free(p);
 		return 1;
 	}
-	if (check_only) {
+	if (mode == 2) {
+		struct innet_res_usage *u = calloc(1, sizeof(*u));
+		int r = u != NULL ? p4_resources(p, u) : -ENOMEM;
+		if (r == 0 && json_out) {
+			json_t *rep = innet_res_report_json(u);
+			char *txt = rep ? json_dumps(rep, JSON_INDENT(2)) : NULL;
+			if (txt != NULL)
+				printf("%s\n", txt);
+			else
+				r = -ENOMEM;
+			free(txt);
+			json_decref(rep);
+		} else if (r == 0) {
+			r = innet_res_print(stdout, u);
+		}
+		if (r != 0)
+			fprintf(stderr, "innet p4: %s: resources: %s\n", argv[i], strerror(-r));
+		free(u);
+		free(text);
+		p4_prog_free(p);
+		return r != 0;
+	}
+	if (mode == 1) {
 		printf("%s: %u headers, %u parser states, %u tables, %u actions, %u registers, %u counters, "
 		       "%u meters: innet runs it\n", argv[i], p->n_headers, p->n_states, p->n_tables,
 		       p->n_actions, p->n_registers, p->n_counters, p->n_meters);
@@ -407,9 +440,11 @@ int cmd_p4(int argc, char **argv)
 	if (!strcmp(argv[1], "run"))
 		return p4_run(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "build"))
-		return p4_build_cmd(argc - 2, argv + 2, false);
+		return p4_build_cmd(argc - 2, argv + 2, 0);
 	if (!strcmp(argv[1], "check"))
-		return p4_build_cmd(argc - 2, argv + 2, true);
-	fprintf(stderr, "innet p4: unknown command '%s' (run, build, check)\n", argv[1]);
+		return p4_build_cmd(argc - 2, argv + 2, 1);
+	if (!strcmp(argv[1], "resources"))
+		return p4_build_cmd(argc - 2, argv + 2, 2);
+	fprintf(stderr, "innet p4: unknown command '%s' (run, build, check, resources)\n", argv[1]);
 	return 2;
 }

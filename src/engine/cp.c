@@ -30,6 +30,11 @@ const struct innet_program *innet_cp_program(const struct innet_cp *cp)
 	return cp->program;
 }
 
+void *innet_cp_priv(const struct innet_cp *cp)
+{
+	return cp->priv;
+}
+
 struct innet_switch *innet_cp_switch(struct innet_cp *cp)
 {
 	return cp->sw;

@@ -128,6 +128,17 @@ int p4_gen(const struct p4_prog *p, struct p4_layout *lay, const char *name, cha
 	   char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
+/* The resource model's view (p4_res.c).                                      */
+
+struct innet_res_usage;
+/* Replace the declared half of u (innet/resources.h) by p's own tables,
+ * registers, meters, headers and table dependency chain; keep its eBPF
+ * column and what its packets did (passes, recirculations), not how the
+ * translation counted operations. u->program names it (or p's name). 0,
+ * -ENOMEM. */
+int p4_resources(const struct p4_prog *p, struct innet_res_usage *u);
+
+/* ------------------------------------------------------------------------ */
 /* The builder (p4_build.c).                                                  */
 
 struct p4_built {

@@ -687,6 +687,12 @@ static enum innet_action p4_no_data_path(struct innet_ctx *ctx, struct innet_pkt
 	return innet_drop(pkt, INNET_DROP_NO_PROGRAM);
 }
 
+static int p4_res(struct innet_cp *cp, void *priv, struct innet_res_usage *u)
+{
+	const struct p4_inst *in = priv;
+	return in != NULL && in->prog != NULL ? p4_resources(in->prog, u) : 0;
+}
+
 const struct innet_program innet_prog_p4 = {
 	.name = "p4",
 	.summary = "a P4 program compiled by p4c for BMv2 (v1model): \"json\", \"commands\" (docs/p4.md)",
@@ -697,6 +703,7 @@ const struct innet_program innet_prog_p4 = {
 	.init = p4_init,
 	.handle = p4_no_data_path,
 	.on_ctl = p4_on_ctl,
+	.resources = p4_res,
 };
 
 INNET_PROGRAM_REGISTER(innet_prog_p4)
