@@ -2365,6 +2365,288 @@ static int cmd_log_msgs(struct cmd_ctx *c)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Parse value sets (pvs_*)                                                   */
+
+static int res_vset(struct cmd_ctx *c, const char *w)
+{
+	for (uint32_t i = 0; i < c->p->n_vsets; i++)
+		if (!strcmp(c->p->vsets[i].name, w))
+			return (int)i;
+	for (uint32_t i = 0; i < c->p->n_vsets; i++)
+		if (suffix_of(c->p->vsets[i].name, w))
+			return (int)i;
+	c->o->failed = true;
+	p4c_printf(c->o, "Error: Invalid parser value set name (%s)\n", w);
+	return -1;
+}
+
+/* The key elements' widths a member of value set v is matched against (the
+ * first parser state that selects on it; else the set's own width). */
+static uint32_t vset_bits(const struct p4_prog *p, int v, uint32_t *bits, uint32_t max)
+{
+	for (uint32_t st = 0; st < p->n_states; st++) {
+		const struct p4_pstate *ps = &p->states[st];
+		for (uint32_t k = 0; k < ps->n_trans; k++)
+			if (ps->trans[k].kind == P4T_VSET && ps->trans[k].vset == v) {
+				uint32_t n = ps->n_key < max ? ps->n_key : max;
+				memcpy(bits, ps->key_bits, n * sizeof(*bits));
+				return n;
+			}
+	}
+	bits[0] = p->vsets[v].width;
+	return 1;
+}
+
+/* A compressed member (vbytes, BMv2's form) into the data path's entry:
+ * each key element byte-padded, then an all-ones mask. */
+static void vset_entry(struct cmd_ctx *c, int v, const uint8_t *val, uint8_t *ent, uint32_t esize)
+{
+	uint32_t bits[64], n = vset_bits(c->p, v, bits, 64);
+	uint32_t total = 0, kb = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		total += bits[k];
+		kb += (bits[k] + 7) / 8;
+	}
+	memset(ent, 0, esize);
+	uint32_t vbytes = c->in->vsets[v].vbytes;
+	/* bit i of the compressed value, from its most significant end */
+	uint32_t src = vbytes * 8 - total, dst_byte = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t w = bits[k], eb = (w + 7) / 8, pad = eb * 8 - w;
+		for (uint32_t i = 0; i < w; i++, src++) {
+			uint32_t bit = (val[src / 8] >> (7 - src % 8)) & 1;
+			uint32_t d = pad + i;
+			if (dst_byte + d / 8 < esize)
+				ent[dst_byte + d / 8] |= (uint8_t)(bit << (7 - d % 8));
+		}
+		dst_byte += eb;
+	}
+	for (uint32_t b = 0; b < kb && kb + b < esize; b++)
+		ent[kb + b] = 0xff;
+}
+
+static int vset_value(struct cmd_ctx *c, int v, const char *s, uint8_t *val)
+{
+	const struct p4_vset *vs = &c->p->vsets[v];
+	uint32_t vb = c->in->vsets[v].vbytes;
+	int r = parse_int_bytes(s, val, vb);
+	if (r == -1)
+		ERR(c->o, "Invalid input, could not cast to integer, try in hex with 0x prefix");
+	if (r == -2 || (vs->width % 8 && (val[0] >> (vs->width % 8)) != 0))
+		ERR(c->o, "Input is too large, it should fit within %u bits", vs->width);
+	return 1;
+}
+
+static int vset_find(const struct p4c_vset *cv, const uint8_t *val)
+{
+	for (uint32_t i = 0; i < cv->n; i++)
+		if (!memcmp(cv->vals + (size_t)i * cv->vbytes, val, cv->vbytes))
+			return (int)i;
+	return -1;
+}
+
+/* Member i of set v to the data path, from the control plane's copy. */
+static void vset_write(struct cmd_ctx *c, int v, uint32_t i)
+{
+	const struct p4_layout *l = &c->in->lay;
+	uint8_t ent[512];
+	uint32_t esize = l->vset_entry < sizeof(ent) ? l->vset_entry : sizeof(ent);
+	vset_entry(c, v, c->in->vsets[v].vals + (size_t)i * c->in->vsets[v].vbytes, ent, esize);
+	innet_cp_reg_write_bytes(c->in->cp, (unsigned)l->r_vsets, (uint32_t)v * l->vset_max + i, ent,
+				 esize);
+}
+
+static void vset_count(struct cmd_ctx *c, int v)
+{
+	innet_cp_reg_write(c->in->cp, (unsigned)c->in->lay.r_words, c->in->lay.vset_word + (uint32_t)v,
+			   c->in->vsets[v].n);
+}
+
+static int cmd_pvs_add(struct cmd_ctx *c)
+{
+	if (need_exact(c, 2))
+		return 0;
+	int v = res_vset(c, c->argv[0]);
+	uint8_t val[256];
+	if (v < 0 || c->in->vsets[v].vbytes > sizeof(val) || !vset_value(c, v, c->argv[1], val))
+		return 0;
+	struct p4c_vset *cv = &c->in->vsets[v];
+	if (vset_find(cv, val) >= 0)
+		return 0;   /* BMv2: no error for a value already there */
+	if (cv->n >= c->p->vsets[v].max_size || cv->n >= c->in->lay.vset_max)
+		ERR(c->o, "parser value set %s is full (%u values)", c->p->vsets[v].name, cv->n);
+	memcpy(cv->vals + (size_t)cv->n * cv->vbytes, val, cv->vbytes);
+	vset_write(c, v, cv->n);   /* the member, then the count that shows it */
+	cv->n++;
+	vset_count(c, v);
+	return 0;
+}
+
+static int cmd_pvs_remove(struct cmd_ctx *c)
+{
+	if (need_exact(c, 2))
+		return 0;
+	int v = res_vset(c, c->argv[0]);
+	uint8_t val[256];
+	if (v < 0 || c->in->vsets[v].vbytes > sizeof(val) || !vset_value(c, v, c->argv[1], val))
+		return 0;
+	struct p4c_vset *cv = &c->in->vsets[v];
+	int i = vset_find(cv, val);
+	if (i < 0)
+		return 0;   /* BMv2: no error for a value not there */
+	/* the last member into its place, then one fewer */
+	memmove(cv->vals + (size_t)i * cv->vbytes, cv->vals + (size_t)(cv->n - 1) * cv->vbytes,
+		cv->vbytes);
+	vset_write(c, v, (uint32_t)i);
+	cv->n--;
+	vset_count(c, v);
+	return 0;
+}
+
+static int cmd_pvs_get(struct cmd_ctx *c)
+{
+	if (need_exact(c, 1))
+		return 0;
+	int v = res_vset(c, c->argv[0]);
+	if (v < 0)
+		return 0;
+	const struct p4c_vset *cv = &c->in->vsets[v];
+	for (uint32_t i = 0; i < cv->n; i++) {
+		hexplain(c->o, cv->vals + (size_t)i * cv->vbytes, cv->vbytes);
+		p4c_printf(c->o, "\n");
+	}
+	return 0;
+}
+
+static int cmd_pvs_clear(struct cmd_ctx *c)
+{
+	if (need_exact(c, 1))
+		return 0;
+	int v = res_vset(c, c->argv[0]);
+	if (v < 0)
+		return 0;
+	c->in->vsets[v].n = 0;
+	vset_count(c, v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The switch as a whole                                                      */
+
+/* reset_state: what BMv2 resets — every table's entries (const ones too) and
+ * default, action profiles, meters, counters, registers, pending digests,
+ * the multicast engine; not mirroring sessions or value sets. */
+static int cmd_reset_state(struct cmd_ctx *c)
+{
+	if (need_exact(c, 0))
+		return 0;
+	struct p4_inst *in = c->in;
+	const struct p4_prog *p = c->p;
+	const struct p4_layout *l = &in->lay;
+	for (uint32_t t = 0; t < p->n_tables; t++) {
+		const struct p4_table *tb = &p->tables[t];
+		struct p4c_table *ct = &in->tables[t];
+		for (uint32_t h = 0; h < ct->hwm; h++) {
+			if (!ct->e[h].used)
+				continue;
+			entry_free_slot(ct, h);
+			if (tb->cls == P4TC_LPM && ct->e[h].prefix >= 0)
+				ct->lpm_count[ct->e[h].prefix]--;
+			if (ct->meter_set != NULL)
+				ct->meter_set[h] = false;
+			if (tb->cls != P4TC_TERNARY)
+				p4c_table_erase_entry(in, t, h);
+		}
+		if (tb->cls == P4TC_TERNARY)
+			p4c_ternary_sync(in, t);
+		ct->def_set = false;
+		p4c_default_sync(in, t);
+		if (tb->direct_counter >= 0 || tb->with_counters)
+			for (uint32_t j = 0; j < 2 * tb->max_size; j++)
+				innet_cp_reg_write(in->cp, (unsigned)l->r_words, l->tables[t].dc_word + j, 0);
+	}
+	for (uint32_t pr = 0; pr < p->n_profiles; pr++) {
+		struct p4c_profile *cp = &in->profs[pr];
+		for (uint32_t h = 0; h < cp->n_grp_hwm; h++)
+			if (cp->grp[h].used) {
+				cp->grp[h].used = false;
+				p4c_group_sync(in, pr, h);
+			}
+		for (uint32_t h = 0; h < cp->n_mbr_hwm; h++)
+			if (cp->mbr[h].used) {
+				cp->mbr[h].used = false;
+				p4c_member_sync(in, pr, h);
+			}
+	}
+	static const double none[4];
+	for (uint32_t m = 0; m < p->n_meters; m++) {
+		const struct p4_meter *M = &p->meters[m];
+		if (M->direct)
+			continue;
+		for (uint32_t i = 0; i < M->size; i++) {
+			in->meters[m].set[i] = false;
+			p4c_meter_sync(in, l->meter_word[m] + P4_METER_WORDS * i, none, false, M->bytes);
+		}
+	}
+	for (uint32_t k = 0; k < p->n_counters; k++)
+		if (!p->counters[k].direct)
+			for (uint32_t j = 0; j < 2 * p->counters[k].size; j++)
+				innet_cp_reg_write(in->cp, (unsigned)l->r_words, l->counter_word[k] + j, 0);
+	for (uint32_t r = 0; r < p->n_registers; r++)
+		for (uint32_t i = 0; i < p->registers[r].size; i++)
+			reg_set(c, (int)r, i, 0);
+	for (uint32_t g = 0; g < P4C_MC_GROUPS; g++)
+		if (in->groups[g].used) {
+			in->groups[g].used = false;
+			p4c_mcast_erase(in, in->groups[g].id);
+		}
+	for (uint32_t i = 0; i < P4C_MC_NODES; i++) {
+		in->nodes[i].used = false;
+		in->nodes[i].group = -1;
+	}
+	uint64_t head = 0;
+	innet_cp_reg_read(in->cp, (unsigned)l->r_words, l->ring_head_word, &head);
+	in->ring_read = head;
+	return 0;
+}
+
+/* Python's "{:^W}" of s (the extra space on the right). */
+static void centre(struct p4c_out *o, const char *s, int w)
+{
+	int n = (int)strlen(s), pad = w > n ? w - n : 0;
+	p4c_printf(o, "%*s%s%*s", pad / 2, "", s, pad - pad / 2, "");
+}
+
+/* show_ports: innet's ports as BMv2's device manager lists them (the
+ * interface: a raw port's, else the port's name). */
+static int cmd_show_ports(struct cmd_ctx *c)
+{
+	if (need_exact(c, 0))
+		return 0;
+	const struct innet_switch_conf *conf = innet_switch_conf(innet_cp_switch(c->in->cp));
+	centre(c->o, "port #", 10);
+	centre(c->o, "iface name", 20);
+	centre(c->o, "status", 10);
+	p4c_printf(c->o, "extra info\n==================================================\n");
+	for (uint32_t i = 0; conf != NULL && i < conf->n_ports; i++) {
+		char num[16];
+		snprintf(num, sizeof(num), "%u", i);
+		centre(c->o, num, 10);
+		centre(c->o, conf->ports[i].iface[0] ? conf->ports[i].iface : conf->ports[i].name, 20);
+		centre(c->o, "UP", 10);
+		p4c_printf(c->o, "\n");
+	}
+	return 0;
+}
+
+/* simple_switch's queueing commands: innet models no egress queues (a
+ * frame leaves when its pipeline is done), so there is nothing to set. */
+static int cmd_queue_noop(struct cmd_ctx *c)
+{
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 
 static const struct {
 	const char *name;
@@ -2423,6 +2705,16 @@ static const struct {
 	{ "mirroring_add_mc", cmd_mirroring_add_mc },
 	{ "mirroring_delete", cmd_mirroring_delete },
 	{ "mirroring_get", cmd_mirroring_get },
+	{ "pvs_add", cmd_pvs_add },
+	{ "pvs_remove", cmd_pvs_remove },
+	{ "pvs_get", cmd_pvs_get },
+	{ "pvs_clear", cmd_pvs_clear },
+	{ "reset_state", cmd_reset_state },
+	{ "show_ports", cmd_show_ports },
+	{ "set_queue_depth", cmd_queue_noop },
+	{ "set_queue_rate", cmd_queue_noop },
+	{ "set_all_queue_depths", cmd_queue_noop },
+	{ "set_all_queue_rates", cmd_queue_noop },
 	{ "digests", cmd_digests },
 	{ "log_msgs", cmd_log_msgs },
 };

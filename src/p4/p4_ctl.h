@@ -91,6 +91,14 @@ struct p4c_meter {
 	bool *set;
 };
 
+/* A parse value set's members as added (compressed: the key's bits without
+ * padding, BMv2's form), in the order the data path holds them. */
+struct p4c_vset {
+	uint8_t *vals;             /* [max_size][vbytes] */
+	uint32_t n;
+	uint32_t vbytes;           /* ceil(width / 8) */
+};
+
 struct p4_inst {
 	struct innet_cp *cp;
 	struct p4_prog *prog;
@@ -105,6 +113,7 @@ struct p4_inst {
 	struct p4c_mc_node *nodes; /* [P4C_MC_NODES] */
 	uint32_t nodes_hwm;
 	struct p4c_mc_group *groups; /* [P4C_MC_GROUPS] */
+	struct p4c_vset *vsets;    /* [n_vsets] */
 	uint64_t mirror[P4_MIRROR_SESSIONS]; /* session words (also in p4_words) */
 	uint64_t ring_read;        /* next ring sequence the control plane reads */
 	uint64_t digests_lost;     /* overwritten before they were read */

@@ -1981,14 +1981,15 @@ static void gen_parser(struct gen *g)
 			OUT("\tp4_u128 k%u = (p4_u128)%s;\n\t(void)k%u;\n", k, conv(g, &v, v.wide, false), k);
 		}
 		if (vsets) {
-			OUT("\t__builtin_memset(s->kbuf, 0, %u);\n", st->key_bytes + 8);
+			/* the key, byte-padded per element, then room for a mask */
+			OUT("\t__builtin_memset(s->kbuf, 0, %u);\n", 2 * st->key_bytes + 8);
 			uint32_t o = 0;
 			for (uint32_t k = 0; k < st->n_key; k++) {
 				OUT("\tp4_st_be(s->kbuf + %u, %u, k%u);\n", o, p4_bytes(st->key_bits[k]), k);
 				o += p4_bytes(st->key_bits[k]);
 			}
-			if (st->key_bytes + 8 > g->key_max)
-				g->key_max = st->key_bytes + 8;
+			if (2 * st->key_bytes + 8 > g->key_max)
+				g->key_max = 2 * st->key_bytes + 8;
 		}
 		for (uint32_t t = 0; t < st->n_trans; t++) {
 			const struct p4_transition *tr = &st->trans[t];
@@ -1999,13 +2000,18 @@ static void gen_parser(struct gen *g)
 			}
 			if (tr->kind == P4T_VSET) {
 				const struct p4_vset *vs = &p->vsets[tr->vset];
-				if (p4_bytes(vs->width) != st->key_bytes && st->n_key != 1)
-					return (void)gfail(g, "value set '%s' of %u bits on a key of %u bytes", vs->name,
-							   vs->width, st->key_bytes);
+				uint32_t kbits = 0;
+				for (uint32_t k = 0; k < st->n_key; k++)
+					kbits += st->key_bits[k];
+				if (kbits != vs->width)
+					return (void)gfail(g, "value set '%s' of %u bits on a key of %u bits",
+							   vs->name, vs->width, kbits);
+				/* the transition's mask beside the key (p4_vset_match) */
+				for (uint32_t b = 0; b < st->key_bytes; b++)
+					OUT("\ts->kbuf[%u] = 0x%02x;\n", st->key_bytes + b,
+					    tr->mask ? tr->mask[b] : 0xff);
 				OUT("\tif (p4_vset_match(ctx, s, %d, %u, %u))\n\t\tgoto %s;\n", tr->vset,
 				    st->key_bytes, tr->mask ? 1 : 0, next);
-				if (tr->mask)
-					return (void)gfail(g, "a masked value set transition");
 				continue;
 			}
 			/* value (and mask): per key element */

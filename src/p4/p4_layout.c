@@ -243,7 +243,15 @@ int p4_layout(struct p4_prog *p, struct p4_layout *lay, char *err, size_t errlen
 	if (p->n_vsets > 0) {
 		uint32_t eb = 0, mx = 0;
 		for (uint32_t i = 0; i < p->n_vsets; i++) {
-			uint32_t b = 2 * p4_bytes(p->vsets[i].width);
+			/* a member as the key holds it: each key element byte-padded */
+			uint32_t kb = p4_bytes(p->vsets[i].width);
+			for (uint32_t st = 0; st < p->n_states; st++)
+				for (uint32_t k = 0; k < p->states[st].n_trans; k++)
+					if (p->states[st].trans[k].kind == P4T_VSET &&
+					    p->states[st].trans[k].vset == (int)i &&
+					    p->states[st].key_bytes > kb)
+						kb = p->states[st].key_bytes;
+			uint32_t b = 2 * kb;
 			eb = b > eb ? b : eb;
 			mx = p->vsets[i].max_size > mx ? p->vsets[i].max_size : mx;
 		}

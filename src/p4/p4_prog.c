@@ -372,6 +372,9 @@ static void inst_free(void *priv)
 	free(in->meters);
 	free(in->nodes);
 	free(in->groups);
+	for (uint32_t v = 0; in->vsets != NULL && v < in->prog->n_vsets; v++)
+		free(in->vsets[v].vals);
+	free(in->vsets);
 	/* (the data path's code: every packet has left — the engine frees an
 	 * instance's private state after its threads stopped) */
 	if (in->dl != NULL)
@@ -456,6 +459,16 @@ static int inst_alloc(struct p4_inst *in)
 	}
 	for (uint32_t i = 0; i < P4C_MC_NODES; i++)
 		in->nodes[i].group = -1;
+	in->vsets = calloc(p->n_vsets ? p->n_vsets : 1, sizeof(*in->vsets));
+	if (in->vsets == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->n_vsets; i++) {
+		in->vsets[i].vbytes = (p->vsets[i].width + 7) / 8;
+		in->vsets[i].vals = calloc(p->vsets[i].max_size ? p->vsets[i].max_size : 1,
+					   in->vsets[i].vbytes ? in->vsets[i].vbytes : 1);
+		if (in->vsets[i].vals == NULL)
+			return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -238,10 +238,14 @@ static long p4_vs_one(uint32_t i, void *arg)
 		return 1;
 	innet_reg_read_bytes(a->ctx, P4R_VSETS, (uint32_t)a->base + i, s->rbuf, P4_VSET_ENTRY);
 	uint32_t kb = (uint32_t)a->kb;
+	if (kb > P4_VSET_ENTRY / 2)
+		return 1;
 	for (uint32_t b = 0; b < P4_VSET_ENTRY / 2; b++) {
 		if (b >= kb)
 			break;
-		if ((s->kbuf[b] & s->rbuf[kb + b]) != s->rbuf[b])
+		/* the member's value against the key, under the transition's
+		 * mask (kbuf[kb..2kb), all ones without one) */
+		if (((s->kbuf[b] ^ s->rbuf[b]) & s->kbuf[kb + b]) != 0)
 			return 0;
 	}
 	a->found = i;
