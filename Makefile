@@ -231,6 +231,8 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
                -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_O)/obj/%.o) $(FUZZ_O)/obj/bpf-objects.o $(FUZZ_O)/obj/programs.o
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
+$(FUZZ_O)/obj/src/p4/p4_build.o: \
+	FUZZ_CFLAGS += -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(SHAREDIR)/dp"'
 $(FUZZ_O)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
@@ -242,7 +244,7 @@ $(FUZZ_O)/obj/programs.o: $(FUZZ_O)/programs.c
 	clang $(FUZZ_CFLAGS) -c -o $@ $<
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $(EXPORT_API) -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 # (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
 # this one must not replace its recipe, or the make calls itself for ever)
 ifneq ($(O),$(FUZZ_O))
