@@ -2166,6 +2166,11 @@ int p4_gen(const struct p4_prog *p, struct p4_layout *lay, const char *name, cha
 	struct gen gs = { .p = p, .lay = lay, .a = a, .err = err, .errlen = errlen, .hbuf_bytes = 64,
 			  .key_max = 16, .val_max = 16 };
 	struct gen *g = &gs;
+	/* the lookups every program may make: defaults, profiles */
+	if (lay->default_value > g->val_max)
+		g->val_max = lay->default_value;
+	if (lay->prof_value > g->val_max)
+		g->val_max = lay->prof_value;
 	/* a first pass for the buffer sizes, then the real one */
 	struct sbuf body = { 0 };
 	g->out = body;
@@ -2234,6 +2239,8 @@ int p4_gen(const struct p4_prog *p, struct p4_layout *lay, const char *name, cha
 	for (uint32_t i = 0; i < p->n_tables; i++)
 		if (lay->tables[i].trec_size > rb)
 			rb = lay->tables[i].trec_size;
+	if (lay->vset_entry > rb)
+		rb = lay->vset_entry;
 	OUT("#define P4_RBUF %u\n", rb);
 	gen_phv(g);
 	OUT("/* standard metadata (simple_switch's names, after field_aliases) */\n");

@@ -1542,7 +1542,10 @@ static int load_parser(struct ld *l, json_t *root)
 			t->vset = -1;
 			if (nx != NULL && !json_is_null(nx)) {
 				if (!json_is_string(nx) || (t->next = state_find(p, json_string_value(nx))) < 0)
-					return fail(l, "%s: unknown next state", w2);
+					return fail(l, "%s: unknown next state %s%.80s%s", w2,
+						    json_is_string(nx) ? "'" : "(not a name)",
+						    json_is_string(nx) ? json_string_value(nx) : "",
+						    json_is_string(nx) ? "'" : "");
 			}
 			json_t *val = json_object_get(x, "value"), *mask = json_object_get(x, "mask");
 			if (!strcmp(tys, "default")) {

@@ -40,6 +40,8 @@ P4_INLINE uint64_t p4_rd64(const uint8_t *p)
 	return v;
 }
 
+#define P4_RBUF_SIZE (P4_RBUF > sizeof(struct p4_mcast_group) ? P4_RBUF : sizeof(struct p4_mcast_group))
+
 struct p4_st {
 	/* ---- carried by a hand-off to the user-space engine ---- */
 	uint32_t magic;
@@ -63,7 +65,8 @@ struct p4_st {
 	uint8_t kbuf[P4_KBUF];     /* a lookup's key */
 	uint8_t kbuf2[P4_KBUF];    /* lpm: the unmasked key */
 	uint8_t vbuf[P4_VBUF];     /* a lookup's value */
-	uint8_t rbuf[P4_RBUF];     /* a ternary record, a value set member */
+	uint8_t rbuf[P4_RBUF_SIZE]; /* a ternary record, a value set member, a
+	                            * multicast group */
 	uint8_t hbuf[P4_HBUF + P4_RING_SIZE]; /* a calculation's input, a ring record */
 	uint64_t lpm_bits[P4_LPM_WORDS]; /* an lpm lookup's prefix lengths in use */
 #if !P4_XDP
