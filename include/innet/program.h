@@ -83,7 +83,7 @@ void *innet_decl_conf(struct innet_decl *d, uint32_t size);
  * compiled into innet (a P4 program's: src/p4, docs/p4.md): the handler and
  * the timer callback the user-space engine calls instead of the program's,
  * and the eBPF object the XDP target loads for it — compiled from the same
- * source with the template the build uses (src/xdp/prog.bpf.c), read here;
+ * source with the template the build uses (src/targets/xdp/prog.bpf.c), read here;
  * NULL: none, the instance's packets go to the user-space engine on XDP.
  * The code behind the pointers must stay loaded while the instance lives
  * (its priv can own it: freed after the last packet). From setup; 0, or
