@@ -1047,7 +1047,7 @@ static void gen_calc(struct gen *g, uint32_t ci)
 	if (c->payload && (c->algo == P4A_XXH64 || c->algo == P4A_IDENTITY))
 		return (void)gfail(g, "%s over the payload is not supported", c->algo_name);
 	OUT("/* calculation '%s': %s */\n", c->name, c->algo_name);
-	OUT("static uint64_t p4_calc%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)\n{\n",
+	OUT("static P4_FN uint64_t p4_calc%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)\n{\n",
 	    ci);
 	OUT("\tuint32_t nb = 0;\n\t(void)ctx; (void)pkt;\n");
 	OUT("\t__builtin_memset(s->hbuf, 0, %u);\n", bytes + 16 > g->hbuf_bytes ? g->hbuf_bytes : bytes + 16);
@@ -1582,8 +1582,11 @@ static void gen_table(struct gen *g, uint32_t ti)
 	if (t->cls == P4TC_LPM)
 		gen_lpm_scan(g, ti);
 	OUT("/* table '%s' */\n", t->name);
-	OUT("static P4_FN int p4_t%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s, "
-	    "uint32_t *hitp)\n{\n", ti);
+	/* (hit and action out through the state, not a return value: clang
+	 * may drop a return value no caller reads and leave a stack pointer in
+	 * R0, which the verifier refuses) */
+	OUT("static P4_FN void p4_t%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)\n{\n",
+	    ti);
 	OUT("\tuint32_t hit = 0, handle = 0;\n\tint act = -1;\n\tconst uint8_t *ad = s->vbuf + 8;\n");
 	OUT("\t(void)handle;\n");
 	switch (t->cls) {
@@ -1677,7 +1680,7 @@ static void gen_table(struct gen *g, uint32_t ti)
 		OUT("\t\tact = p4_prof_resolve(ctx, pkt, s, %u, (uint32_t)act << 16 | 0, handle);\n", t->profile);
 	}
 	gen_run_action(g, t, "ad", "\t");
-	OUT("\t*hitp = hit;\n\treturn act;\n}\n\n");
+	OUT("\ts->t_hit = hit;\n\ts->t_act = act;\n}\n\n");
 }
 
 /* Resolving an action profile's member or group (all profiles in one function). */
@@ -1691,7 +1694,7 @@ static void gen_profiles(struct gen *g)
 		if (!pr->selector)
 			continue;
 		OUT("/* the selector of action profile '%s': %s over its inputs */\n", pr->name, pr->algo_name);
-		OUT("static uint64_t p4_sel%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)\n{\n", i);
+		OUT("static P4_FN uint64_t p4_sel%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)\n{\n", i);
 		uint32_t bits = 0;
 		for (uint32_t k = 0; k < pr->n_sel_in; k++)
 			bits += field_of(g, pr->sel_in[k]->h, pr->sel_in[k]->f)->width;
@@ -1721,7 +1724,7 @@ static void gen_profiles(struct gen *g)
 	}
 	OUT("/* An indirect table's member or group to its action: the member's action\n"
 	    " * and data land in s->vbuf (data at + 8); -1 when it does not exist. */\n");
-	OUT("static int p4_prof_resolve(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s, "
+	OUT("static P4_FN int p4_prof_resolve(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s, "
 	    "uint32_t prof, uint32_t kind_, uint32_t handle)\n{\n");
 	OUT("\tstruct p4_kp { uint32_t prof, handle; } *k = (struct p4_kp *)s->kbuf;\n");
 	OUT("\tstruct p4_vp { uint8_t b[%u]; } *v = (struct p4_vp *)s->vbuf;\n", g->lay->prof_value);
@@ -1735,7 +1738,9 @@ static void gen_profiles(struct gen *g)
 	for (uint32_t i = 0; i < p->n_profiles; i++)
 		if (p->profiles[i].selector)
 			OUT("\t\tcase %u: h = p4_sel%u(ctx, pkt, s); break;\n", i, i);
-	OUT("\t\t}\n\t\tuint32_t m = (uint32_t)(h %% n);\n");
+	/* (opaque: else the compiler drops the mask, knowing m < n <= 64, and
+	 * the verifier, which does not, sees an unbounded index) */
+	OUT("\t\t}\n\t\tuint32_t m = (uint32_t)(h %% n);\n\t\tinnet_opaque(m);\n");
 	OUT("\t\thandle = ((const uint32_t *)s->vbuf)[2 + (m & %u)];\n\t}\n", P4_GROUP_MAX - 1);
 	OUT("\tk->prof = prof;\n\tk->handle = handle;\n");
 	OUT("\tif (innet_table_lookup(ctx, %d, k, v) != 0)\n\t\treturn -1;\n", g->lay->t_prof);
@@ -1758,7 +1763,7 @@ static void gen_pipeline(struct gen *g, int pi)
 		const struct p4_table *t = &p->tables[ti];
 		snprintf(g->where, sizeof(g->where), "table '%s'", t->name);
 		OUT("nt%d:\t/* %s */\n", ti, t->name);
-		OUT("\ta = p4_t%d(ctx, pkt, s, &hit);\n", ti);
+		OUT("\tp4_t%d(ctx, pkt, s);\n\thit = s->t_hit;\n\ta = s->t_act;\n", ti);
 		OUT("\tif (s->exit)\n\t\tgoto done;\n");
 		if (t->hit_miss) {
 			OUT("\tif (hit)\n\t\tgoto %s;\n\tgoto %s;\n", node_label(g, pi, t->next_hit),
@@ -2187,7 +2192,7 @@ int p4_gen(const struct p4_prog *p, struct p4_layout *lay, const char *name, cha
 			OUT("static P4_FN void p4_a%u(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s, "
 			    "const uint8_t *ad);\n", i);
 		if (p->n_profiles > 0)
-			OUT("static int p4_prof_resolve(struct innet_ctx *ctx, struct innet_pkt *pkt, "
+			OUT("static P4_FN int p4_prof_resolve(struct innet_ctx *ctx, struct innet_pkt *pkt, "
 			    "struct p4_st *s, uint32_t prof, uint32_t kind_, uint32_t handle);\n");
 		OUT("\n");
 	}

@@ -260,45 +260,64 @@ P4_INLINE uint16_t p4_csum_fold(uint64_t sum)
 	return (uint16_t)~sum;
 }
 
-/* CRCs, a bit at a time and without branches (the verifier follows one path
- * per byte, not two per bit). */
+/* CRCs, a bit at a time and without branches: the polynomial times the bit
+ * shifted out, the bit opaque to the compiler (else it makes a select of it,
+ * which the eBPF back end lowers to a branch). Not "poly & -bit": the kernel's
+ * verifier forks its state on an AND of a value known to be 0 or -1 — two
+ * paths per bit, 2^8 per byte, and a selector's hash of a few bytes alone
+ * runs past the verifier's million instructions. */
 P4_INLINE uint32_t p4_crc16_byte(uint32_t crc, uint8_t b)   /* reflected 0x8005 */
 {
 	crc ^= b;
-	for (int k = 0; k < 8; k++)
-		crc = (crc >> 1) ^ (0xA001u & (0u - (crc & 1u)));
+	for (int k = 0; k < 8; k++) {
+		uint32_t bit = crc & 1u;
+		innet_opaque(bit);
+		crc = (crc >> 1) ^ (0xA001u * bit);
+	}
 	return crc;
 }
 
 P4_INLINE uint32_t p4_crc32_byte(uint32_t crc, uint8_t b)   /* reflected 0x04c11db7 */
 {
 	crc ^= b;
-	for (int k = 0; k < 8; k++)
-		crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+	for (int k = 0; k < 8; k++) {
+		uint32_t bit = crc & 1u;
+		innet_opaque(bit);
+		crc = (crc >> 1) ^ (0xEDB88320u * bit);
+	}
 	return crc;
 }
 
 P4_INLINE uint32_t p4_ccitt_byte(uint32_t crc, uint8_t b)   /* 0x1021, not reflected */
 {
 	crc ^= (uint32_t)b << 8;
-	for (int k = 0; k < 8; k++)
-		crc = ((crc << 1) ^ (0x1021u & (0u - ((crc >> 15) & 1u)))) & 0xffffu;
+	for (int k = 0; k < 8; k++) {
+		uint32_t bit = (crc >> 15) & 1u;
+		innet_opaque(bit);
+		crc = ((crc << 1) ^ (0x1021u * bit)) & 0xffffu;
+	}
 	return crc;
 }
 
 P4_INLINE uint32_t p4_crc8_byte(uint32_t crc, uint8_t b)    /* 0x07, not reflected */
 {
 	crc ^= b;
-	for (int k = 0; k < 8; k++)
-		crc = ((crc << 1) ^ (0x07u & (0u - ((crc >> 7) & 1u)))) & 0xffu;
+	for (int k = 0; k < 8; k++) {
+		uint32_t bit = (crc >> 7) & 1u;
+		innet_opaque(bit);
+		crc = ((crc << 1) ^ (0x07u * bit)) & 0xffu;
+	}
 	return crc;
 }
 
 P4_INLINE uint64_t p4_crc64_byte(uint64_t crc, uint8_t b)   /* reflected 0x1b */
 {
 	crc ^= b;
-	for (int k = 0; k < 8; k++)
-		crc = (crc >> 1) ^ (0xD800000000000000ull & (0ull - (crc & 1ull)));
+	for (int k = 0; k < 8; k++) {
+		uint64_t bit = crc & 1ull;
+		innet_opaque(bit);
+		crc = (crc >> 1) ^ (0xD800000000000000ull * bit);
+	}
 	return crc;
 }
 

@@ -69,6 +69,8 @@ struct p4_st {
 	                            * multicast group */
 	uint8_t hbuf[P4_HBUF + P4_RING_SIZE]; /* a calculation's input, a ring record */
 	uint64_t lpm_bits[P4_LPM_WORDS]; /* an lpm lookup's prefix lengths in use */
+	uint32_t t_hit;            /* the last table applied: hit, */
+	int32_t t_act;             /* and the action it ran (-1 none) */
 #if !P4_XDP
 	struct p4_phv saved;       /* after ingress: every copy starts from it */
 	struct p4_phv clone_base;  /* an ingress clone, re-parsed: its targets start from it */
