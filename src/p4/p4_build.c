@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -297,38 +298,12 @@ static double secs_since(uint64_t t0)
 	return (double)(innet_now_ns() - t0) / 1e9;
 }
 
-int p4_build(const char *json, size_t len, const struct p4_prog *p, struct p4_layout *lay,
-	     bool want_bpf, struct p4_built *out, char *err, size_t errlen)
+/* The rest of p4_build, under the key's lock: the cache, or a build. Frees src. */
+static int p4_build_locked(char *src, const char *dpdir, const char *cdir, const char *final,
+			   const char *marker, bool want_bpf, struct p4_built *out, char *err,
+			   size_t errlen)
 {
-	memset(out, 0, sizeof(*out));
-	char dpdir[2048], cdir[2048];
-	if (p4_dp_dir(dpdir, sizeof(dpdir)) != 0) {
-		snprintf(err, errlen, "cannot find the data path's headers (src/p4/p4rt_pipe.h under "
-			 "$INNET_DP_DIR, %s or %s): is innet installed?",
-			 INNET_SRC_DIR[0] ? INNET_SRC_DIR : "(no source tree)", INNET_SHARE_DIR);
-		return -ENOENT;
-	}
-	/* generate: the source is the key */
-	uint64_t tg = innet_now_ns();
-	char *src = NULL;
-	int rc = p4_gen(p, lay, "p4prog", &src, err, errlen);
-	if (rc != 0)
-		return rc;
-	out->gen_s = secs_since(tg);
-	(void)json;
-	(void)len;
-	rc = build_key(src, strlen(src), dpdir, out->key, err, errlen);
-	if (rc != 0) {
-		free(src);
-		return rc;
-	}
-	cache_dir(cdir, sizeof(cdir));
-	char final[3072];
-	snprintf(final, sizeof(final), "%s/%s", cdir, out->key);
-	snprintf(out->so_path, sizeof(out->so_path), "%s/dp.so", final);
-	snprintf(out->bpf_path, sizeof(out->bpf_path), "%s/dp.bpf.o", final);
-	char marker[3100];
-	snprintf(marker, sizeof(marker), "%s/done", final);
+	int rc;
 	if (exists(marker)) {
 		free(src);
 		out->cached = true;
@@ -461,3 +436,54 @@ out_rm:
 	rm_tree(tmp);
 	return rc ? rc : -EINVAL;
 }
+
+int p4_build(const char *json, size_t len, const struct p4_prog *p, struct p4_layout *lay,
+	     bool want_bpf, struct p4_built *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	char dpdir[2048], cdir[2048];
+	if (p4_dp_dir(dpdir, sizeof(dpdir)) != 0) {
+		snprintf(err, errlen, "cannot find the data path's headers (src/p4/p4rt_pipe.h under "
+			 "$INNET_DP_DIR, %s or %s): is innet installed?",
+			 INNET_SRC_DIR[0] ? INNET_SRC_DIR : "(no source tree)", INNET_SHARE_DIR);
+		return -ENOENT;
+	}
+	/* generate: the source is the key */
+	uint64_t tg = innet_now_ns();
+	char *src = NULL;
+	int rc = p4_gen(p, lay, "p4prog", &src, err, errlen);
+	if (rc != 0)
+		return rc;
+	out->gen_s = secs_since(tg);
+	(void)json;
+	(void)len;
+	rc = build_key(src, strlen(src), dpdir, out->key, err, errlen);
+	if (rc != 0) {
+		free(src);
+		return rc;
+	}
+	cache_dir(cdir, sizeof(cdir));
+	char final[3072];
+	snprintf(final, sizeof(final), "%s/%s", cdir, out->key);
+	snprintf(out->so_path, sizeof(out->so_path), "%s/dp.so", final);
+	snprintf(out->bpf_path, sizeof(out->bpf_path), "%s/dp.bpf.o", final);
+	char marker[3100];
+	snprintf(marker, sizeof(marker), "%s/done", final);
+	/* one build per key at a time: a second loader of the same program (the
+	 * switches of a fabric, a parallel test run) waits for the first and
+	 * then finds it in the cache */
+	int lockfd = -1;
+	if (!exists(marker) && mkdirs(cdir) == 0) {
+		char lockp[3100];
+		snprintf(lockp, sizeof(lockp), "%s/.lock-%s", cdir, out->key);
+		lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (lockfd >= 0)
+			while (flock(lockfd, LOCK_EX) != 0 && errno == EINTR)
+				;
+	}
+	rc = p4_build_locked(src, dpdir, cdir, final, marker, want_bpf, out, err, errlen);
+	if (lockfd >= 0)
+		close(lockfd);   /* (the lock file stays: unlinked, a newcomer would lock another) */
+	return rc;
+}
+
