@@ -133,11 +133,22 @@ static int run_script(struct innet_switch *sw, FILE *f, const char *name, uint32
 		if (*p == '\0' || *p == '#')
 			continue;
 		if (!strncmp(p, "packet", 6) && (p[6] == ' ' || p[6] == '\t' || p[6] == '\0')) {
-			char port_s[32], hex_s[2 * 9216 + 8], extra[8];
-			int k = sscanf(p + 6, "%31s %18440s %7s", port_s, hex_s, extra);
-			char *end;
+			/* the words after "packet": PORT and HEX, nothing more */
+			char *w[3] = { NULL, NULL, NULL };
+			int k = 0;
+			for (char *q = p + 6; *q != '\0' && k < 3;) {
+				while (*q == ' ' || *q == '\t')
+					*q++ = '\0';
+				if (*q == '\0')
+					break;
+				w[k++] = q;
+				while (*q != '\0' && *q != ' ' && *q != '\t')
+					q++;
+			}
+			const char *port_s = w[0] ? w[0] : "", *hex_s = w[1] ? w[1] : "";
+			char *end = NULL;
 			unsigned long port = k >= 1 ? strtoul(port_s, &end, 0) : 0;
-			if (k != 2 || *end != '\0') {
+			if (k != 2 || end == port_s || *end != '\0') {
 				fprintf(stderr, "innet p4 run: %s, line %u: expected 'packet PORT HEX'\n", name, ln);
 				status = 2;
 				break;
