@@ -19,6 +19,7 @@ Outcomes per test and target:
 """
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -113,10 +114,40 @@ def run_one(stf_path, targets, cache_dir, timeout, json_path=None, commands=()):
             r["reason"] = res.error
         if res.cli_errors:
             r["cli_errors"] = res.cli_errors[:5]
+        cli_lines = [l.strip() for l in test.script
+                     if l.strip() and not l.strip().startswith(("packet ", "#")) and l.strip() != "wait"]
+        if res.status == "ok" and len(cli_lines) == len(res.cli):
+            r["reads"] = [[l, read_values(o)] for l, o in zip(cli_lines, res.cli)
+                          if l.split()[0] in READS]
         if res.cli:
             r["cli"] = [c[-200:] for c in res.cli if c][:20]
         row[t] = r
     return row
+
+
+READS = ("counter_read", "register_read", "meter_get_rates", "mirroring_get",
+         "table_num_entries")
+
+
+def read_values(out):
+    """The numbers a read command printed (after '=' signs, or alone on a
+    line): what two switches must agree on, whatever else they print."""
+    vals = re.findall(r"=\s*(-?[0-9][0-9.e+-]*)", out)
+    if not vals:
+        vals = re.findall(r"^\s*(-?[0-9]+)\s*$", out, re.M)
+    return vals
+
+
+def reads_disagree(row, targets):
+    """The first read (counter, register, ...) whose values differ between
+    the targets that ran, as text, or None."""
+    have = [t for t in targets if "reads" in row.get(t, {})]
+    for i in range(len(row[have[0]]["reads"]) if have else 0):
+        vals = {t: row[t]["reads"][i][1] for t in have if i < len(row[t]["reads"])}
+        if len({tuple(v) for v in vals.values()}) > 1:
+            return "%s: %s" % (row[have[0]]["reads"][i][0],
+                               ", ".join("%s %s" % (t, v) for t, v in vals.items()))
+    return None
 
 
 def _all(row, targets, outcome, reason):

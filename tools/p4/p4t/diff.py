@@ -74,23 +74,16 @@ class Model:
         return None
 
     def nondeterministic(self):
-        """A reason the program's outputs may differ run to run, or None."""
-        text = json.dumps(self.js)
-        for what, why in (('"modify_field_rng_uniform"', "random"),
-                          ('"ingress_global_timestamp"', "timestamp"),
-                          ('"egress_global_timestamp"', "timestamp"),
-                          ('"enq_timestamp"', "queueing metadata"),
-                          ('"deq_timedelta"', "queueing metadata"),
-                          ('"enq_qdepth"', "queueing metadata"),
-                          ('"deq_qdepth"', "queueing metadata")):
-            if what in text:
-                if why == "timestamp" and '"ingress_global_timestamp"' in text and \
-                        not _reads_field(self.js, what.strip('"')):
-                    continue
-                if why == "queueing metadata" and not _reads_field(self.js, what.strip('"')):
-                    continue
-                if why == "random" or _reads_field(self.js, what.strip('"')):
-                    return why
+        """A reason the program's outputs may differ run to run, or None:
+        the random extern, or a read of a timestamp or queueing field."""
+        if '"modify_field_rng_uniform"' in json.dumps(self.js.get("actions", [])):
+            return "random"
+        for f, why in (("ingress_global_timestamp", "timestamp"),
+                       ("egress_global_timestamp", "timestamp"),
+                       ("enq_timestamp", "queueing metadata"), ("deq_timedelta", "queueing metadata"),
+                       ("enq_qdepth", "queueing metadata"), ("deq_qdepth", "queueing metadata")):
+            if _reads_field(self.js, f):
+                return why
         return None
 
 
@@ -123,10 +116,8 @@ class _Frame:
         for hname, vals in self.hdrs:
             for f in model.fields(hname):
                 w = f[1]
-                if not isinstance(w, int) or f[0].startswith("_padding") and False:
-                    continue
-                if w == 0:
-                    continue
+                if not isinstance(w, int) or w == 0:
+                    continue   # a varbit field: not generated
                 bits = (bits << w) | (vals.get(f[0], 0) & ((1 << w) - 1))
                 nbits += w
         pad = (-nbits) % 8
@@ -197,7 +188,7 @@ def gen_frame(model, rnd):
         st = states.get(nxt) if nxt else None
     for hname, v in fr.hdrs:
         for k, x in v.items():
-            lst = model.seen.setdefault((hname.split("[")[0] if False else hname, k), [])
+            lst = model.seen.setdefault((hname, k), [])
             if len(lst) < 64 and x not in lst:
                 lst.append(x)
     payload = bytes(rnd.getrandbits(8) for _ in range(rnd.choice((0, 4, 16, 46, 100))))
