@@ -11,7 +11,7 @@
  *
  *    sender ──▶ [--in socket] ─ recvmmsg ─▶ buffers ─ sendmmsg ─▶ [--out socket] ──▶ --to
  *
- * UDP GSO on transmit, as the runtime does (src/runtime/worker.c): a run of
+ * UDP GSO on transmit, as the runtime does (src/targets/user/worker.c): a run of
  * equal-size datagrams of one burst (all go to --to) becomes ONE message whose
  * iovecs are the datagrams' buffers, with a UDP_SEGMENT control message
  * giving the size; the kernel splits it back into the same datagrams, in

@@ -1,6 +1,6 @@
 /*
  * innet/clock.h — the one monotonic clock of the engine, its timers and the
- * host libraries (src/runtime/clock.c; a file of its own so that the
+ * host libraries (src/engine/clock.c; a file of its own so that the
  * stand-alone host libraries, libinnet-agg.so and libinnet-mpi.so, link it
  * without the engine).
  */

@@ -59,7 +59,7 @@ extern "C" {
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 /* Bytes of innet_scratch() memory (declared per target). */
-#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+#define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
 /* A span (innet_reg_span) never crosses a multiple of this many bytes of a
@@ -159,6 +159,9 @@ struct innet_out {
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
 #define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
+#define INNET_PKT_F_RESUMED  0x04 /* handed over by the XDP program with innet_hand_off: the
+                                   * user-space engine runs the handler on, its state at the
+                                   * start of innet_scratch() */
 
 /* Per-packet accounting, filled in by the helpers. */
 struct innet_usage {
@@ -401,14 +404,30 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* against concurrent writers (seqlock per slot).                            */
 
 /* Copy the value for *key into *val; 0 if found, -1 if not. */
-#define innet_table_lookup(ctx, t, key, val) \
-	innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val)))
+/* (A key or value larger than any table holds is refused at compile time:
+ * on XDP a table's slots are a map's values, and such a value never fits.) */
+#define INNET__TABLE_SIZES(key, val)                                                     \
+	_Static_assert(sizeof(*(key)) <= INNET_TABLE_KEY_MAX,                            \
+		       "table key larger than INNET_TABLE_KEY_MAX bytes");               \
+	_Static_assert(sizeof(*(val)) <= INNET_TABLE_VALUE_MAX,                          \
+		       "table value larger than INNET_TABLE_VALUE_MAX bytes")
+#define innet_table_lookup(ctx, t, key, val)                                             \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, val);                                            \
+		innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
+	})
 /* Insert or replace (Trio only): 0, or -1 when the table is full (counted). */
-#define innet_table_insert(ctx, t, key, val) \
-	innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val)))
+#define innet_table_insert(ctx, t, key, val)                                             \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, val);                                            \
+		innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
+	})
 /* Delete (Trio only): 0, or -1 when absent. */
-#define innet_table_delete(ctx, t, key) \
-	innet__table_delete((ctx), (t), (key), sizeof(*(key)))
+#define innet_table_delete(ctx, t, key)                                                  \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, key);                                            \
+		innet__table_delete((ctx), (t), (key), sizeof(*(key)));                  \
+	})
 
 /* ------------------------------------------------------------------------ */
 /* Other helpers.                                                             */

@@ -2,9 +2,9 @@
  * innet/dp_xdp.h — the data-path API's primitives on the XDP target (eBPF).
  * Included by innet/dp.h when compiling with clang -target bpf; never include
  * it directly. The engine around the handler (parsing, dispatch, verdicts,
- * hand-offs) is src/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
+ * hand-offs) is src/targets/xdp/engine.bpf.h; docs/xdp.md tells the whole story.
  *
- * One BPF object per program (src/xdp/prog.bpf.c includes NAME_dp.c and the
+ * One BPF object per program (src/targets/xdp/prog.bpf.c includes NAME_dp.c and the
  * engine). Its state, in the same bytes the user-space engine and the
  * control plane use (they mmap the maps):
  *
@@ -111,6 +111,8 @@ struct innet_ctx {
 	uint8_t model;                   /* enum innet_model */
 	uint8_t in_timer;                /* never on XDP (timers run in user space) */
 	uint8_t pass_up;                 /* innet_pass_up: the user-space engine's turn */
+	uint32_t handoff_len;            /* innet_hand_off: bytes of state at handoff_state */
+	const void *handoff_state;
 	const void *conf;                /* the config block (map value) */
 	struct innet_pkt *pkt;           /* the packet being handled */
 };
@@ -291,7 +293,14 @@ INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
 /* Reload the packet pointers after a helper that moved the frame's bounds. */
 INNET__INLINE void innet__pkt_reload(struct innet_pkt *p)
 {
-	p->data = (uint8_t *)(long)p->xdp->data + p->hdr_len;
+	/* hdr_len is 0 or 42; bounded here because the verifier may have lost
+	 * the constant (a 4-byte spill beside headroom's, which push/pull
+	 * rewrite), and a packet pointer with an unbounded offset is checked
+	 * against data_end in vain */
+	uint32_t h = p->hdr_len;
+	if (h > INNET_XDP_HDR_LEN)
+		h = INNET_XDP_HDR_LEN;
+	p->data = (uint8_t *)(long)p->xdp->data + h;
 	p->data_end = (uint8_t *)(long)p->xdp->data_end;
 }
 
@@ -366,6 +375,22 @@ INNET__INLINE enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 {
 	(void)p;
 	ctx->pass_up = 1;
+	return INNET_DROP;
+}
+
+/* Continue the packet in the user-space engine, after the handler changed
+ * state: the packet (as it is now) and the n bytes at state (a pointer into
+ * innet_scratch() memory, n <= INNET_XDP_STATE_MAX) go over the ring, counted
+ * as a `resume` hand-off, and the engine calls the handler again with
+ * INNET_PKT_F_RESUMED in pkt->flags and those bytes at the start of its
+ * innet_scratch(). The handler there carries on from its state: nothing that
+ * ran here runs twice. Return its value. */
+INNET__INLINE enum innet_action innet_hand_off(struct innet_ctx *ctx, struct innet_pkt *p,
+					       const void *state, uint32_t n)
+{
+	(void)p;
+	ctx->handoff_state = state;
+	ctx->handoff_len = n;
 	return INNET_DROP;
 }
 
@@ -761,7 +786,7 @@ INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt
 }
 
 /* ------------------------------------------------------------------------ */
-/* Tables: src/runtime/table.c's algorithm over the same slots.               */
+/* Tables: src/engine/table.c's algorithm over the same slots.               */
 
 INNET__INLINE void *innet__tslots(unsigned t)
 {

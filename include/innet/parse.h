@@ -1,7 +1,7 @@
 /*
  * innet/parse.h — numbers and addresses from text, the one way the command
  * line, the control socket and program settings read them
- * (src/runtime/parse.c).
+ * (src/engine/parse.c).
  */
 #ifndef INNET_PARSE_H
 #define INNET_PARSE_H

@@ -79,6 +79,19 @@ int innet_decl_timers(struct innet_decl *d, uint32_t n);
  * setup then fails). On the XDP target the block is a BPF array map that the
  * eBPF program and the user-space engine both read. */
 void *innet_decl_conf(struct innet_decl *d, uint32_t size);
+/* Give the instance a data path of its own, built at run time rather than
+ * compiled into innet (a P4 program's: src/p4, docs/p4.md): the handler and
+ * the timer callback the user-space engine calls instead of the program's,
+ * and the eBPF object the XDP target loads for it — compiled from the same
+ * source with the template the build uses (src/xdp/prog.bpf.c), read here;
+ * NULL: none, the instance's packets go to the user-space engine on XDP.
+ * The code behind the pointers must stay loaded while the instance lives
+ * (its priv can own it: freed after the last packet). From setup; 0, or
+ * -EINVAL with the setup failed and a message. */
+int innet_decl_datapath(struct innet_decl *d,
+			enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt),
+			void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg),
+			const char *bpf_object_path);
 /* Set the program's control-side private state, passed to init, on_cpu and
  * on_ctl (never to handlers) and freed with free() when the program is
  * destroyed. */
@@ -159,7 +172,7 @@ struct innet_program {
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */
 
 /*
- * The registry of programs (src/programs/registry.c). A program registers
+ * The registry of programs (src/engine/registry.c). A program registers
  * itself, as DPDK's drivers do: its control source ends with
  *
  *     INNET_PROGRAM_REGISTER(innet_prog_NAME)

@@ -139,7 +139,7 @@ struct innet_res_measured {
 };
 
 /* The eBPF column, measured from the program as the kernel loaded it (the
- * XDP target), not estimated: src/xdp/xdp.c fills it in. */
+ * XDP target), not estimated: src/targets/xdp/xdp.c fills it in. */
 struct innet_res_ebpf {
 	bool loaded;                 /* measured from a loaded eBPF object */
 	char userspace[160];         /* the program cannot run in eBPF: why ("" if it can) */
@@ -167,7 +167,7 @@ struct innet_res_usage {
 	struct innet_res_ebpf ebpf;          /* the eBPF column: not loaded = unmeasured */
 };
 
-/* The eBPF column of program instance cp (src/xdp/xdp.c): measured if the
+/* The eBPF column of program instance cp (src/targets/xdp/xdp.c): measured if the
  * switch runs on the XDP target, else not loaded (and why, if the program can
  * never be). 0 or -EINVAL. */
 int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *out);

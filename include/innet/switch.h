@@ -100,6 +100,10 @@ struct innet_switch_conf {
 	bool xdp_no_attach;                    /* XDP: load and map, attach nothing (tests:
 	                                        * innet_switch_inject runs the eBPF program
 	                                        * with BPF_PROG_TEST_RUN) */
+	bool no_sockets;                       /* open no socket (a raw port's interface
+	                                        * need not exist): the switch runs only the
+	                                        * packets innet_switch_inject gives it
+	                                        * (innet p4 run, tests) */
 	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */
@@ -223,7 +227,7 @@ const char *innet_action_name(unsigned action);
 /* ------------------------------------------------------------------------ */
 /* Statistics: per-thread counters summed on request.                         */
 
-#define INNET_HANDOFF_KINDS 8u
+#define INNET_HANDOFF_KINDS 9u
 
 struct innet_prog_stats {
 	uint64_t rx_pkts;                         /* packets into the handler (first pass) */
@@ -253,7 +257,7 @@ struct innet_prog_stats {
 };
 
 /* Name of hand-off kind k (to_cpu, emit, timer, multicast, neighbour,
- * oversize, userspace), or NULL past the last. */
+ * oversize, userspace, serial, resume), or NULL past the last. */
 const char *innet_handoff_name(unsigned k);
 
 struct innet_port_stats {

@@ -135,7 +135,7 @@ int innet_topology_netns_down(const char *name);
 int innet_topology_enter(const struct innet_topology *t, uint32_t node);
 
 /* Netns mode: what the kernel's faults did on a link with emulation settings
- * (its wire: src/runtime/netns.c), in one direction — toward_b: frames
+ * (its wire: src/topology/netns.c), in one direction — toward_b: frames
  * leaving for node b, else for node a. 0; -ENOENT (no such link, or one
  * without faults), -EOPNOTSUPP (netem carries the faults: no counters),
  * or -errno. Needs root. */

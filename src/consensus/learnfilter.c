@@ -18,7 +18,7 @@
 #include <linux/if_link.h>
 
 #include "consensus/learnfilter.h"
-#include "xdp/objects.h"
+#include "targets/xdp/objects.h"
 
 struct learnfilter {
 	struct bpf_object *obj;

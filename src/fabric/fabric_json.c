@@ -25,7 +25,7 @@
 
 #include "innet/topology.h"
 #include "innet/switch.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 #include "fabric/fabric_pvt.h"
 
 static void ip_str(uint32_t ip, char out[INET_ADDRSTRLEN])

@@ -1,6 +1,6 @@
 /*
  * fuzz_ctl.c — libFuzzer target for the control socket's request parser
- * and commands (src/runtime/ctl_request.c, ctl_state.c, ctl_monitor.c):
+ * and commands (src/control/ctl_request.c, ctl_state.c, ctl_monitor.c):
  * every input is one request line answered by innet_control_request on
  * a switch with the forward and counter programs.
  * Invariants: an answer always comes back, it is one line of JSON with an
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 static struct innet_switch *sw;
 

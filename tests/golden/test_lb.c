@@ -53,7 +53,7 @@
 #include "innet/lb.h"
 #include "innet/switch.h"
 #include "lb/lb_pvt.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define VIP_PORT  5353u
 #define REP_PORT  47900u

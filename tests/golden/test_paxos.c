@@ -33,8 +33,8 @@
 #include "innet/clock.h"
 #include "innet/switch.h"
 #include "consensus/wire.h"
-#include "runtime/switch_pvt.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define TEST_NET 207u
 #define UDP_PX   46100u

@@ -1,5 +1,5 @@
 /*
- * test_hist.c — the log-linear latency histogram (src/runtime/hist.c):
+ * test_hist.c — the log-linear latency histogram (src/engine/hist.c):
  * bins tile the value range without gaps or overlaps; every value's bin
  * contains it; percentiles are within the documented relative error bound
  * (true <= reported <= true * (1 + 2^-(S-1))) against an exact sort, for

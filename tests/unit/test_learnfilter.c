@@ -23,7 +23,7 @@
 #include "innet/consensus.h"
 #include "consensus/wire.h"
 #include "consensus/learnfilter.h"
-#include "xdp/objects.h"
+#include "targets/xdp/objects.h"
 
 #define LOOP 0x7f000001u
 

@@ -1,5 +1,5 @@
 /*
- * test_link.c — link emulation (src/runtime/link.c): the fate of each packet
+ * test_link.c — link emulation (src/engine/link.c): the fate of each packet
  * is a pure function of the seed (same seed, same sequence), loss,
  * duplication and reordering happen at the configured rates, delay and
  * jitter stay within their bounds, held packets come back in due order, and
@@ -25,7 +25,7 @@
 #include "innet/clock.h"
 
 #include "unit/testutil.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define TEST_NET 203u
 #define UDP_FWD  43000u

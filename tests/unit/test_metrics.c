@@ -1,6 +1,6 @@
 /*
- * test_metrics.c — the Prometheus text format (src/runtime/metrics.c) and
- * the metrics HTTP server (src/runtime/metrics_http.c).
+ * test_metrics.c — the Prometheus text format (src/control/metrics.c) and
+ * the metrics HTTP server (src/control/metrics_http.c).
  *
  *   1. the writer: HELP/TYPE lines, base labels, label values escaped
  *      (backslash, quote, newline; bytes that are not UTF-8 become '?'),

@@ -1,5 +1,5 @@
 /*
- * test_parse.c — numbers and addresses from text (src/runtime/parse.c),
+ * test_parse.c — numbers and addresses from text (src/engine/parse.c),
  * table-driven: what each accepts, what it refuses and with which error.
  */
 #include <errno.h>

@@ -34,7 +34,7 @@
 #include "unit/testutil.h"
 #include "innet/clock.h"
 #include "innet/switch.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define TEST_NET  202u
 #define UDP_TRIO  42001u

@@ -1,7 +1,7 @@
 /*
  * test_state.c — unit tests for a program's declared state and settings
- * (src/runtime/decl.c, cp.c) and for the checks innet_switch_create makes
- * (src/runtime/switch.c): declarations out of order or out of bounds, timers
+ * (src/engine/decl.c, cp.c) and for the checks innet_switch_create makes
+ * (src/engine/switch.c): declarations out of order or out of bounds, timers
  * on a PISA program, settings of the wrong type / out of range / unknown,
  * the control-plane accessors for registers, blobs, groups and tables, and
  * every way a switch configuration is refused, with the message the user

@@ -1,5 +1,5 @@
 /*
- * test_table.c — unit tests for the exact-match table (src/runtime/table.c),
+ * test_table.c — unit tests for the exact-match table (src/engine/table.c),
  * through its internal interface (innet_table_* in switch_pvt.h):
  * insert/lookup/replace/delete, capacity and the "full" counter, probe-window
  * exhaustion, tombstone reuse, keys and values of odd sizes, iteration, and
@@ -25,7 +25,7 @@
 #include "innet/clock.h"
 
 #include "unit/testutil.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define PROBE_WINDOW 32u
 

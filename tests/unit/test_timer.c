@@ -1,5 +1,5 @@
 /*
- * test_timer.c — Trio timers (src/runtime/timer.c) through a started switch:
+ * test_timer.c — Trio timers (src/engine/timer.c) through a started switch:
  * a timer fires once, not before its delay and not much after it (a generous
  * bound: correctness, not speed), with the arg it was armed with; re-arming
  * replaces the deadline and the arg; cancelling prevents the firing; arming
@@ -28,7 +28,7 @@
 #include "unit/testutil.h"
 #include "innet/clock.h"
 #include "innet/switch.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define TEST_NET 204u
 #define UDP_TMR  44000u

@@ -1,5 +1,5 @@
 /*
- * test_topology.c — unit tests for the topology parser (src/runtime/topology*.c):
+ * test_topology.c — unit tests for the topology parser (src/topology/topology*.c):
  * the shipped examples resolve as documented (ports, addresses, peers,
  * emulation, ECMP routes), and every kind of bad input is refused with a
  * message that names the JSON path.

@@ -1,5 +1,5 @@
 /*
- * test_txring.c — the worker's transmit io_uring (src/runtime/txring.c), on
+ * test_txring.c — the worker's transmit io_uring (src/targets/user/txring.c), on
  * real loopback sockets:
  *
  *   - one submission sends many datagrams over several sockets; each result
@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "runtime/switch_pvt.h"
+#include "engine/switch_pvt.h"
 
 #define N_SOCK 4
 #define PER_SOCK 24
