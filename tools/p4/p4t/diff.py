@@ -192,7 +192,8 @@ def gen_frame(model, rnd):
             if len(lst) < 64 and x not in lst:
                 lst.append(x)
     payload = bytes(rnd.getrandbits(8) for _ in range(rnd.choice((0, 4, 16, 46, 100))))
-    return fr.bytes(model, payload)
+    b = fr.bytes(model, payload)
+    return b if b else bytes(rnd.getrandbits(8) for _ in range(rnd.randint(14, 64)))
 
 
 def _interesting(rnd, w):
@@ -233,19 +234,20 @@ def _force(model, keys, value, mask, vals, rnd):
 
 
 def mutate(frame, rnd):
+    """A mutated copy of frame -> (bytes, short): short if it was cut or
+    replaced by random bytes (its parse may stop early)."""
     b = bytearray(frame)
     r = rnd.random()
     if r < 0.4 and b:
         for _ in range(rnd.randint(1, 3)):
             i = rnd.randrange(len(b))
             b[i] ^= 1 << rnd.randrange(8)
-    elif r < 0.6 and len(b) > 1:
-        b = b[:rnd.randrange(1, len(b))]
-    elif r < 0.8:
-        b += bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 64)))
-    else:
-        b = bytearray(rnd.getrandbits(8) for _ in range(rnd.randint(1, 128)))
-    return bytes(b)
+        return bytes(b), False
+    if r < 0.6 and len(b) > 1:
+        return bytes(b[:rnd.randrange(1, len(b))]), True
+    if r < 0.8:
+        return bytes(b) + bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 64))), False
+    return bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 128))), True
 
 
 # -- control plane ------------------------------------------------------------
@@ -362,8 +364,10 @@ def gen_entries(model, rnd, n, ports):
 
 # -- the run ------------------------------------------------------------------
 
-def compare(a, b):
-    """Frames of two runs -> None or the first difference (per port, in order)."""
+def compare(a, b, reorder_ok=False):
+    """Frames of two runs -> None or the first difference (per port, in
+    order; with reorder_ok, a port whose frames are the same but in another
+    order counts as the same)."""
     pa, pb = {}, {}
     for port, d in a:
         pa.setdefault(port, []).append(d)
@@ -371,56 +375,166 @@ def compare(a, b):
         pb.setdefault(port, []).append(d)
     for port in sorted(set(pa) | set(pb)):
         x, y = pa.get(port, []), pb.get(port, [])
+        if x == y or (reorder_ok and sorted(x) == sorted(y)):
+            continue
         for i in range(min(len(x), len(y))):
             if x[i] != y[i]:
                 same = sorted(x) == sorted(y)
                 return "port %d frame %d%s: %s vs %s" % (port, i, " (reordered)" if same else "",
                                                        x[i].hex(), y[i].hex())
-        if len(x) != len(y):
-            return "port %d: %d frames vs %d" % (port, len(x), len(y))
+        return "port %d: %d frames vs %d" % (port, len(x), len(y))
     return None
 
 
+def _reorders(js):
+    """Does the program recirculate, resubmit or clone? BMv2 queues such a
+    packet's second pass behind packets that came in later, innet runs it
+    to completion first: per port, only the order may differ."""
+    text = json.dumps(js.get("actions", []))
+    return any('"%s"' % p in text for p in ("recirculate", "resubmit", "clone_ingress_pkt_to_egress",
+                                             "clone_egress_pkt_to_egress", "_recirculate",
+                                             "recirculate_preserving_field_list",
+                                             "resubmit_preserving_field_list"))
+
+
+class _Runner:
+    """Runs scripts of one program on the targets, with the commands."""
+
+    def __init__(self, json_path, targets, timeout, reorder_ok):
+        self.json_path, self.targets, self.timeout = json_path, targets, timeout
+        self.reorder_ok = reorder_ok
+
+    def run(self, t, script):
+        return executors.run(t, self.json_path, script, ports=N_PORTS, timeout=self.timeout)
+
+    def differs(self, a, b, script):
+        ra, rb = self.run(a, script), self.run(b, script)
+        if ra.status != "ok" or rb.status != "ok":
+            return "%s %s %s; %s %s %s" % (a, ra.status, ra.error, b, rb.status, rb.error)
+        return compare(ra.frames, rb.frames, self.reorder_ok)
+
+    def culprit(self, a, b, cmds, pk):
+        """The first frame after which a and b differ (bisection over the
+        frames in, the commands kept): its index, or None if the difference
+        does not reproduce."""
+        if not self.differs(a, b, cmds + pk):
+            return None
+        lo, hi = 0, len(pk)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.differs(a, b, cmds + pk[:mid]):
+                hi = mid
+            else:
+                lo = mid
+        return hi - 1
+
+
 def run_program(json_path, targets, seed, n_packets, n_entries, commands, timeout, out=sys.stdout,
-                batch=500):
-    """One program, one seed -> (ok, message)."""
+                batch=500, save=None, max_isolated=5):
+    """One program, one seed -> (ok, message). save: a directory for the
+    script and each target's frames (to replay one by hand).
+
+    A difference is chased down: the first frame in after which the targets
+    differ is found by bisection and run alone (after the commands). If
+    alone both targets agree, BMv2's answer depended on the frames before it
+    — BMv2 reuses its packet header vectors, so a read of a header the
+    parser did not extract returns a field of an earlier packet, which P4
+    leaves undefined — and the frame is left out and the run repeated (at
+    most max_isolated times; each is reported). If alone they still differ,
+    that is a failure, reported with the frame."""
     rnd = random.Random(seed)
     with open(json_path) as f:
-        model = Model(json.load(f))
+        js = json.load(f)
+    model = Model(js)
     why = model.nondeterministic()
+    reorder_ok = _reorders(js)
     ports = list(range(N_PORTS))
-    frames = [gen_frame(model, rnd) for _ in range(n_packets)]
-    frames = [mutate(fr, rnd) if rnd.random() < 0.33 else fr for fr in frames]
-    script = []
+    frames = []
+    for _ in range(n_packets):
+        fr = gen_frame(model, rnd)
+        frames.append(mutate(fr, rnd) if rnd.random() < 0.33 else (fr, False))
+    cmds = []
     for c in commands:
         with open(c) as f:
-            script += [l.strip() for l in f if l.strip() and not l.strip().startswith("#")]
-    script += gen_entries(model, rnd, n_entries, ports)
-    for i, fr in enumerate(frames):
-        if i and i % batch == 0:
-            script.append("wait")
-        script.append("packet %d %s" % (rnd.choice(ports), fr.hex()))
+            cmds += [l.strip() for l in f if l.strip() and not l.strip().startswith("#")]
+    cmds += gen_entries(model, rnd, n_entries, ports)
+    pk, short = [], []
+    for fr, is_short in frames:
+        pk.append("packet %d %s" % (rnd.choice(ports), fr.hex()))
+        short.append(is_short)
+    base_name = os.path.basename(json_path)[:-5]
+    runner = _Runner(json_path, targets, timeout, reorder_ok)
+
+    def script_of(pkts):
+        s = list(cmds)
+        for i, p in enumerate(pkts):
+            if i and i % batch == 0:
+                s.append("wait")
+            s.append(p)
+        return s
+
+    if save:
+        os.makedirs(save, exist_ok=True)
+        with open(os.path.join(save, "%s-%d.script" % (base_name, seed)), "w") as f:
+            f.write("\n".join(script_of(pk)) + "\n")
     results = {}
     for t in targets:
         t0 = time.monotonic()
-        r = executors.run(t, json_path, script, ports=N_PORTS, timeout=timeout)
+        r = runner.run(t, script_of(pk))
         results[t] = r
+        if save:
+            with open(os.path.join(save, "%s-%d.%s.out" % (base_name, seed, t)), "w") as f:
+                f.writelines("out %d %s\n" % (p, d.hex()) for p, d in r.frames)
         out.write("  %-5s %-7s %5d frames out %6.1fs%s\n" % (
             t, r.status, len(r.frames), time.monotonic() - t0,
             ("  " + r.error[:200]) if r.error else ""))
     base = targets[0]
-    msgs = []
+    msgs, notes = [], []
     for t in targets[1:]:
         if results[t].status != "ok" or results[base].status != "ok":
             msgs.append("%s: %s" % (t, results[t].error or results[base].error))
             continue
-        d = compare(results[base].frames, results[t].frames)
+        d = compare(results[base].frames, results[t].frames, reorder_ok)
+        left = list(pk)
+        isolated = 0
+        if d and base == "bmv2":
+            i = runner.culprit(base, t, cmds, left)
+            if i is None:
+                notes.append("%s vs %s: a difference that did not reproduce" % (base, t))
+                d = None
+            elif not runner.differs(base, t, cmds + [left[i]]):
+                # history-dependent in BMv2: leave the cut and random frames
+                # out (their parse stops early: the program may read headers
+                # that were not extracted) and compare again
+                left = [p for p, sh in zip(pk, short) if not sh]
+                notes.append("frame %d (%s...) alone: BMv2 agrees with %s; after the frames "
+                             "before it it does not (a stale header read); the %d cut and "
+                             "random frames left out" % (i, pk[i][:40], t, len(pk) - len(left)))
+                d = runner.differs(base, t, script_of(left))
+        while d and base == "bmv2" and isolated < max_isolated:
+            i = runner.culprit(base, t, cmds, left)
+            if i is None:
+                d = None
+                notes.append("%s vs %s: a difference that did not reproduce" % (base, t))
+                break
+            alone = runner.differs(base, t, cmds + [left[i]])
+            if alone:
+                d = "frame %d in (%s): %s" % (i, left[i][:80], alone)
+                break
+            notes.append("left out frame %d (%s...): alone BMv2 agrees with %s; after the "
+                         "frames before it, BMv2 read a stale header" % (i, left[i][:40], t))
+            del left[i]
+            isolated += 1
+            d = runner.differs(base, t, script_of(left))
         if d:
             msgs.append("%s vs %s: %s" % (base, t, d))
     if why and msgs:
         return True, "not comparable (%s): %s" % (why, msgs[0])
-    return (not msgs), ("; ".join(msgs) if msgs else "%d frames in, %d out, same on %s" % (
-        n_packets, len(results[base].frames), ", ".join(targets)))
+    text = "; ".join(msgs) if msgs else "%d frames in, %d out, same on %s" % (
+        n_packets, len(results[base].frames), ", ".join(targets))
+    if notes:
+        text += " [" + "; ".join(notes) + "]"
+    return (not msgs), text
 
 
 def main(a, targets):
@@ -435,7 +549,7 @@ def main(a, targets):
             cand = prog[:-5] + ".commands"
             cmds = [cand] if os.path.exists(cand) else []
         ok, msg = run_program(os.path.abspath(prog), targets, s, a.packets, a.entries, cmds,
-                              a.timeout, batch=a.batch)
+                              a.timeout, batch=a.batch, save=a.save)
         print("%s %s: %s (replay: --seed %d)" % ("ok  " if ok else "FAIL", os.path.basename(prog),
                                                  msg, s))
         sys.stdout.flush()
