@@ -200,13 +200,16 @@ void topo_check_metrics_unique(struct parser *p)
 int topo_resolve_netns(struct parser *p)
 {
 	struct innet_topology *t = p->t;
-	bool any_xdp = false;
-	for (uint32_t i = 0; i < t->n_switches; i++)
+	bool any_xdp = false, any_p4 = false;
+	for (uint32_t i = 0; i < t->n_switches; i++) {
 		any_xdp |= t->nodes[i].target == INNET_TARGET_XDP;
-	t->netns = p->netns < 0 ? any_xdp : p->netns == 1;
-	if (any_xdp && !t->netns) {
-		topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"xdp\" needs network devices: "
-			      "\"netns\": false cannot be");
+		any_p4 |= t->nodes[i].p4;
+	}
+	t->netns = p->netns < 0 ? any_xdp || any_p4 : p->netns == 1;
+	if ((any_xdp || any_p4) && !t->netns) {
+		topo_errs_add(&p->e, "$.netns", "a switch with %s needs network devices: "
+			      "\"netns\": false cannot be",
+			      any_xdp ? "\"target\": \"xdp\"" : "a P4 program (\"p4\")");
 		return 0;
 	}
 	for (uint32_t i = 0; i < t->n_switches; i++)
@@ -239,6 +242,14 @@ int topo_resolve_netns(struct parser *p)
 			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
 			end_mac(t, ends[1 - s], li, pc->peer_mac);
 			pc->has_peer_mac = true;
+			if (n->p4 && pc->iface[0] == '\0') {
+				/* a P4 switch's port is raw: the program sees every frame;
+				 * its address stays the neighbour's gateway (netns.c) */
+				*(s ? &t->links[li].b_gw : &t->links[li].a_gw) = pc->ip;
+				memcpy(pc->iface, pc->dev, sizeof(pc->iface));
+				pc->ip = 0;
+				pc->peer_ip = 0;
+			}
 			if (n->target == INNET_TARGET_XDP && l->mtu > XDP_MTU_MAX) {
 				char path[PATH_LEN];
 				snprintf(path, sizeof(path), "$.links[%u].mtu", li);
