@@ -126,12 +126,14 @@ def run_one(stf_path, targets, cache_dir, timeout, json_path=None, commands=()):
 
 
 READS = ("counter_read", "register_read", "meter_get_rates", "mirroring_get",
-         "table_num_entries")
+         "table_num_entries", "digests")
 
 
 def read_values(out):
     """The numbers a read command printed (after '=' signs, or alone on a
     line): what two switches must agree on, whatever else they print."""
+    if out.startswith("digest ") or "\ndigest " in out:   # a set: BMv2 reports a sample once
+        return sorted({tuple(l.split()[2:4]) for l in out.splitlines() if l.startswith("digest ")})
     vals = re.findall(r"=\s*(-?[0-9][0-9.e+-]*)", out)
     if not vals:
         vals = re.findall(r"^\s*(-?[0-9]+)\s*$", out, re.M)

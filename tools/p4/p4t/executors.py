@@ -86,12 +86,14 @@ def find_tool(env, name, extra=()):
 _AF_SP, _NN_PAIR, _NN_SOL_SOCKET, _NN_RCVTIMEO, _NN_SNDTIMEO = 1, 16, 0, 5, 4
 _NN_MSG = ctypes.c_size_t(-1).value
 _MSG_PACKET_IN, _MSG_PACKET_OUT = 3, 4
+_NN_SUB, _NN_SUB_SUBSCRIBE, _NN_DONTWAIT = 33, 1, 1
+_LEARN_HDR = 32   # "LEA|", switch id u64, context u32, list id i32, buffer id u64, samples u32
 
 
 class _Nanomsg:
     lib = None
 
-    def __init__(self, addr):
+    def __init__(self, addr, sub=False):
         if _Nanomsg.lib is None:
             _Nanomsg.lib = ctypes.CDLL("libnanomsg.so.5", use_errno=True)
             lib = _Nanomsg.lib
@@ -102,9 +104,11 @@ class _Nanomsg:
                                           ctypes.c_void_p, ctypes.c_size_t]
             lib.nn_connect.argtypes = [ctypes.c_int, ctypes.c_char_p]
         self.lib = _Nanomsg.lib
-        self.s = self.lib.nn_socket(_AF_SP, _NN_PAIR)
+        self.s = self.lib.nn_socket(_AF_SP, _NN_SUB if sub else _NN_PAIR)
         if self.s < 0:
             raise OSError(ctypes.get_errno(), "nn_socket")
+        if sub:   # every topic
+            self.lib.nn_setsockopt(self.s, _NN_SUB, _NN_SUB_SUBSCRIBE, b"", 0)
         for opt in (_NN_RCVTIMEO, _NN_SNDTIMEO):
             ms = ctypes.c_int(50 if opt == _NN_RCVTIMEO else 5000)
             self.lib.nn_setsockopt(self.s, _NN_SOL_SOCKET, opt, ctypes.byref(ms), 4)
@@ -115,10 +119,11 @@ class _Nanomsg:
         if self.lib.nn_send(self.s, data, len(data), 0) < 0:
             raise OSError(ctypes.get_errno(), "nn_send")
 
-    def recv(self):
-        """One message or None after the receive timeout."""
+    def recv(self, wait=True):
+        """One message or None after the receive timeout (at once with
+        wait=False)."""
         buf = ctypes.c_void_p()
-        n = self.lib.nn_recv(self.s, ctypes.byref(buf), _NN_MSG, 0)
+        n = self.lib.nn_recv(self.s, ctypes.byref(buf), _NN_MSG, 0 if wait else _NN_DONTWAIT)
         if n < 0:
             return None
         data = ctypes.string_at(buf, n)
@@ -175,6 +180,9 @@ class Bmv2:
         self.last_in = self.last_out = time.monotonic()
         self.stop = False
         self.rx = None
+        self.sub = None
+        self.digests = []          # (list id, sample bytes), as BMv2 sent them
+        self.digest_read = 0
 
     # -- lifecycle
     def __enter__(self):
@@ -208,6 +216,7 @@ class Bmv2:
                 raise Bmv2Error("simple_switch did not open its thrift port")
             time.sleep(0.05)
         self.nn = _Nanomsg(pkt_addr)
+        self.sub = _Nanomsg(notif, sub=True)
         self.rx = threading.Thread(target=self._receive, daemon=True)
         self.rx.start()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -243,6 +252,8 @@ class Bmv2:
             self.rx.join()
         if self.nn:
             self.nn.close()
+        if self.sub:
+            self.sub.close()
         if self.proc:
             if self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGTERM)
@@ -260,6 +271,19 @@ class Bmv2:
     # -- packets
     def _receive(self):
         while not self.stop:
+            while True:    # learning notifications (digests)
+                n = self.sub.recv(wait=False)
+                if n is None:
+                    break
+                if n[:4] == b"LEA|" and len(n) >= _LEARN_HDR:
+                    list_id, = struct.unpack("<i", n[16:20])
+                    count, = struct.unpack("<I", n[28:32])
+                    body = n[_LEARN_HDR:]
+                    if count:
+                        size = len(body) // count
+                        with self.lock:
+                            self.digests += [(list_id, body[i * size:(i + 1) * size])
+                                             for i in range(count)]
             m = self.nn.recv()
             if m is None or len(m) < 12:
                 continue
@@ -294,6 +318,31 @@ class Bmv2:
         with self.lock:
             f, self.frames = self.frames, []
         return f
+
+    def read_digests(self):
+        """The digests BMv2 sent since the last read, as `innet ctl
+        digests` prints them: `digest NAME ID HEX` (BMv2 batches a learn
+        list's samples up to 16 or 1 s, and sends a sample again only after
+        the control plane acknowledged it: the same sample twice is
+        reported once)."""
+        self.sync()
+        if self.learn_lists():
+            time.sleep(1.2)   # BMv2's learn timeout: 1 s
+        with self.lock:
+            new = self.digests[self.digest_read:]
+            self.digest_read = len(self.digests)
+        names = self.learn_lists()
+        return "\n".join("digest %s %d %s" % (names.get(i, "?"), i, d.hex()) for i, d in new)
+
+    def learn_lists(self):
+        if not hasattr(self, "_ll"):
+            try:
+                import json
+                with open(self.json_path) as f:
+                    self._ll = {l["id"]: l["name"] for l in json.load(f).get("learn_lists", [])}
+            except (OSError, ValueError, KeyError):
+                self._ll = {}
+        return self._ll
 
     # -- the CLI
     def _cli_read(self):
@@ -331,6 +380,8 @@ class Bmv2:
                     return Result("error", error="script line %d: bad hex" % n)
             elif w[0] == "wait":
                 self.sync()
+            elif w[0] == "digests":
+                res.cli.append(self.read_digests())
             else:
                 self.sync()
                 out = self.cli(line)
