@@ -214,9 +214,10 @@ class Program:
 
     def table(self, name):
         hits = [t for t in self.tables if t["name"] == name]
+        if not hits:   # a suffix after a dot (ingress.t for t), then any suffix (p4c's rule)
+            hits = [t for t in self.tables if t["name"].endswith("." + name)]
         if not hits:
-            hits = [t for t in self.tables if t["name"].endswith("." + name) or
-                    t["name"].endswith(name)]
+            hits = [t for t in self.tables if t["name"].endswith(name)]
         if len(hits) != 1:
             raise StfError("%s table %r" % ("ambiguous" if hits else "no", name))
         return hits[0]
@@ -224,6 +225,8 @@ class Program:
     def action(self, table, name):
         acts = [self.actions[i] for i in table.get("action_ids", []) if i in self.actions]
         hits = [a for a in acts if a["name"] == name]
+        if not hits:
+            hits = [a for a in acts if a["name"].endswith("." + name)]
         if not hits:
             hits = [a for a in acts if a["name"].endswith(name)]
         if len(hits) != 1:
@@ -264,9 +267,10 @@ def _resolve_key(keys, name):
             return names.index(cand)
     if name.endswith(".valid") and name[:-5] + "$valid$" in names:
         return names.index(name[:-5] + "$valid$")
+    alt = name[:-5] + "$valid$" if name.endswith(".valid") else None
     hits = [i for i, n in enumerate(names)
             if n.endswith("." + name) or n.endswith("." + name + "$") or
-            (name == "valid" and n.endswith(".$valid$"))]
+            (alt and n.endswith("." + alt)) or (name == "valid" and n.endswith(".$valid$"))]
     if not hits and name == "valid" and "$valid$" in names:
         hits = [names.index("$valid$")]
     if len(hits) >= 1:
