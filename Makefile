@@ -8,6 +8,7 @@
 #   make SANITIZE=thread               ThreadSanitizer build
 #   make fuzz                          libFuzzer targets (clang)
 #   make check                         the whole test suite (tests/run)
+#   make p4                            p4/*.json from p4/*.p4 (needs p4c-bm2-ss)
 # Sources are found by wildcard: the runtime's parts (src/engine, src/control,
 # src/topology), one folder per target (src/targets/<target>/*.c), src/programs,
 # one folder per service (src/<svc>/*.c); src/cli/*.c make the innet command.
@@ -255,6 +256,13 @@ endif
 check: all
 	tests/run
 
+# The project's P4 programs (p4/NAME.p4, docs/p4.md) with the BMv2 JSON that
+# p4c-bm2-ss compiles from them committed beside them: `make p4` regenerates
+# the JSON (needs p4c-bm2-ss: P4C_BM2_SS or PATH; not needed to build
+# innet); tests/integration/p4_json.sh checks that they agree.
+p4:
+	tools/p4/p4test compile $(sort $(wildcard p4/*.p4))
+
 # ---- install ----------------------------------------------------------------
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
@@ -297,5 +305,5 @@ uninstall:
 clean:
 	rm -rf build build-san-* build-fuzz
 
-.PHONY: all check clean fuzz dp-check install uninstall
+.PHONY: all check clean fuzz dp-check install uninstall p4
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
