@@ -52,13 +52,34 @@ extern char **environ;
 #ifndef INNET_SHARE_DIR
 #define INNET_SHARE_DIR "/usr/local/share/innet/dp"
 #endif
+#ifndef INNET_INC_DIR
+#define INNET_INC_DIR "/usr/local/include"
+#endif
 
-/* The files a data path is compiled against, relative to the dp tree. */
+/* The files a data path is compiled against: the public headers (under the
+ * include directory) and the dp tree's (the source tree, or what `make
+ * install` puts in DPDIR: the Makefile's DP_TREE and P4_DP_TREE). */
+static const char *const inc_files[] = {
+	"innet/dp.h", "innet/dp_user.h",
+};
 static const char *const dp_files[] = {
-	"include/innet/dp.h", "include/innet/dp_user.h", "include/innet/dp_xdp.h",
-	"include/innet/xdp_abi.h", "src/targets/xdp/prog.bpf.c", "src/targets/xdp/engine.bpf.h",
+	"src/targets/xdp/prog.bpf.c", "src/targets/xdp/engine.bpf.h", "src/targets/xdp/dp_xdp.h",
+	"src/targets/xdp/xdp_abi.h", "src/engine/table_algo.h",
 	"src/p4/p4rt_dp.h", "src/p4/p4rt_state.h", "src/p4/p4rt_pipe.h",
 };
+
+/* The public headers beside a dp tree: its include/ in a source tree, else
+ * where `make install` put them. */
+static void inc_dir(const char *dpdir, char *out, size_t n)
+{
+	char probe[4096];
+	snprintf(probe, sizeof(probe), "%s/include/innet/dp.h", dpdir);
+	struct stat st;
+	if (stat(probe, &st) == 0)
+		snprintf(out, n, "%s/include", dpdir);
+	else
+		snprintf(out, n, "%s", INNET_INC_DIR);
+}
 
 static bool exists(const char *path)
 {
@@ -271,9 +292,15 @@ static int build_key(const char *json, size_t len, const char *dpdir, char *hex,
 	snprintf(ver, sizeof(ver), "innet %s gen %u\n", INNET_VERSION_STRING, P4_GEN_VERSION);
 	crypto_hash_sha256_update(&h, (const unsigned char *)ver, strlen(ver));
 	crypto_hash_sha256_update(&h, (const unsigned char *)json, len);
-	for (size_t i = 0; i < sizeof(dp_files) / sizeof(dp_files[0]); i++) {
+	char incdir[2100];
+	inc_dir(dpdir, incdir, sizeof(incdir));
+	size_t n_inc = sizeof(inc_files) / sizeof(inc_files[0]);
+	for (size_t i = 0; i < n_inc + sizeof(dp_files) / sizeof(dp_files[0]); i++) {
 		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dpdir, dp_files[i]);
+		if (i < n_inc)
+			snprintf(path, sizeof(path), "%s/%s", incdir, inc_files[i]);
+		else
+			snprintf(path, sizeof(path), "%s/%s", dpdir, dp_files[i - n_inc]);
 		FILE *f = fopen(path, "rb");
 		if (f == NULL) {
 			snprintf(err, errlen, "%s: %s (the data path's headers: INNET_DP_DIR, or `make install`)",
@@ -356,7 +383,9 @@ static int p4_build_locked(char *src, const char *dpdir, const char *cdir, const
 		rc = -ENOENT;
 		goto out_rm;
 	}
-	snprintf(iinc, sizeof(iinc), "-I%s/include", dpdir);
+	char incdir[2048];
+	inc_dir(dpdir, incdir, sizeof(incdir));
+	snprintf(iinc, sizeof(iinc), "-I%s", incdir);
 	snprintf(isrc, sizeof(isrc), "-I%s/src", dpdir);
 	snprintf(incsys, sizeof(incsys), "%s", inc);
 	t0 = innet_now_ns();
