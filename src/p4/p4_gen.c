@@ -2047,10 +2047,13 @@ static void gen_parser(struct gen *g)
 		if (st->n_trans == 0)
 			OUT("\tgoto accept;\n");
 	}
-	OUT("reject:\n");
+	/* parser_error is the parse's outcome either way: its NoError code
+	 * (the JSON's, not always 0) on accept, as BMv2 resets the packet's
+	 * error code when a parse starts */
+	OUT("reject:\naccept:\n");
 	if (p->std[P4S_PARSER_ERROR].h >= 0)
 		OUT("\tP4_SM_PARSER_ERROR(&s->phv) = err;\n");
-	OUT("accept:\n\ts->parsed = off;\n\t(void)err;\n}\n\n");
+	OUT("\ts->parsed = off;\n\t(void)err;\n}\n\n");
 	g->in_parser = false;
 }
 
