@@ -263,9 +263,10 @@ check: all
 # The project's P4 programs (p4/NAME.p4, docs/p4.md) with the BMv2 JSON that
 # p4c-bm2-ss compiles from them committed beside them: `make p4` regenerates
 # the JSON (needs p4c-bm2-ss: P4C_BM2_SS or PATH; not needed to build
-# innet); tests/integration/p4_json.sh checks that they agree.
+# innet); tests/integration/p4_json.sh checks that they agree. The test
+# programs in tests/p4 likewise.
 p4:
-	tools/p4/p4test compile $(sort $(wildcard p4/*.p4))
+	tools/p4/p4test compile $(sort $(wildcard p4/*.p4 tests/p4/*.p4))
 
 # ---- install ----------------------------------------------------------------
 PREFIX  ?= /usr/local

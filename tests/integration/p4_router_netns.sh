@@ -58,8 +58,8 @@ ctl() { # switch, command...
 	timeout 20 "$INNET" ctl --fabric "$TOPO" --switch "$sw" "$@"
 }
 
-# The packets field of a counter_read (BMv2's "...= BmCounterValue(packets=N, bytes=M)")
-packets() { sed -n 's/.*packets=\([0-9]*\).*/\1/p' | head -n 1; }
+# The packets of a counter_read (simple_switch_CLI's "NAME[I]= (B bytes, N packets)")
+packets() { sed -n 's/.*= ([0-9]* bytes, \([0-9]*\) packets).*/\1/p' | head -n 1; }
 
 bad_checksum_frame() { # from h0's namespace, out of eth0, to leaf0's port 2
 	in_ns "innet-$NAME-h0" $PY - <<'EOF'
