@@ -25,7 +25,7 @@ set -euo pipefail
 need_root_netns
 need_cmd ping
 [ -x "$INNET" ] || fail "no $INNET (make)"
-[ -f p4/l3_router.json ] || fail "no p4/l3_router.json"
+[ -f p4/l3_router.json ] || skip "no p4/l3_router.json in this tree (the project's P4 programs: make p4)"
 
 TMP=$(mktemp -d /tmp/p4-router.XXXXXX)
 TOPO=""
