@@ -25,6 +25,7 @@ if [ -z "$targets" ]; then
 fi
 bad=0
 for stf in tests/p4/*.stf; do
+	[ -e "$stf" ] || skip "no tests/p4/*.stf in this tree (the project's P4 programs' golden tests)"
 	name=$(basename "$stf" .stf)
 	[ -f "p4/$name.json" ] || fail "no p4/$name.json for $stf"
 	cmds=()
