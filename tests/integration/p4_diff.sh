@@ -24,5 +24,7 @@ if [ -n "${P4_DIFF_LONG:-}" ]; then
 	args=(--packets 5000)
 	[ -n "${P4C_SRC:-}" ] && args+=(--corpus "$P4C_SRC" --sample 20)
 fi
-INNET=$INNET $PY tools/p4/p4test diff --targets "$targets" "${args[@]}" --seed "$seed" p4/*.json ||
+shopt -s nullglob
+progs=(p4/*.json tests/p4/*.json)   # the project's programs and the test programs
+INNET=$INNET $PY tools/p4/p4test diff --targets "$targets" "${args[@]}" --seed "$seed" "${progs[@]}" ||
 	fail "innet and BMv2 differ (replay: P4_DIFF_SEED=$seed)"
