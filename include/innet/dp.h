@@ -59,7 +59,7 @@ extern "C" {
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 /* Bytes of innet_scratch() memory (declared per target). */
-#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+#define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
 /* A span (innet_reg_span) never crosses a multiple of this many bytes of a
@@ -182,6 +182,9 @@ struct innet_out {
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
 #define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
+#define INNET_PKT_F_RESUMED  0x04 /* handed over by the XDP program with innet_hand_off: the
+                                   * user-space engine runs the handler on, its state at the
+                                   * start of innet_scratch() */
 
 /* Per-packet accounting, filled in by the helpers. */
 struct innet_usage {

@@ -293,7 +293,7 @@ static int user_create(struct innet_switch *sw, void **priv, char *err, size_t e
 	rc = innet_timerq_create(u);
 	if (rc != 0)
 		goto err_destroy;
-	rc = open_sockets(u, err, errlen);
+	rc = sw->conf.no_sockets ? 0 : open_sockets(u, err, errlen);
 	if (rc != 0)
 		goto err_destroy;
 	rc = wire_workers(u);
