@@ -1127,7 +1127,7 @@ static int pk_exchange(uint8_t proto, uint16_t cport, uint16_t vport, uint16_t u
 static void test_packet_mode(void **state)
 {
 	if (pk_oldns < 0)
-		skip(); /* needs root: a network namespace with veth interfaces */
+		test_skip("needs root (a network namespace with veth interfaces)");
 	make_packet_lb();
 	/* The port MACs were read from the interfaces. */
 	for (uint32_t p = 0; p < 3; p++) {

@@ -785,7 +785,7 @@ static void test_lookup_during_replace_never_misses(void **state)
 {
 	cpu_set_t allowed;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-		skip(); /* needs a writer and a reader really running at once */
+		test_skip("needs two CPUs (a writer and a reader really running at once)");
 	struct innet_table *t = new_table("hot", 4, HOT_VALUE, 64);
 	assert_non_null(t);
 	static uint8_t v[HOT_VALUE];
