@@ -18,7 +18,9 @@
 #     then checked by tools/contract/check-dp (only innet_* symbols, no
 #     mutable globals);
 #   - for the XDP target with clang -target bpf (src/targets/xdp/prog.bpf.c), into
-#     $(O)/bpf/NAME.bpf.o, embedded in libinnet ($(O)/bpf/objects.c).
+#     $(O)/bpf/NAME.bpf.o, embedded in libinnet ($(O)/bpf/objects.c), and that
+#     object checked by tools/contract/check-bpf (no call left unresolved: a
+#     hand-declared libc function, memcpy with a variable length).
 # A data path marked INNET_DATAPATH_USERSPACE skips the second (and the
 # stack limit); the build says so. Any violation fails the build.
 
@@ -142,6 +144,7 @@ $(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/targets/xdp/prog.bpf.c src/targets
 		include/innet/dp_xdp.h include/innet/xdp_abi.h
 	@mkdir -p $$(@D)
 	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/targets/xdp/prog.bpf.c
+	tools/contract/check-bpf $$@ $(1) || { rm -f $$@; exit 1; }
 endef
 $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
@@ -200,7 +203,8 @@ dp-check:
 	  tools/contract/bpf-objects $(O)/contract $(DP) > /dev/null; \
 	else \
 	  $(BPF_CLANG) $(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(DP))"' \
-	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/targets/xdp/prog.bpf.c; \
+	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/targets/xdp/prog.bpf.c && \
+	  tools/contract/check-bpf $(O)/contract/$(notdir $(DP:.c=.bpf.o)) $(DP); \
 	fi
 $(O)/tests/contract-load: tests/contract/load.c
 	@mkdir -p $(@D)
