@@ -30,11 +30,17 @@
 #   fabric_teardown TOPO NAME  `innet fabric down TOPO`, then any namespace
 #                        innet-NAME-* left (for cleanup() of netns tests)
 #   in_ns NS CMD...      CMD inside network namespace NS
+#   slow N               N times the machine's slowness factor (SLOW: 1 idle
+#                        .. 4, from tests/run's INNET_TEST_SLOW or the load
+#                        average): for a time limit that guards against a
+#                        hang and must not fail a busy machine's slow run
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 FAIL_TAIL=${FAIL_TAIL:-10}
+SLOW=${INNET_TEST_SLOW:-$(awk -v n="$(nproc 2>/dev/null || echo 1)" '{ f = int(($1 + n - 1) / n)
+	print (f < 1 ? 1 : (f > 4 ? 4 : f)) }' /proc/loadavg 2>/dev/null || echo 1)}
 _lib_logs=()
 _lib_pids=()
 
@@ -84,6 +90,8 @@ spawn() {
 }
 
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+slow() { echo $(($1 * SLOW)); }
 
 # fabric_teardown TOPO NAME: `innet fabric down` of a netns-mode fabric, then
 # any namespace innet-NAME-* it left (a test that failed half-way up).
