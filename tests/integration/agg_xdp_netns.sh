@@ -149,7 +149,7 @@ start_switch() {
 			{\"id\": 5, \"workers\": 4, \"slots\": 16, \"members\": $(members 34000)}]}" \
 		2>"$DIR/switch.err" &
 	sw_pid=$!
-	for _ in $(seq 200); do grep -qs ready "$DIR/switch.err" && break; sleep 0.05; done
+	for _ in $(seq $(slow 200)); do grep -qs ready "$DIR/switch.err" && break; sleep 0.05; done
 	grep -q ready "$DIR/switch.err" || fail "switch not ready: $(cat "$DIR/switch.err")"
 	for w in 0 1 2 3; do
 		in_ns sw ip link show "s$w" | grep -q "prog/xdp" || fail "s$w has no XDP program"

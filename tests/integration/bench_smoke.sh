@@ -56,7 +56,7 @@ run() { # NAME ARGS...
 	local name=$1 rc=0
 	shift
 	echo "== bench/run $name $*" >&2
-	timeout 300 bench/run "$name" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" || rc=$?
+	timeout "$(slow 300)" bench/run "$name" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" || rc=$?
 	[ "$rc" -eq 0 ] || { tail -n 20 "$OUT/$name.err" >&2; fail "bench/run $name: exit $rc"; }
 	[ -f "$OUT/results/$name-latest.json" ] || fail "$name: no JSON in BENCH_RESULTS_DIR"
 	grep -q '"dirty": ' "$OUT/results/$name-latest.json" || fail "$name: no dirty flag in the JSON"

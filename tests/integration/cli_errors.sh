@@ -107,7 +107,7 @@ expect 1 "are 3x32x32 (CxHxW); the model deployed in $tmp/dnn.json expects 1x8x8
 pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; rm -rf "$tmp"; }
 # the first switch holds the port once it says ready (however busy the machine)
-for _ in $(seq 200); do grep -q ready "$tmp/cli-a.err" && break; sleep 0.05; done
+for _ in $(seq $(slow 200)); do grep -q ready "$tmp/cli-a.err" && break; sleep 0.05; done
 grep -q ready "$tmp/cli-a.err" || fail "the first switch is not ready: $(cat "$tmp/cli-a.err")"
 expect 1 "cannot bind 127.0.0.197:46002" switch --name cli-b --port 127.0.0.197 --program forward@46002 --duration 1 --ctl ""
 echo "PASS ($checks checks)"

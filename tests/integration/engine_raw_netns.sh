@@ -79,26 +79,26 @@ ip -n $B addr add 10.99.0.2/24 dev ie-b0
 if [ "$TARGET" = xdp ]; then
 	XT=$(realpath "${XDPTOOL:-./build/bench/xdptool}")
 	[ -x "$XT" ] || fail "build/bench/xdptool is not built (make)"
-	ip netns exec $A timeout 120 "$XT" pass ie-a0 --seconds 110 >"$TMP/pass-a.log" 2>&1 &
+	ip netns exec $A timeout "$(slow 120)" "$XT" pass ie-a0 --seconds "$(slow 110)" >"$TMP/pass-a.log" 2>&1 &
 	srv_pids+=($!)
-	ip netns exec $B timeout 120 "$XT" pass ie-b0 --seconds 110 >"$TMP/pass-b.log" 2>&1 &
+	ip netns exec $B timeout "$(slow 120)" "$XT" pass ie-b0 --seconds "$(slow 110)" >"$TMP/pass-b.log" 2>&1 &
 	srv_pids+=($!)
 	for f in pass-a pass-b; do
-		for _ in $(seq 100); do grep -q ready "$TMP/$f.log" 2>/dev/null && break; sleep 0.05; done
+		for _ in $(seq $(slow 100)); do grep -q ready "$TMP/$f.log" 2>/dev/null && break; sleep 0.05; done
 		grep -q ready "$TMP/$f.log" || fail "$f: $(cat "$TMP/$f.log")"
 	done
 fi
 echo "--- the switch ($TARGET): raw ports ie-swa, ie-swb; l2fwd map [1, 0]; 2 workers (PACKET_FANOUT)"
-ip netns exec $SW timeout 120 "$INNET" switch --name ie-l2 --workers 2 --ctl "$CTL" --target "$TARGET" \
+ip netns exec $SW timeout "$(slow 120)" "$INNET" switch --name ie-l2 --workers 2 --ctl "$CTL" --target "$TARGET" \
 	--port iface:ie-swa --port iface:ie-swb \
 	--program l2fwd@raw --args '{"map": [1, 0]}' >"$TMP/switch.log" 2>&1 &
 sw_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq $(slow 100)); do
 	grep -q ready "$TMP/switch.log" 2>/dev/null && break
 	kill -0 $sw_pid 2>/dev/null || fail "the switch exited"
 	sleep 0.05
 done
-grep -q ready "$TMP/switch.log" || fail "the switch is not ready after 5 s"
+grep -q ready "$TMP/switch.log" || fail "the switch is not ready after $(slow 5) s"
 ctl() { timeout 10 "$INNET" ctl -s "$CTL" "$@"; }
 ctl --json info | $PY -c '
 import json, sys

@@ -133,11 +133,11 @@ if [ "$TARGET" = xdp ]; then
 	[ -x "$XT" ] || fail "build/bench/xdptool is not built (make)"
 	for pair in "$C ilp-c0 c" "$S0 ilp-s00 s0" "$S1 ilp-s10 s1"; do
 		set -- $pair
-		ip netns exec "$1" timeout 120 "$XT" pass "$2" --seconds 110 >"$TMP/pass-$3.log" 2>&1 &
+		ip netns exec "$1" timeout "$(slow 120)" "$XT" pass "$2" --seconds "$(slow 110)" >"$TMP/pass-$3.log" 2>&1 &
 		srv_pids+=($!)
 	done
 	for f in c s0 s1; do
-		for _ in $(seq 100); do grep -q ready "$TMP/pass-$f.log" 2>/dev/null && break; sleep 0.05; done
+		for _ in $(seq $(slow 100)); do grep -q ready "$TMP/pass-$f.log" 2>/dev/null && break; sleep 0.05; done
 		grep -q ready "$TMP/pass-$f.log" || fail "pass-$f: $(cat "$TMP/pass-$f.log")"
 	done
 fi
@@ -170,7 +170,7 @@ print("ready", flush=True)
 tcp()
 EOF
 for s in 0 1; do
-	ip netns exec ilp-s$s timeout 60 $PY "$TMP/server.py" 10.98.$((2 + s)).10 s$s >"$TMP/srv$s.log" 2>&1 &
+	ip netns exec ilp-s$s timeout "$(slow 60)" $PY "$TMP/server.py" 10.98.$((2 + s)).10 s$s >"$TMP/srv$s.log" 2>&1 &
 	srv_pids+=($!)
 done
 
@@ -182,17 +182,17 @@ sed -e "s#/tmp/innet-lb.key#$TMP/key#" -e 's#"tcp_closing_ms": 2000,#"tcp_closin
 	examples/lb-packet.json >"$TMP/topo.json"
 grep -q "$TMP/key" "$TMP/topo.json" && grep -q '"sweep_ms": 200' "$TMP/topo.json" ||
 	fail "examples/lb-packet.json: no key_file or tcp_closing_ms to replace"
-ip netns exec $SW timeout 60 "$INNET" switch --topology "$TMP/topo.json" --name lbp0 --ctl "$CTL" \
+ip netns exec $SW timeout "$(slow 60)" "$INNET" switch --topology "$TMP/topo.json" --name lbp0 --ctl "$CTL" \
 	--target "$TARGET" >"$TMP/switch.log" 2>&1 &
 sw_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq $(slow 100)); do
 	grep -q ready "$TMP/switch.log" 2>/dev/null && break
 	kill -0 $sw_pid 2>/dev/null || fail "the switch exited"
 	sleep 0.05
 done
-grep -q ready "$TMP/switch.log" || fail "the switch is not ready after 5 s"
+grep -q ready "$TMP/switch.log" || fail "the switch is not ready after $(slow 5) s"
 for s in 0 1; do
-	for _ in $(seq 50); do grep -q ready "$TMP/srv$s.log" && break; sleep 0.05; done
+	for _ in $(seq $(slow 50)); do grep -q ready "$TMP/srv$s.log" && break; sleep 0.05; done
 	grep -q ready "$TMP/srv$s.log" || fail "server s$s did not start"
 done
 ctl() { timeout 10 "$INNET" ctl -s "$CTL" "$@"; }
