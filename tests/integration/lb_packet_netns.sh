@@ -178,7 +178,11 @@ echo "--- the switch ($TARGET): examples/lb-packet.json (raw ports ilp-swc, ilp-
 head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/key"
 # The example, with this run's key, a short closing timeout and a 200 ms
 # sweep (so that frames take the sweep's slow path during the test).
-sed -e "s#/tmp/innet-lb.key#$TMP/key#" -e 's#"tcp_closing_ms": 2000,#"tcp_closing_ms": 300, "sweep_ms": 200,#' \
+# (closing: 300 ms on an idle machine; a busy one stretches the TCP teardown
+# past it, and a FIN or ACK that comes after its connection was removed is a
+# no_connection drop)
+CLOSING_MS=$(slow 300)
+sed -e "s#/tmp/innet-lb.key#$TMP/key#" -e "s#\"tcp_closing_ms\": 2000,#\"tcp_closing_ms\": $CLOSING_MS, \"sweep_ms\": 200,#" \
 	examples/lb-packet.json >"$TMP/topo.json"
 grep -q "$TMP/key" "$TMP/topo.json" && grep -q '"sweep_ms": 200' "$TMP/topo.json" ||
 	fail "examples/lb-packet.json: no key_file or tcp_closing_ms to replace"
@@ -310,7 +314,8 @@ assert d["new_after_drain"] == {d["other"]: 8}, "new connections reached the dra
 ' || fail "flow checks (above)"
 
 echo "--- agent reports as frames: accepted once, the replay dropped (and the sweep runs)"
-sleep 0.5   # the closed TCP connections are idle for tcp_closing_ms + the sweep's margin
+# the closed TCP connections are idle for tcp_closing_ms + the sweep's margin
+sleep "$(awk -v c="$CLOSING_MS" 'BEGIN { print (c + 200) / 1000 }')"
 cat >"$TMP/report.py" <<'EOF'
 import hmac, hashlib, socket, struct, sys
 key = bytes.fromhex(open(sys.argv[1]).read().strip())
