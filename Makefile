@@ -234,8 +234,8 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 ifneq ($(O),$(FUZZ_O))
 $(FUZZ_O)/bpf/objects.c:
 	$(MAKE) O=$(FUZZ_O) $@
-$(FUZZ_O)/programs.c: $(PROG_SRC) Makefile
-	$(programs_list)
+$(FUZZ_O)/programs.c:
+	$(MAKE) O=$(FUZZ_O) $@
 endif
 
 check: all
