@@ -1,7 +1,9 @@
 # innet — build. `make` builds build/innet, the library (static and shared),
 # the man pages and all tests.
-#   make install [PREFIX=/usr/local] [DESTDIR=]   innet, headers, libinnet.a/.so,
-#                                      innet.pc, man pages, bash completion
+#   make install [PREFIX=/usr/local] [DESTDIR=]   innet, the public headers,
+#                                      libinnet.a/.so, innet.pc, man pages, bash
+#                                      completion, the dp tree (DPDIR: building
+#                                      a data path of one's own for both targets)
 #   make uninstall [PREFIX=...] [DESTDIR=]
 #   make CC=clang                      another compiler
 #   make SANITIZE=address,undefined    sanitizer build (into build-san-address,undefined/)
@@ -23,7 +25,9 @@
 #     object checked by tools/contract/check-bpf (no call left unresolved: a
 #     hand-declared libc function, memcpy with a variable length).
 # A data path marked INNET_DATAPATH_USERSPACE skips the second (and the
-# stack limit); the build says so. Any violation fails the build.
+# stack limit); the build says so. Any violation fails the build. Both
+# compiles and both checks are tools/contract/innet-dp.mk's, the rules a
+# program built outside the tree gets from `make install` too.
 
 CC       ?= cc
 SANITIZE ?=
@@ -53,16 +57,31 @@ DP_USERSPACE := $(shell grep -l 'INNET_DATAPATH_USERSPACE' $(DP_SRC) /dev/null 2
 DP_XDP       := $(filter-out $(DP_USERSPACE),$(DP_SRC))
 dp_name       = $(shell tools/contract/dp-name $(1))
 BPF_OBJ      := $(foreach f,$(DP_XDP),$(O)/bpf/$(call dp_name,$(f)).bpf.o)
-CC_INC       := $(shell $(CC) -print-file-name=include)
-DP_CFLAGS     = -std=gnu11 $(WARN) -Iinclude -Isrc -ffreestanding -nostdinc -isystem $(CC_INC) \
-                $(filter -O% -g%,$(CFLAGS)) -fno-math-errno -fPIC
-ifneq ($(SANITIZE),)
-DP_CFLAGS    += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
-endif
+# The dp tree: what building a data path for both targets outside the tree
+# needs besides the public headers (tools/contract/innet-dp.mk, installed as
+# DPDIR/innet-dp.mk: `pkg-config --variable=dpmk innet`) — the targets'
+# shared internals, not API (no program includes them: innet/dp.h picks
+# dp_xdp.h when clang compiles for eBPF, and the template includes the rest).
+DP_TREE := src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h src/targets/xdp/dp_xdp.h \
+           src/targets/xdp/xdp_abi.h src/engine/table_algo.h
+# A P4 program's data path, generated and built at load time (src/p4/p4_build.c),
+# needs its run-time headers too: installed in the dp tree beside DP_TREE.
+P4_DP_TREE := src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
+DP_TOOLS := tools/contract/check-dp tools/contract/check-bpf tools/contract/dp-name
 BPF_CLANG    ?= clang
-BPF_CFLAGS   := -target bpf -mcpu=v3 -O2 -g -ffreestanding -Wall -Wextra -Werror \
-                -Wno-unused-parameter -Wno-unused-function -Iinclude -Isrc \
-                -I/usr/include/$(shell $(CC) -print-multiarch)
+# How a data path is compiled for each target and checked: one definition,
+# tools/contract/innet-dp.mk, which `make install` installs for programs
+# built outside the tree (the dp tree, DP_TREE below).
+INNET_INCDIR    := include
+INNET_DPDIR     := .
+INNET_CC        := $(CC)
+INNET_BPF_CLANG := $(BPF_CLANG)
+INNET_DP_OPT    := $(filter -O% -g%,$(CFLAGS))
+INNET_DP_RULES  := no
+ifneq ($(SANITIZE),)
+INNET_DP_EXTRA  := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+endif
+include tools/contract/innet-dp.mk
 TOOL_OBJ := $(TOOL_SRC:%.c=$(O)/%.o)
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c tests/golden/test_*.c))
 TEST_BIN := $(TEST_SRC:%.c=$(O)/%)
@@ -138,28 +157,18 @@ $(O)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-# Where the run-time builder finds the data path's headers: this tree, or
-# what `make install` puts under $(SHAREDIR)/dp (src/p4/p4_build.c).
-SHAREDIR ?= $(PREFIX)/share/innet
-$(O)/src/p4/p4_build.o: \
-	CFLAGS += -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(SHAREDIR)/dp"'
-DP_SHARE_FILES := include/innet/dp.h include/innet/dp_user.h include/innet/dp_xdp.h \
-	include/innet/xdp_abi.h src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h \
-	src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
-
 # A data path, user-space build: freestanding, checked (see the top).
-$(O)/%_dp.o: %_dp.c tools/contract/check-dp
+$(O)/%_dp.o: %_dp.c tools/contract/check-dp tools/contract/innet-dp.mk
 	@mkdir -p $(@D)
-	$(CC) $(DP_CFLAGS) $(if $(filter $<,$(DP_USERSPACE)),,-Wframe-larger-than=512) -MMD -MP -c -o $@ $<
-	$(if $(SANITIZE),,tools/contract/check-dp $@ $<)
+	$(call innet_dp_compile,$<,$@)
+	$(if $(SANITIZE),,$(call innet_dp_check,$<,$@))
 
 # A data path, XDP build: one eBPF object per program.
 define bpf_rule
-$(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h include/innet/dp.h \
-		include/innet/dp_xdp.h include/innet/xdp_abi.h
+$(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) $(DP_TREE) include/innet/dp.h tools/contract/innet-dp.mk
 	@mkdir -p $$(@D)
-	$$(BPF_CLANG) $$(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(1))"' -MMD -MP -c -o $$@ src/targets/xdp/prog.bpf.c
-	tools/contract/check-bpf $$@ $(1) || { rm -f $$@; exit 1; }
+	$$(call innet_bpf_compile,$(1),$$@)
+	$$(call innet_bpf_check,$(1),$$@)
 endef
 $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
@@ -178,7 +187,7 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	@mkdir -p $(@D)
 	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o \
 	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
-$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
+$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h tests/unit/lb_contention.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(EXPORT_API) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
@@ -211,15 +220,13 @@ $(O)/libinnet-mpi.so: src/agg/pmpi/innet_pmpi.c $(AGG_SO_DEPS)
 #   make dp-check DP=FILE   both builds of FILE, as for a program's NAME_dp.c
 dp-check:
 	@mkdir -p $(O)/contract
-	$(CC) $(DP_CFLAGS) $(if $(shell grep -l INNET_DATAPATH_USERSPACE $(DP)),,-Wframe-larger-than=512) \
-	  -c -o $(O)/contract/$(notdir $(DP:.c=.o)) $(DP)
-	tools/contract/check-dp $(O)/contract/$(notdir $(DP:.c=.o)) $(DP)
+	$(call innet_dp_compile,$(DP),$(O)/contract/$(notdir $(DP:.c=.o)))
+	$(call innet_dp_check,$(DP),$(O)/contract/$(notdir $(DP:.c=.o)))
 	@if grep -q INNET_DATAPATH_USERSPACE $(DP); then \
 	  tools/contract/bpf-objects $(O)/contract $(DP) > /dev/null; \
 	else \
-	  $(BPF_CLANG) $(BPF_CFLAGS) -DINNET_DP_SOURCE='"$(abspath $(DP))"' \
-	    -c -o $(O)/contract/$(notdir $(DP:.c=.bpf.o)) src/targets/xdp/prog.bpf.c && \
-	  tools/contract/check-bpf $(O)/contract/$(notdir $(DP:.c=.bpf.o)) $(DP); \
+	  $(call innet_bpf_compile,$(DP),$(O)/contract/$(notdir $(DP:.c=.bpf.o))) && \
+	  $(call innet_bpf_check,$(DP),$(O)/contract/$(notdir $(DP:.c=.bpf.o))); \
 	fi
 $(O)/tests/contract-load: tests/contract/load.c
 	@mkdir -p $(@D)
@@ -232,8 +239,6 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
                -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_O)/obj/%.o) $(FUZZ_O)/obj/bpf-objects.o $(FUZZ_O)/obj/programs.o
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
-$(FUZZ_O)/obj/src/p4/p4_build.o: \
-	FUZZ_CFLAGS += -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(SHAREDIR)/dp"'
 $(FUZZ_O)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
@@ -249,8 +254,10 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 # (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
 # this one must not replace its recipe, or the make calls itself for ever)
 ifneq ($(O),$(FUZZ_O))
-$(FUZZ_O)/bpf/objects.c $(FUZZ_O)/programs.c:
+$(FUZZ_O)/bpf/objects.c:
 	$(MAKE) O=$(FUZZ_O) $@
+$(FUZZ_O)/programs.c: $(PROG_SRC) Makefile
+	$(programs_list)
 endif
 
 check: all
@@ -271,6 +278,14 @@ INCDIR  ?= $(PREFIX)/include
 MANDIR  ?= $(PREFIX)/share/man
 PCDIR   ?= $(LIBDIR)/pkgconfig
 COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DPDIR   ?= $(PREFIX)/share/innet/dp
+# Where the run-time builder of a P4 program's data path finds the headers:
+# this tree, or what `make install` puts in DPDIR and INCDIR (src/p4/p4_build.c).
+P4_BUILD_DEFS := -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(DPDIR)"' \
+                 -DINNET_INC_DIR='"$(INCDIR)"'
+$(O)/src/p4/p4_build.o: CFLAGS += $(P4_BUILD_DEFS)
+$(FUZZ_O)/obj/src/p4/p4_build.o: FUZZ_CFLAGS += $(P4_BUILD_DEFS)
+# The public API: what a program of one's own includes (innet/*.h).
 HEADERS := $(sort $(wildcard include/innet/*.h))
 
 install: all
@@ -283,13 +298,13 @@ install: all
 	ln -sf $(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME)
 	ln -sf $(SO_NAME) $(DESTDIR)$(LIBDIR)/libinnet.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
-	  -e 's|@VERSION@|$(VERSION)|' src/innet.pc.in > $(DESTDIR)$(PCDIR)/innet.pc
+	  -e 's|@DPDIR@|$(DPDIR)|' -e 's|@VERSION@|$(VERSION)|' src/innet.pc.in > $(DESTDIR)$(PCDIR)/innet.pc
 	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 tools/completion/innet.bash $(DESTDIR)$(COMPDIR)/innet
-	for f in $(DP_SHARE_FILES); do \
-	  install -d $(DESTDIR)$(SHAREDIR)/dp/$$(dirname $$f) && \
-	  install -m 644 $$f $(DESTDIR)$(SHAREDIR)/dp/$$f || exit 1; \
-	done
+	install -d $(sort $(addprefix $(DESTDIR)$(DPDIR)/,$(dir $(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS))))
+	for f in $(DP_TREE) $(P4_DP_TREE); do install -m 644 $$f $(DESTDIR)$(DPDIR)/$$f || exit 1; done
+	for f in $(DP_TOOLS); do install -m 755 $$f $(DESTDIR)$(DPDIR)/$$f || exit 1; done
+	sed -e 's|@INCDIR@|$(INCDIR)|' tools/contract/innet-dp.mk > $(DESTDIR)$(DPDIR)/innet-dp.mk
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 uninstall:
@@ -297,10 +312,11 @@ uninstall:
 	  $(DESTDIR)$(LIBDIR)/$(SO_FILE) $(DESTDIR)$(LIBDIR)/$(SO_NAME) $(DESTDIR)$(LIBDIR)/libinnet.so \
 	  $(DESTDIR)$(PCDIR)/innet.pc $(DESTDIR)$(COMPDIR)/innet \
 	  $(addprefix $(DESTDIR)$(INCDIR)/innet/,$(notdir $(HEADERS))) \
-	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_OUT)))
+	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_OUT))) \
+	  $(addprefix $(DESTDIR)$(DPDIR)/,$(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS) innet-dp.mk)
 	-rmdir $(DESTDIR)$(INCDIR)/innet 2>/dev/null
-	rm -rf $(DESTDIR)$(SHAREDIR)/dp
-	-rmdir $(DESTDIR)$(SHAREDIR) 2>/dev/null
+	-cd $(DESTDIR)$(DPDIR) 2>/dev/null && rmdir -p $(sort $(dir $(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS))) 2>/dev/null
+	-rmdir $(DESTDIR)$(DPDIR) $(dir $(DESTDIR)$(DPDIR)) 2>/dev/null
 
 clean:
 	rm -rf build build-san-* build-fuzz

@@ -21,7 +21,7 @@
  * This header is the whole API of the first. It includes no libc header. The
  * primitives (registers, tables, packet bounds, emit, timers) have one
  * implementation per target, in their own headers: innet/dp_user.h (the
- * user-space engine) and innet/dp_xdp.h (eBPF, chosen when __bpf__ is
+ * user-space engine) and targets/xdp/dp_xdp.h (eBPF, chosen when __bpf__ is
  * defined). Both give the same results for the same state: the golden tests
  * run every program on both and compare verdicts and bytes.
  *
@@ -137,8 +137,31 @@ enum innet_drop_reason {
 	INNET_DROP_NO_UDP_SOCKET,    /* datagram from a program that binds no UDP port */
 	INNET_DROP_REG_CONTENDED,    /* an emulated RMW lost its CAS INNET_RMW_TRIES times */
 	INNET_DROP_TABLE_KEY,        /* table key/value size differs from the declaration */
+	INNET_DROP_TABLE_BUSY,       /* a table operation ran out of its bounded wait
+	                              * (INNET_TABLE_BUSY) and the handler dropped the packet */
 	INNET_DROP_RUNTIME_COUNT,
 	INNET_DROP_PROGRAM = 32      /* first program-defined reason */
+};
+
+/*
+ * What the table helpers return. Every wait inside them is bounded (the same
+ * bound on both targets: src/engine/table_algo.h), so a lookup can end
+ * without an answer: INNET_TABLE_BUSY — a writer (the control plane, another
+ * worker or CPU) stayed inside the key's slot, or held its home lock, for the
+ * whole wait. The key may or may not be there; nothing was changed. BUSY is
+ * not a miss: a handler that answered it like ABSENT (make a new entry) could
+ * overwrite a live one. Drop the packet with a named reason of the program's
+ * (lb: conn_busy) or the runtime's INNET_DROP_TABLE_BUSY, or leave the state
+ * alone. It is rare: only a writer stopped in the middle of a write (a
+ * preempted thread) makes a wait run out.
+ */
+enum innet_table_rc {
+	INNET_TABLE_OK = 0,       /* found (*val holds the value), inserted, deleted */
+	INNET_TABLE_ABSENT = -1,  /* lookup, delete: the key is not in the table */
+	INNET_TABLE_BUSY = -2,    /* the bounded wait ran out: unknown, nothing changed (counted) */
+	INNET_TABLE_FULL = -3,    /* insert: no room for a new key (counted: insert_full) */
+	INNET_TABLE_FAULT = -4,   /* the packet faulted (bad table id, key or value size,
+	                           * a PISA program writing): it is dropped with that reason */
 };
 
 /* IPv4 address and UDP port, both in host byte order. */
@@ -337,7 +360,7 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 
 /* The target's struct innet_pkt, struct innet_ctx and primitives. */
 #if defined(__bpf__)
-#include "innet/dp_xdp.h"
+#include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"
 #endif
@@ -401,9 +424,10 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* Tables: keys and values are byte strings of the declared sizes; the       */
 /* macros pass the sizes of the objects pointed to, which must equal the     */
 /* declaration (else the packet faults with table_key). Lookups are safe     */
-/* against concurrent writers (seqlock per slot).                            */
+/* against concurrent writers (seqlock per slot), and every wait is bounded. */
 
-/* Copy the value for *key into *val; 0 if found, -1 if not. */
+/* Copy the value for *key into *val: an enum innet_table_rc, INNET_TABLE_OK
+ * if found (*val is only written then, or left unspecified). */
 /* (A key or value larger than any table holds is refused at compile time:
  * on XDP a table's slots are a map's values, and such a value never fits.) */
 #define INNET__TABLE_SIZES(key, val)                                                     \
@@ -416,13 +440,13 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 		INNET__TABLE_SIZES(key, val);                                            \
 		innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
 	})
-/* Insert or replace (Trio only): 0, or -1 when the table is full (counted). */
+/* Insert or replace (Trio only): INNET_TABLE_OK, _FULL, _BUSY or _FAULT. */
 #define innet_table_insert(ctx, t, key, val)                                             \
 	({                                                                               \
 		INNET__TABLE_SIZES(key, val);                                            \
 		innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
 	})
-/* Delete (Trio only): 0, or -1 when absent. */
+/* Delete (Trio only): INNET_TABLE_OK, _ABSENT, _BUSY or _FAULT. */
 #define innet_table_delete(ctx, t, key)                                                  \
 	({                                                                               \
 		INNET__TABLE_SIZES(key, key);                                            \

@@ -79,15 +79,18 @@ int innet_decl_timers(struct innet_decl *d, uint32_t n);
  * setup then fails). On the XDP target the block is a BPF array map that the
  * eBPF program and the user-space engine both read. */
 void *innet_decl_conf(struct innet_decl *d, uint32_t size);
-/* Give the instance a data path of its own, built at run time rather than
- * compiled into innet (a P4 program's: src/p4, docs/p4.md): the handler and
- * the timer callback the user-space engine calls instead of the program's,
- * and the eBPF object the XDP target loads for it — compiled from the same
- * source with the template the build uses (src/targets/xdp/prog.bpf.c), read here;
- * NULL: none, the instance's packets go to the user-space engine on XDP.
- * The code behind the pointers must stay loaded while the instance lives
- * (its priv can own it: freed after the last packet). From setup; 0, or
- * -EINVAL with the setup failed and a message. */
+/* Give the instance a data path of its own, built outside innet rather than
+ * compiled into it — a program of one's own built against the installed
+ * headers (innet-dp.mk: `pkg-config --variable=dpmk innet`, docs/programs.md
+ * "Programs of your own"), or a P4 program's, built at run time: the
+ * handler and the timer callback the user-space engine calls instead of the
+ * program's, and the eBPF object the XDP target loads for it — NAME_dp.c
+ * compiled with the template the build uses (src/targets/xdp/prog.bpf.c),
+ * read here; NULL: none, the instance's packets go to the user-space engine
+ * on XDP. The code behind the pointers must stay loaded while the instance
+ * lives (its priv can own it: freed after the last packet). From setup,
+ * before innet_decl_timers; 0, or -EINVAL with the setup failed and a
+ * message. */
 int innet_decl_datapath(struct innet_decl *d,
 			enum innet_action (*handle)(struct innet_ctx *ctx, struct innet_pkt *pkt),
 			void (*on_timer)(struct innet_ctx *ctx, uint32_t timer, uint64_t arg),

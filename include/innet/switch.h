@@ -57,6 +57,16 @@ struct innet_link_conf {
 	uint64_t seed;        /* PRNG seed (0: derived from the switch seed and port) */
 };
 
+/* The link has fault settings (loss, dup, reorder, delay or jitter)... */
+bool innet_link_faulty(const struct innet_link_conf *lc);
+/* ... and they apply on this switch's engine (egress or ingress). */
+bool innet_link_active(const struct innet_link_conf *lc);
+/* The settings as JSON (jansson), the one rendering (ctl info, fabric show
+ * --json, fabric.json): {loss, dup, reorder, delay_us, jitter_us, on_egress,
+ * on_ingress, seed, active}. NULL when out of memory. */
+struct json_t;
+struct json_t *innet_link_json(const struct innet_link_conf *lc);
+
 struct innet_port_conf {
 	char name[INNET_NAME_MAX];    /* e.g. "p0" or the neighbour's name */
 	char iface[INNET_IFACE_MAX];  /* raw port: the interface (AF_PACKET); "" = UDP port */
@@ -88,11 +98,33 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 /* Parse "N" or "A-B" (decimal) into *lo, *hi (no range checks). 0 or -EINVAL. */
 int innet_udp_range_parse(const char *s, uint32_t *lo, uint32_t *hi);
 
-/* Where a switch's data paths run (docs/xdp.md). */
+/* Where a switch's data paths run (docs/runtime.md "Targets", docs/xdp.md). */
 enum innet_target {
 	INNET_TARGET_UDP = 0,     /* the user-space engine over UDP sockets / AF_PACKET */
 	INNET_TARGET_XDP = 1,     /* eBPF on the port devices, the engine for hand-offs */
 };
+
+/* What a target is, for those who configure, describe or report it (the
+ * topology, the command line, the metrics): the runtime asks these, never
+ * which target it is. */
+struct innet_target_info {
+	enum innet_target id;
+	const char *name;         /* "udp", "xdp": the word topology files and --target use */
+	const char *summary;      /* one line */
+	bool needs_root;          /* a switch on it needs root (loading eBPF, attaching) */
+	bool needs_devices;       /* every port is a network device: a fabric runs in netns mode */
+	bool attaches_xdp;        /* it attaches XDP programs of its own to its port devices
+	                           * (netns mode puts no XDP_PASS program there for it) */
+	uint32_t mtu_max;         /* the largest link MTU its ports take; 0: no limit */
+	const char *mtu_why;      /* ... and why (for the message) */
+	bool xdp_counters;        /* it fills the xdp_* counters and the hand-off counts */
+};
+/* The target with id t, or NULL if none is built in. */
+const struct innet_target_info *innet_target_info(enum innet_target t);
+/* The target called name ("udp", "xdp"), or NULL. */
+const struct innet_target_info *innet_target_find(const char *name);
+/* The names of all targets, "udp|xdp" (for messages and usage lines). */
+const char *innet_target_names(void);
 
 struct innet_switch_conf {
 	char name[INNET_NAME_MAX];
@@ -124,13 +156,20 @@ struct innet_switch;
 /* innet_now_ns(): innet/clock.h, included above. */
 
 /* Build a switch from conf: runs every program's setup (settings are checked
- * here), allocates state, opens the sockets. Nothing runs until start.
- * Returns NULL with errno set and a message in err on failure. */
+ * here), allocates state, has the target build what runs the programs (the
+ * user-space engine binds its sockets; the XDP target loads the eBPF
+ * objects and maps the state), runs every program's init. Nothing runs and
+ * nothing is attached until start: a packet that arrives meanwhile is not
+ * handled (a socket may queue it). Returns NULL with errno set and a
+ * message in err on failure. */
 struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err,
 					 size_t errlen);
-/* Start worker, timer and control threads. 0 or -errno. */
-int innet_switch_start(struct innet_switch *sw);
-/* Stop all threads (idempotent). Packets in flight are dropped. */
+/* Start handling packets: the target's threads (and, on XDP, its programs
+ * attached to the port devices), the control thread. 0, or -errno with a
+ * message in err (-EALREADY if started). A stopped switch may start again. */
+int innet_switch_start(struct innet_switch *sw, char *err, size_t errlen);
+/* Stop handling packets (idempotent): threads joined, XDP programs
+ * detached. Packets in flight are dropped. */
 void innet_switch_stop(struct innet_switch *sw);
 /* Free everything (stops first). NULL is allowed. */
 void innet_switch_destroy(struct innet_switch *sw);
@@ -176,13 +215,16 @@ struct innet_table_info {
 	uint32_t capacity;
 	uint32_t entries;        /* current */
 	uint64_t insert_full;    /* inserts refused: full */
+	uint64_t busy;           /* data-path operations that ran out of their bounded
+	                          * wait (INNET_TABLE_BUSY: a writer in the way) */
 };
 int innet_cp_table_info(const struct innet_cp *cp, unsigned id, struct innet_table_info *info);
-/* Add or replace; -ENOSPC when full. */
+/* Add or replace; -ENOSPC when full. These three wait for a data-path writer
+ * in the entry's way (bounded: 0.2 s), then give up with -EBUSY. */
 int innet_cp_table_add(struct innet_cp *cp, unsigned id, const void *key, const void *val);
-/* Delete; -ENOENT when absent. */
+/* Delete; -ENOENT when absent (or -EBUSY). */
 int innet_cp_table_del(struct innet_cp *cp, unsigned id, const void *key);
-/* Look up; 0 or -ENOENT. */
+/* Look up; 0 or -ENOENT (or -EBUSY). */
 int innet_cp_table_get(struct innet_cp *cp, unsigned id, const void *key, void *val);
 /* Call fn for every entry (a consistent copy of each); stops when fn returns
  * non-zero and returns that value. */
@@ -203,6 +245,10 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 int innet_cp_group_get(struct innet_cp *cp, uint32_t group, struct innet_member *m,
 		       uint32_t max);
 uint32_t innet_cp_n_groups(const struct innet_cp *cp);
+/* Declared register arrays and tables (ids 0..n-1: innet_cp_reg,
+ * innet_cp_table_info). */
+uint32_t innet_cp_n_regs(const struct innet_cp *cp);
+uint32_t innet_cp_n_tables(const struct innet_cp *cp);
 /* Declared timers (Trio). */
 uint32_t innet_cp_n_timers(const struct innet_cp *cp);
 
@@ -280,11 +326,18 @@ struct innet_port_stats {
 	uint64_t xdp_rx_pkts;
 	uint64_t xdp_tx_pkts;
 	uint64_t xdp_pass[8];
+	/* XDP target: frames its programs dropped outside any handler's
+	 * verdict, by reason (innet_xdp_drop_name): every other drop is a
+	 * program's, counted by its drop reason. */
+	uint64_t xdp_drop[8];
 };
 
 /* Name of XDP pass reason k (not_ipv4, not_local, not_udp, no_program,
  * ip_options, fragment, bad_length, userspace), or NULL past the last. */
 const char *innet_xdp_pass_name(unsigned k);
+/* Name of XDP drop reason k (no_raw_program, adjust, no_conf, egress_meta,
+ * egress_short), or NULL past the last. */
+const char *innet_xdp_drop_name(unsigned k);
 
 int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out);
 int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out);

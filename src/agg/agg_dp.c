@@ -95,6 +95,9 @@
  * to its length) up to a multiple of AGG_RUN in the register, runs of
  * AGG_RUN, and a tail of pieces. */
 #define AGG_RUN 32u
+
+/* A straggler timer whose job lookup was busy looks again this much later. */
+#define AGG_BUSY_RETRY_NS 1000000u
 _Static_assert(INNET_REG_PAGE % (4u * AGG_RUN) == 0, "an aligned run never crosses a register page");
 
 /* What the element loops work on (innet_loop's arg). */
@@ -480,8 +483,9 @@ static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return AGG_TOO_SHORT;
 	uint16_t job_id = innet_be16(a->job);
 	uint32_t jkey = job_id;
-	if (innet_table_lookup(ctx, T_JOBS, &jkey, job) != 0)
-		return AGG_UNKNOWN_JOB;
+	int rc = innet_table_lookup(ctx, T_JOBS, &jkey, job);
+	if (rc != INNET_TABLE_OK)
+		return rc == INNET_TABLE_BUSY ? INNET_DROP_TABLE_BUSY : AGG_UNKNOWN_JOB;
 	if (a->worker >= job->n_workers)
 		return AGG_BAD_WORKER;
 	if (innet_be16(a->slot) >= job->slots)
@@ -490,8 +494,10 @@ static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return AGG_BAD_VER;
 	uint32_t mkey = agg_member_key(job_id, a->worker);
 	struct agg_member m;
-	if (innet_table_lookup(ctx, T_MEMBERS, &mkey, &m) != 0 || m.ip != pkt->src.ip ||
-	    m.udp != pkt->src.udp)
+	rc = innet_table_lookup(ctx, T_MEMBERS, &mkey, &m);
+	if (rc == INNET_TABLE_BUSY)
+		return INNET_DROP_TABLE_BUSY;
+	if (rc != INNET_TABLE_OK || m.ip != pkt->src.ip || m.udp != pkt->src.udp)
 		return AGG_SPOOFED;
 	return 0;
 }
@@ -733,7 +739,13 @@ static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 	struct agg_res r = { .job_id = (uint16_t)(arg >> 32), .round = (uint32_t)arg, .worker = 0xff };
 	uint32_t jkey = r.job_id;
 	struct agg_job job;
-	if (innet_table_lookup(ctx, T_JOBS, &jkey, &job) != 0)
+	int rc = innet_table_lookup(ctx, T_JOBS, &jkey, &job);
+	if (rc == INNET_TABLE_BUSY) {
+		/* the job may be there: look again shortly (a timer can wait) */
+		innet_timer_arm(ctx, timer, AGG_BUSY_RETRY_NS, arg);
+		return;
+	}
+	if (rc != INNET_TABLE_OK)
 		return;
 	uint32_t idx = timer;
 	if (idx / 2 < job.slot_base || idx / 2 >= job.slot_base + job.slots)

@@ -544,14 +544,15 @@ static void render_programs(const json_t *r)
 		json_t *tables = json_object_get(p, "tables");
 		if (json_array_size(tables) > 0) {
 			struct tbl t;
-			tbl_init(&t, 6);
-			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL");
+			tbl_init(&t, 7);
+			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL", "BUSY");
 			json_array_foreach(tables, k, x)
 				tbl_row(&t, js(x, "name", "?"), fmt("%" PRIu64, ju(x, "key_size")),
 					fmt("%" PRIu64, ju(x, "value_size")),
 					fmt("%" PRIu64, ju(x, "capacity")),
 					fmt("%" PRIu64, ju(x, "entries")),
-					fmt("%" PRIu64, ju(x, "insert_full")));
+					fmt("%" PRIu64, ju(x, "insert_full")),
+					fmt("%" PRIu64, ju(x, "busy")));
 			tbl_print(&t, "  ");
 			tbl_free(&t);
 		}
@@ -648,6 +649,12 @@ static void render_stats(const json_t *r)
 			char name[64];
 			snprintf(name, sizeof(name), "xdp_pass_%s", key);
 			add_nz(extra, sizeof(extra), name, ju(pass, key));
+		}
+		json_t *drop = json_object_get(p, "xdp_drop");
+		json_object_foreach(drop, key, v) {
+			char name[64];
+			snprintf(name, sizeof(name), "xdp_drop_%s", key);
+			add_nz(extra, sizeof(extra), name, ju(drop, key));
 		}
 		printf("port %" PRIu64 " %-8s rx %" PRIu64 " pkts %" PRIu64 " B, tx %" PRIu64
 		       " pkts %" PRIu64 " B%s\n",

@@ -42,7 +42,6 @@
 #include "innet/parse.h"
 #include "innet/fabric.h"
 #include "innet/topology.h"
-#include "engine/switch_pvt.h"
 #include "cli/cmds.h"
 
 #define MAX_SETS        16
@@ -197,7 +196,7 @@ static void show_text(const struct innet_topology *t)
 		const struct innet_switch_conf *c = n->conf;
 		printf("\nswitch %s  node %u  workers %u%s%s  target %s  ctl %s%s%s\n", n->name,
 		       n->node_id, c->n_workers, n->machine[0] ? "  machine " : "", n->machine,
-		       n->target == INNET_TARGET_XDP ? "xdp" : "udp", c->ctl_path,
+		       innet_target_info(n->target)->name, c->ctl_path,
 		       c->metrics_addr[0] ? "  metrics " : "", c->metrics_addr);
 		for (uint32_t k = 0; k < c->n_ports; k++) {
 			const struct innet_port_conf *pc = &c->ports[k];

@@ -320,8 +320,9 @@ int cmd_switch(int argc, char **argv)
 		case 'C': check = true; break;
 		case 'G': no_gso = true; break;
 		case 'T':
-			if (strcmp(optarg, "udp") != 0 && strcmp(optarg, "xdp") != 0) {
-				fprintf(stderr, "innet switch: --target wants udp or xdp, not '%s'\n", optarg);
+			if (innet_target_find(optarg) == NULL) {
+				fprintf(stderr, "innet switch: --target wants %s, not '%s'\n",
+					innet_target_names(), optarg);
 				goto out;
 			}
 			target = optarg;
@@ -379,15 +380,15 @@ int cmd_switch(int argc, char **argv)
 	if (no_gso)
 		conf.no_gso = true;
 	if (target != NULL)
-		conf.target = !strcmp(target, "xdp") ? INNET_TARGET_XDP : INNET_TARGET_UDP;
+		conf.target = innet_target_find(target)->id;
 	if (check && geteuid() == 0) {
 		/* measure the eBPF column: load every program's object, attach none */
 		conf.target = INNET_TARGET_XDP;
 		conf.xdp_no_attach = true;
 	}
-	if (conf.target == INNET_TARGET_XDP && geteuid() != 0 && !check) {
-		fprintf(stderr, "innet switch %s: the XDP target needs root (loading eBPF programs)\n",
-			conf.name);
+	if (innet_target_info(conf.target)->needs_root && geteuid() != 0 && !check) {
+		fprintf(stderr, "innet switch %s: the %s target needs root (loading eBPF programs)\n",
+			conf.name, innet_target_info(conf.target)->name);
 		rc = 1;
 		goto out_conf;
 	}
@@ -440,9 +441,9 @@ int cmd_switch(int argc, char **argv)
 		innet_switch_destroy(sw);
 		goto out_conf;
 	}
-	rc = innet_switch_start(sw);
+	rc = innet_switch_start(sw, err, sizeof(err));
 	if (rc != 0) {
-		fprintf(stderr, "innet switch %s: cannot start: %s\n", conf.name, strerror(-rc));
+		fprintf(stderr, "innet switch %s: cannot start: %s\n", conf.name, err);
 		innet_switch_destroy(sw);
 		rc = 1;
 		goto out_conf;

@@ -117,6 +117,16 @@ static enum innet_action reply(struct innet_ctx *ctx, struct innet_pkt *pkt, str
 	return innet_reflect(pkt);
 }
 
+/* A promise (1B for ballot) back to the proposer, the slot's vote already
+ * in the reply (vote_put). */
+static enum innet_action promise(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h,
+				 uint32_t ballot, uint64_t trim)
+{
+	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
+	p->ballot = innet_be32(ballot);
+	return reply(ctx, pkt, h, PAXOS_1B, trim);
+}
+
 /* TRIM(l, w) from learner l: its watermark, and the acceptor's trim back. */
 static enum innet_action acc_trim(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h)
 {
@@ -207,7 +217,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			struct acc_vote none = { 0, 0 };
 			if ((h = vote_put(ctx, pkt, slot, &none)) == NULL)
 				return INNET_DROP;
-			goto reply_1b;
+			return promise(ctx, pkt, h, ballot, trim);
 		}
 		/* Remember that the instance exists, so learners fill the holes
 		 * the coordinator leaves behind refused 2As (with no-ops) once the
@@ -248,10 +258,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			innet_reg_fetch_max(ctx, ACC_R_PROMISED, 0, ballot);
 		if ((h = vote_put(ctx, pkt, slot, &v)) == NULL)
 			return INNET_DROP;
-	reply_1b:
-		p = (struct paxos_hdr *)(h + 1);
-		p->ballot = innet_be32(ballot);
-		return reply(ctx, pkt, h, PAXOS_1B, trim);
+		return promise(ctx, pkt, h, ballot, trim);
 	}
 
 	/* 2A: vote. */

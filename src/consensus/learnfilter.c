@@ -18,7 +18,7 @@
 #include <linux/if_link.h>
 
 #include "consensus/learnfilter.h"
-#include "targets/xdp/objects.h"
+#include "engine/bpf_objects.h"
 
 struct learnfilter {
 	struct bpf_object *obj;

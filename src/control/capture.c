@@ -22,11 +22,12 @@
  *
  * THREAD SAFETY NOTES
  * -------------------
- * sw->ports[p].capture is an _Atomic pointer that workers test (relaxed) for
+ * A port's capture slot (innet_switch_capture_slot, engine/switch_ctl.h) is
+ * an _Atomic pointer that workers test (relaxed) for
  * every packet; only when it is non-NULL do they call innet_capture_packet().
  * Every access to a struct innet_capture — writing a packet, starting,
  * stopping, the automatic stop after max_pkts, close_all — happens under
- * sw->capture_lock, and innet_capture_packet() re-reads the port's pointer
+ * the switch's capture lock, and innet_capture_packet() re-reads the port's pointer
  * under that lock. So a worker that saw a non-NULL pointer just before a stop
  * finds NULL under the lock and returns: the struct can be freed by whoever
  * clears the pointer, with no use after free.
@@ -44,7 +45,8 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "engine/switch_pvt.h"
+#include "control/control.h"
+#include "engine/switch_ctl.h"
 
 #define CAP_SNAPLEN   65535u
 #define CAP_IP_HDR    20u
@@ -153,11 +155,11 @@ void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
 			  uint32_t len)
 {
 	(void)egress; /* the direction is in the addresses */
-	if (port >= sw->n_ports)
+	if (port >= innet_switch_conf(sw)->n_ports)
 		return;
-	struct innet_port *pt = &sw->ports[port];
-	pthread_mutex_lock(&sw->capture_lock);
-	struct innet_capture *c = atomic_load_explicit(&pt->capture, memory_order_acquire);
+	pthread_mutex_lock(innet_switch_capture_lock(sw));
+	struct innet_capture *c = atomic_load_explicit(innet_switch_capture_slot(sw, port),
+						       memory_order_acquire);
 	if (c == NULL)
 		goto out_unlock; /* stopped between the worker's test and here */
 	if (len > CAP_MAX_DATA)
@@ -178,11 +180,11 @@ void innet_capture_packet(struct innet_switch *sw, uint32_t port, bool egress,
 	pcap_dump_flush(c->dumper);
 
 	if (c->max_pkts != 0 && ++c->n_pkts >= c->max_pkts) {
-		atomic_store_explicit(&pt->capture, NULL, memory_order_release);
+		atomic_store_explicit(innet_switch_capture_slot(sw, port), NULL, memory_order_release);
 		capture_free(c);
 	}
 out_unlock:
-	pthread_mutex_unlock(&sw->capture_lock);
+	pthread_mutex_unlock(innet_switch_capture_lock(sw));
 }
 
 /*
@@ -194,22 +196,22 @@ out_unlock:
 int innet_switch_capture_start(struct innet_switch *sw, uint32_t port, const char *path,
 			       uint64_t max_pkts)
 {
-	if (sw == NULL || port >= sw->n_ports || path == NULL || path[0] == '\0')
+	if (sw == NULL || port >= innet_switch_conf(sw)->n_ports || path == NULL || path[0] == '\0')
 		return -EINVAL;
 	struct innet_capture *c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return -ENOMEM;
 	c->max_pkts = max_pkts;
-	c->frames = sw->ports[port].conf.iface[0] != '\0';
+	c->frames = innet_switch_conf(sw)->ports[port].iface[0] != '\0';
 	c->pd = pcap_open_dead(c->frames ? DLT_EN10MB : DLT_RAW, (int)CAP_SNAPLEN);
 	if (c->pd == NULL) {
 		free(c);
 		return -ENOMEM;
 	}
 
-	pthread_mutex_lock(&sw->capture_lock);
+	pthread_mutex_lock(innet_switch_capture_lock(sw));
 	int rc = 0;
-	if (atomic_load_explicit(&sw->ports[port].capture, memory_order_relaxed) != NULL) {
+	if (atomic_load_explicit(innet_switch_capture_slot(sw, port), memory_order_relaxed) != NULL) {
 		rc = -EBUSY;
 		goto err_unlock;
 	}
@@ -226,12 +228,12 @@ int innet_switch_capture_start(struct innet_switch *sw, uint32_t port, const cha
 		goto err_unlock;
 	}
 	pcap_dump_flush(c->dumper); /* the file header, for an early reader */
-	atomic_store_explicit(&sw->ports[port].capture, c, memory_order_release);
-	pthread_mutex_unlock(&sw->capture_lock);
+	atomic_store_explicit(innet_switch_capture_slot(sw, port), c, memory_order_release);
+	pthread_mutex_unlock(innet_switch_capture_lock(sw));
 	return 0;
 
 err_unlock:
-	pthread_mutex_unlock(&sw->capture_lock);
+	pthread_mutex_unlock(innet_switch_capture_lock(sw));
 	capture_free(c);
 	return rc;
 }
@@ -243,13 +245,13 @@ err_unlock:
  */
 int innet_switch_capture_stop(struct innet_switch *sw, uint32_t port)
 {
-	if (sw == NULL || port >= sw->n_ports)
+	if (sw == NULL || port >= innet_switch_conf(sw)->n_ports)
 		return -EINVAL;
-	pthread_mutex_lock(&sw->capture_lock);
-	struct innet_capture *c = atomic_exchange_explicit(&sw->ports[port].capture, NULL,
+	pthread_mutex_lock(innet_switch_capture_lock(sw));
+	struct innet_capture *c = atomic_exchange_explicit(innet_switch_capture_slot(sw, port), NULL,
 							   memory_order_acq_rel);
 	capture_free(c);
-	pthread_mutex_unlock(&sw->capture_lock);
+	pthread_mutex_unlock(innet_switch_capture_lock(sw));
 	return c != NULL ? 0 : -ENOENT;
 }
 
@@ -258,8 +260,8 @@ void innet_capture_close_all(struct innet_switch *sw)
 {
 	if (sw == NULL)
 		return;
-	pthread_mutex_lock(&sw->capture_lock);
-	for (uint32_t p = 0; p < sw->n_ports; p++)
-		capture_free(atomic_exchange_explicit(&sw->ports[p].capture, NULL, memory_order_acq_rel));
-	pthread_mutex_unlock(&sw->capture_lock);
+	pthread_mutex_lock(innet_switch_capture_lock(sw));
+	for (uint32_t p = 0; p < innet_switch_conf(sw)->n_ports; p++)
+		capture_free(atomic_exchange_explicit(innet_switch_capture_slot(sw, p), NULL, memory_order_acq_rel));
+	pthread_mutex_unlock(innet_switch_capture_lock(sw));
 }

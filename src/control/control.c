@@ -8,7 +8,7 @@
  *   innet ctl ──unix──► │ epoll ─┬─ listen fd ─► accept (≤ CTL_MAX_CLIENTS)         │
  *   clients             │        ├─ client fd ─► line ─► tokens ─► command ─► JSON  │
  *   Prometheus ──TCP──► │        ├─ metrics fd ─► innet_metrics_http_run()          │
- *                       │        ├─ cpu_wake_fd ─► innet_cpu_drain() (on_cpu)       │
+ *                       │        ├─ cpu_wake_fd ─► innet_switch_cpu_drain() (on_cpu)│
  *                       │        └─ stop_fd ─► exit                                 │
  *                       └───────────────────────────────────────────────────────────┘
  *
@@ -46,11 +46,12 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <pthread.h>
 
 #include "innet/metrics.h"
 #include "innet/resources.h"
-#include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
+#include "control/control.h"
+#include "engine/switch_ctl.h"
 
 #define CTL_LINE_MAX      65536u      /* longest request line, without '\n' */
 #define CTL_MAX_CLIENTS   64u
@@ -93,7 +94,7 @@ struct innet_control {
 	/* epoll tags (their addresses) of the fds that are not clients: */
 	char tag_listen;        /* listen_fd */
 	char tag_stop;          /* stop_fd */
-	char tag_cpu;           /* sw->cpu_wake_fd */
+	char tag_cpu;           /* innet_switch_cpu_wake_fd(sw) */
 	char tag_metrics;       /* innet_metrics_http_fd(metrics) */
 };
 
@@ -317,7 +318,7 @@ static void *control_main(void *arg)
 	struct epoll_event ev[32];
 	pthread_setname_np(pthread_self(), "innet-ctl");
 
-	innet_cpu_drain(sw); /* anything punted before we started */
+	innet_switch_cpu_drain(sw); /* anything punted before we started */
 	for (;;) {
 		int n = epoll_wait(ctl->epfd, ev, 32, ctl->listen_paused ? CTL_PAUSE_MS : -1);
 		if (n < 0) {
@@ -337,10 +338,10 @@ static void *control_main(void *arg)
 				return NULL;
 			} else if (p == &ctl->tag_cpu) {
 				uint64_t v;
-				if (read(sw->cpu_wake_fd, &v, sizeof(v)) < 0) {
+				if (read(innet_switch_cpu_wake_fd(sw), &v, sizeof(v)) < 0) {
 					/* EAGAIN: another wake-up already reset it */
 				}
-				innet_cpu_drain(sw);
+				innet_switch_cpu_drain(sw);
 			} else if (p == &ctl->tag_listen) {
 				accept_clients(ctl);
 			} else if (p == &ctl->tag_metrics) {
@@ -355,13 +356,13 @@ static void *control_main(void *arg)
 	}
 }
 
-/* Open the listening socket at ctl->path. 0 or -errno (message on stderr). */
-static int listen_open(struct innet_control *ctl)
+/* Open the listening socket at ctl->path. 0 or -errno (message in err). */
+static int listen_open(struct innet_control *ctl, char *err, size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	size_t len = strlen(ctl->path);
 	if (len >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "innet: control socket path '%s' is too long\n", ctl->path);
+		snprintf(err, errlen, "control socket path '%s' is too long", ctl->path);
 		return -ENAMETOOLONG;
 	}
 	memcpy(sun.sun_path, ctl->path, len + 1);
@@ -369,8 +370,8 @@ static int listen_open(struct innet_control *ctl)
 	struct stat st;
 	if (lstat(ctl->path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			fprintf(stderr, "innet: control socket path '%s' exists and is not a socket\n",
-				ctl->path);
+			snprintf(err, errlen, "control socket path '%s' exists and is not a socket",
+				 ctl->path);
 			return -EEXIST;
 		}
 		/* A socket file: is a live switch serving it, or is it stale? */
@@ -379,8 +380,8 @@ static int listen_open(struct innet_control *ctl)
 			int live = connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 			close(probe);
 			if (live) {
-				fprintf(stderr, "innet: control socket '%s' is in use by another switch\n",
-					ctl->path);
+				snprintf(err, errlen, "control socket '%s' is in use by another switch",
+					 ctl->path);
 				return -EADDRINUSE;
 			}
 		}
@@ -388,17 +389,20 @@ static int listen_open(struct innet_control *ctl)
 	}
 
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "control socket '%s': %s", ctl->path, strerror(e));
+		return -e;
+	}
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
 		int e = errno;
-		fprintf(stderr, "innet: cannot bind control socket '%s': %s\n", ctl->path, strerror(e));
+		snprintf(err, errlen, "cannot bind control socket '%s': %s", ctl->path, strerror(e));
 		close(fd);
 		return -e;
 	}
 	if (chmod(ctl->path, 0600) < 0 || listen(fd, SOMAXCONN) < 0) {
 		int e = errno;
-		fprintf(stderr, "innet: control socket '%s': %s\n", ctl->path, strerror(e));
+		snprintf(err, errlen, "control socket '%s': %s", ctl->path, strerror(e));
 		close(fd);
 		unlink(ctl->path);
 		return -e;
@@ -435,52 +439,47 @@ static void metrics_render(void *arg, struct innet_prom *w)
 	innet_metrics_switch(arg, w);
 }
 
-/* Listen on sw->conf.metrics_addr; a port 0 there becomes the one bound.
- * 0 or -errno (message on stderr). */
-static int metrics_open(struct innet_control *ctl)
+/* Listen on innet_switch_conf(sw)->metrics_addr; a port 0 there becomes the one bound.
+ * 0 or -errno (message in err). */
+static int metrics_open(struct innet_control *ctl, char *err, size_t errlen)
 {
 	struct innet_switch *sw = ctl->sw;
-	char err[256];
 	uint32_t ip;
 	uint16_t port;
-	if (innet_metrics_addr_parse(sw->conf.metrics_addr, &ip, &port, err, sizeof(err)) != 0) {
-		fprintf(stderr, "innet: %s\n", err);
+	if (innet_metrics_addr_parse(innet_switch_conf(sw)->metrics_addr, &ip, &port, err, errlen) != 0)
 		return -EINVAL;
-	}
-	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, sizeof(err));
-	if (ctl->metrics == NULL) {
-		int e = errno;
-		fprintf(stderr, "innet: %s\n", err);
-		return -e;
-	}
+	ctl->metrics = innet_metrics_http_create(ip, port, metrics_render, sw, err, errlen);
+	if (ctl->metrics == NULL)
+		return errno ? -errno : -ENOMEM;
 	if (port == 0) {
 		struct in_addr a = { .s_addr = htonl(ip) };
 		char host[INET_ADDRSTRLEN];
 		inet_ntop(AF_INET, &a, host, sizeof(host));
-		snprintf(sw->conf.metrics_addr, sizeof(sw->conf.metrics_addr), "%s:%u", host,
-			 innet_metrics_http_port(ctl->metrics));
+		char bound[sizeof(innet_switch_conf(sw)->metrics_addr)];
+		snprintf(bound, sizeof(bound), "%s:%u", host, innet_metrics_http_port(ctl->metrics));
+		innet_switch_set_metrics_addr(sw, bound);
 	}
 	return 0;
 }
 
 /*
- * Start the control thread: open the control socket at sw->conf.ctl_path
+ * Start the control thread: open the control socket at innet_switch_conf(sw)->ctl_path
  * (none if it is empty; a stale socket file there is replaced, a live one is
  * -EADDRINUSE, any other file -EEXIST), mode 0600, and serve it; serve the
- * metrics over HTTP on sw->conf.metrics_addr (none if it is empty); drain
- * the CPU queue whenever sw->cpu_wake_fd fires. 0 or -errno; on failure
- * nothing is left behind. Called by innet_switch_start().
+ * metrics over HTTP on innet_switch_conf(sw)->metrics_addr (none if it is empty); drain
+ * the CPU queue whenever innet_switch_cpu_wake_fd(sw) fires. 0 or -errno with a message
+ * in err; on failure nothing is left behind. Called by innet_switch_start().
  */
-int innet_control_start(struct innet_switch *sw)
+int innet_control_start(struct innet_switch *sw, char *err, size_t errlen)
 {
-	if (sw->control != NULL)
+	if (*innet_switch_control_slot(sw) != NULL)
 		return -EALREADY;
 	struct innet_control *ctl = calloc(1, sizeof(*ctl));
 	if (ctl == NULL)
 		return -ENOMEM;
 	ctl->sw = sw;
 	ctl->listen_fd = ctl->stop_fd = -1;
-	snprintf(ctl->path, sizeof(ctl->path), "%s", sw->conf.ctl_path);
+	snprintf(ctl->path, sizeof(ctl->path), "%s", innet_switch_conf(sw)->ctl_path);
 	int rc;
 	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
 	ctl->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -490,16 +489,16 @@ int innet_control_start(struct innet_switch *sw)
 	}
 	if ((rc = epoll_add(ctl->epfd, ctl->stop_fd, &ctl->tag_stop)) != 0)
 		goto err_free;
-	if (sw->cpu_wake_fd >= 0 && (rc = epoll_add(ctl->epfd, sw->cpu_wake_fd, &ctl->tag_cpu)) != 0)
+	if (innet_switch_cpu_wake_fd(sw) >= 0 && (rc = epoll_add(ctl->epfd, innet_switch_cpu_wake_fd(sw), &ctl->tag_cpu)) != 0)
 		goto err_free;
 	if (ctl->path[0] != '\0') {
-		if ((rc = listen_open(ctl)) != 0)
+		if ((rc = listen_open(ctl, err, errlen)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, ctl->listen_fd, &ctl->tag_listen)) != 0)
 			goto err_free;
 	}
-	if (sw->conf.metrics_addr[0] != '\0') {
-		if ((rc = metrics_open(ctl)) != 0)
+	if (innet_switch_conf(sw)->metrics_addr[0] != '\0') {
+		if ((rc = metrics_open(ctl, err, errlen)) != 0)
 			goto err_free;
 		if ((rc = epoll_add(ctl->epfd, innet_metrics_http_fd(ctl->metrics),
 				    &ctl->tag_metrics)) != 0)
@@ -509,7 +508,7 @@ int innet_control_start(struct innet_switch *sw)
 	if (rc != 0)
 		goto err_free;
 	ctl->thread_started = true;
-	sw->control = ctl;
+	*innet_switch_control_slot(sw) = ctl;
 	return 0;
 
 err_free:
@@ -524,7 +523,7 @@ err_free:
  */
 void innet_control_stop(struct innet_switch *sw)
 {
-	struct innet_control *ctl = sw->control;
+	struct innet_control *ctl = *innet_switch_control_slot(sw);
 	if (ctl == NULL)
 		return;
 	if (ctl->thread_started) {
@@ -534,7 +533,7 @@ void innet_control_stop(struct innet_switch *sw)
 		}
 		pthread_join(ctl->thread, NULL);
 	}
-	sw->control = NULL;
+	*innet_switch_control_slot(sw) = NULL;
 	control_free(ctl);
 }
 

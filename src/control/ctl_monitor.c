@@ -20,7 +20,6 @@
 #include "innet/metrics.h"
 #include "innet/resources.h"
 #include "control/ctl_pvt.h"
-#include "engine/switch_pvt.h"
 
 /* ------------------------------------------------------------------------ */
 /* Commands: stats, metrics, capture, resources                             */
@@ -31,7 +30,7 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	innet_switch_port_stats(sw, i, &s);
 	json_t *o = json_object();
 	ctl_jset(o, "index", json_integer(i));
-	ctl_jset(o, "name", ctl_jstr(sw->ports[i].conf.name));
+	ctl_jset(o, "name", ctl_jstr(innet_switch_conf(sw)->ports[i].name));
 	ctl_jset(o, "rx_pkts", ctl_ju64(s.rx_pkts));
 	ctl_jset(o, "rx_bytes", ctl_ju64(s.rx_bytes));
 	ctl_jset(o, "tx_pkts", ctl_ju64(s.tx_pkts));
@@ -43,15 +42,20 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	ctl_jset(o, "link_reordered", ctl_ju64(s.link_reordered));
 	ctl_jset(o, "link_delayed", ctl_ju64(s.link_delayed));
 	ctl_jset(o, "link_queue_full", ctl_ju64(s.link_queue_full));
-	if (sw->xdp != NULL) {
-		/* the XDP target: what the eBPF program took and sent, and the
-		 * frames it passed to the kernel unhandled, by reason */
+	if (innet_target_info(innet_switch_conf(sw)->target)->xdp_counters) {
+		/* what the eBPF program took and sent, the frames it passed to
+		 * the kernel unhandled and those it dropped outside any
+		 * verdict, by reason */
 		ctl_jset(o, "xdp_rx_pkts", ctl_ju64(s.xdp_rx_pkts));
 		ctl_jset(o, "xdp_tx_pkts", ctl_ju64(s.xdp_tx_pkts));
 		json_t *pass = json_object();
 		for (unsigned k = 0; innet_xdp_pass_name(k) != NULL; k++)
 			ctl_jset(pass, innet_xdp_pass_name(k), ctl_ju64(s.xdp_pass[k]));
 		ctl_jset(o, "xdp_pass", pass);
+		json_t *drop = json_object();
+		for (unsigned k = 0; innet_xdp_drop_name(k) != NULL; k++)
+			ctl_jset(drop, innet_xdp_drop_name(k), ctl_ju64(s.xdp_drop[k]));
+		ctl_jset(o, "xdp_drop", drop);
 	}
 	return o;
 }
@@ -61,7 +65,7 @@ static json_t *prog_stats_json(struct innet_cp *cp)
 	struct innet_prog_stats s;
 	innet_cp_stats(cp, &s);
 	json_t *o = json_object();
-	ctl_jset(o, "name", ctl_jstr(cp->name));
+	ctl_jset(o, "name", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(o, "rx_pkts", ctl_ju64(s.rx_pkts));
 	ctl_jset(o, "rx_bytes", ctl_ju64(s.rx_bytes));
 	ctl_jset(o, "passes", ctl_ju64(s.passes));
@@ -83,7 +87,7 @@ static json_t *prog_stats_json(struct innet_cp *cp)
 		ctl_jset(acts, innet_action_name(a), ctl_ju64(s.actions[a]));
 	ctl_jset(o, "actions", acts);
 	json_t *drops = json_object();
-	for (unsigned d = 0; d < INNET_N_REASONS; d++) {
+	for (unsigned d = 0; d < sizeof(s.drops) / sizeof(s.drops[0]); d++) {
 		if (s.drops[d] == 0)
 			continue;
 		char key[INNET_NAME_MAX + 16];
@@ -100,7 +104,7 @@ static json_t *prog_stats_json(struct innet_cp *cp)
 		ctl_jset(drops, key, ctl_ju64(v));
 	}
 	ctl_jset(o, "drops", drops);
-	if (cp->sw->xdp != NULL) {
+	if (innet_target_info(innet_switch_conf(innet_cp_switch(cp))->target)->xdp_counters) {
 		ctl_jset(o, "xdp_rx_pkts", ctl_ju64(s.xdp_rx_pkts));
 		json_t *h = json_object();
 		for (unsigned k = 0; innet_handoff_name(k) != NULL; k++)
@@ -115,14 +119,14 @@ int ctl_cmd_stats(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_switch *sw = r->sw;
 	json_t *ports = json_array();
-	for (uint32_t i = 0; i < sw->n_ports; i++)
+	for (uint32_t i = 0; i < innet_switch_conf(sw)->n_ports; i++)
 		ctl_jpush(ports, port_stats_json(sw, i));
-	ctl_jset(r->resp, "switch", ctl_jstr(sw->conf.name));
-	ctl_jset(r->resp, "target", ctl_jstr(sw->conf.target == INNET_TARGET_XDP ? "xdp" : "udp"));
+	ctl_jset(r->resp, "switch", ctl_jstr(innet_switch_conf(sw)->name));
+	ctl_jset(r->resp, "target", ctl_jstr(innet_target_info(innet_switch_conf(sw)->target)->name));
 	ctl_jset(r->resp, "ports", ports);
 	json_t *progs = json_array();
-	for (uint32_t i = 0; i < sw->n_progs; i++)
-		ctl_jpush(progs, prog_stats_json(&sw->progs[i]));
+	for (uint32_t i = 0; i < innet_switch_conf(sw)->n_progs; i++)
+		ctl_jpush(progs, prog_stats_json(innet_switch_prog_at(sw, i)));
 	ctl_jset(r->resp, "programs", progs);
 	return 0;
 }
@@ -200,12 +204,12 @@ static json_t *resources_json(struct ctl_req *r, struct innet_cp *cp)
 	json_t *rep = NULL;
 	int rc = innet_res_usage_from_prog(cp, u);
 	if (rc != 0) {
-		ctl_fail(r, "resources of '%s': %s", cp->name, strerror(-rc));
+		ctl_fail(r, "resources of '%s': %s", innet_cp_name(cp), strerror(-rc));
 		goto out;
 	}
 	rep = innet_res_report_json(u);
 	if (rep == NULL) {
-		ctl_fail(r, "resources of '%s': %s", cp->name, strerror(errno));
+		ctl_fail(r, "resources of '%s': %s", innet_cp_name(cp), strerror(errno));
 		goto out;
 	}
 	int len = innet_res_format(NULL, 0, u);
@@ -215,7 +219,7 @@ static json_t *resources_json(struct ctl_req *r, struct innet_cp *cp)
 			ctl_jset(rep, "text", ctl_jstr(text));
 		free(text);
 	}
-	ctl_jset(rep, "name", ctl_jstr(cp->name));
+	ctl_jset(rep, "name", ctl_jstr(innet_cp_name(cp)));
 out:
 	free(u);
 	return rep;
@@ -225,8 +229,8 @@ out:
 int ctl_cmd_resources(struct ctl_req *r, int argc, char **argv)
 {
 	json_t *arr = json_array();
-	for (uint32_t i = 0; i < r->sw->n_progs; i++) {
-		struct innet_cp *cp = &r->sw->progs[i];
+	for (uint32_t i = 0; i < innet_switch_conf(r->sw)->n_progs; i++) {
+		struct innet_cp *cp = innet_switch_prog_at(r->sw, i);
 		if (argc > 0) {
 			cp = ctl_req_prog(r, argv[0]);
 			if (cp == NULL)

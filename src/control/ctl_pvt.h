@@ -4,7 +4,7 @@
  * request language, the command table, the helpers below; ping, info,
  * programs, prog), ctl_state.c (reg, table, group) and ctl_monitor.c (stats,
  * metrics, capture, resources). control.c serves the socket and calls
- * innet_control_run (switch_pvt.h). Not installed; nothing here is exported
+ * innet_control_run (control/control.h). Not installed; nothing here is exported
  * from libinnet.so (src/libinnet.map), and the ctl_ prefix keeps the names
  * apart from the rest of libinnet.a.
  *
@@ -19,7 +19,8 @@
 
 #include <jansson.h>
 
-#include "engine/switch_pvt.h"
+#include "innet/switch.h"
+#include "engine/switch_ctl.h"
 
 #define CTL_ERR_MAX       512u
 

@@ -26,8 +26,8 @@
 #include <jansson.h>
 
 #include "innet/parse.h"
+#include "control/control.h"
 #include "control/ctl_pvt.h"
-#include "engine/switch_pvt.h"
 
 #define CTL_MAX_WORDS     80u         /* group set: 4 words + 64 members, with room */
 
@@ -132,9 +132,9 @@ struct innet_cp *ctl_req_prog(struct ctl_req *r, const char *name)
 		return cp;
 	char list[256] = "";
 	size_t off = 0;
-	for (uint32_t i = 0; i < r->sw->n_progs && off < sizeof(list); i++) {
+	for (uint32_t i = 0; i < innet_switch_conf(r->sw)->n_progs && off < sizeof(list); i++) {
 		int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
-				 r->sw->progs[i].name);
+				 innet_cp_name(innet_switch_prog_at(r->sw, i)));
 		if (w < 0)
 			break;
 		off += (size_t)w;
@@ -149,9 +149,9 @@ int ctl_req_port(struct ctl_req *r, const char *s, uint32_t *port)
 	uint64_t v;
 	if (ctl_req_u64(r, "PORT", s, UINT32_MAX, &v) != 0)
 		return -1;
-	if (v >= r->sw->n_ports)
+	if (v >= innet_switch_conf(r->sw)->n_ports)
 		return ctl_fail(r, "port %llu out of range: the switch has %u ports (0..%u)",
-				(unsigned long long)v, r->sw->n_ports, r->sw->n_ports - 1);
+				(unsigned long long)v, innet_switch_conf(r->sw)->n_ports, innet_switch_conf(r->sw)->n_ports - 1);
 	*port = (uint32_t)v;
 	return 0;
 }
@@ -162,30 +162,31 @@ int ctl_req_port(struct ctl_req *r, const char *s, uint32_t *port)
 
 static int cmd_ping(struct ctl_req *r, int argc, char **argv)
 {
-	ctl_jset(r->resp, "switch", ctl_jstr(r->sw->conf.name));
-	ctl_jset(r->resp, "node", json_integer(r->sw->conf.node_id));
+	ctl_jset(r->resp, "switch", ctl_jstr(innet_switch_conf(r->sw)->name));
+	ctl_jset(r->resp, "node", json_integer(innet_switch_conf(r->sw)->node_id));
 	return 0;
 }
 
-static json_t *udp_json(const struct innet_cp *cp)
+static json_t *udp_json(const struct innet_prog_conf *pc)
 {
 	json_t *a = json_array();
-	for (uint32_t u = 0; u < cp->n_udp; u++)
-		ctl_jpush(a, json_integer(cp->udp[u]));
+	for (uint32_t u = 0; u < pc->n_udp; u++)
+		ctl_jpush(a, json_integer(pc->udp[u]));
 	return a;
 }
 
 static int cmd_info(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_switch *sw = r->sw;
-	ctl_jset(r->resp, "switch", ctl_jstr(sw->conf.name));
-	ctl_jset(r->resp, "node", json_integer(sw->conf.node_id));
-	ctl_jset(r->resp, "workers", json_integer(sw->n_workers));
-	ctl_jset(r->resp, "ctl", ctl_jstr(sw->conf.ctl_path));
-	ctl_jset(r->resp, "metrics", sw->conf.metrics_addr[0] ? ctl_jstr(sw->conf.metrics_addr) : json_null());
+	const struct innet_switch_conf *c = innet_switch_conf(sw);
+	ctl_jset(r->resp, "switch", ctl_jstr(c->name));
+	ctl_jset(r->resp, "node", json_integer(c->node_id));
+	ctl_jset(r->resp, "workers", json_integer(c->n_workers));
+	ctl_jset(r->resp, "ctl", ctl_jstr(c->ctl_path));
+	ctl_jset(r->resp, "metrics", c->metrics_addr[0] ? ctl_jstr(c->metrics_addr) : json_null());
 	json_t *ports = json_array();
-	for (uint32_t i = 0; i < sw->n_ports; i++) {
-		const struct innet_port_conf *pc = &sw->ports[i].conf;
+	for (uint32_t i = 0; i < c->n_ports; i++) {
+		const struct innet_port_conf *pc = &c->ports[i];
 		json_t *p = json_object();
 		ctl_jset(p, "index", json_integer(i));
 		ctl_jset(p, "name", ctl_jstr(pc->name));
@@ -195,20 +196,22 @@ static int cmd_info(struct ctl_req *r, int argc, char **argv)
 		ctl_jset(p, "peer_udp", json_integer(pc->peer_udp));
 		ctl_jset(p, "link", innet_link_json(&pc->link));
 		ctl_jset(p, "capturing",
-			 json_boolean(atomic_load_explicit(&sw->ports[i].capture, memory_order_relaxed) != NULL));
+			 json_boolean(atomic_load_explicit(innet_switch_capture_slot(sw, i),
+							   memory_order_relaxed) != NULL));
 		ctl_jpush(ports, p);
 	}
 	ctl_jset(r->resp, "ports", ports);
 	json_t *progs = json_array();
-	for (uint32_t i = 0; i < sw->n_progs; i++) {
-		const struct innet_cp *cp = &sw->progs[i];
+	for (uint32_t i = 0; i < c->n_progs; i++) {
+		const struct innet_cp *cp = innet_switch_prog_at(sw, i);
+		const struct innet_prog_conf *pc = &c->progs[i];
 		json_t *p = json_object();
-		ctl_jset(p, "name", ctl_jstr(cp->name));
-		ctl_jset(p, "program", ctl_jstr(cp->program->name));
-		ctl_jset(p, "model", json_string(model_name(cp->program->model)));
-		ctl_jset(p, "udp", udp_json(cp));
-		ctl_jset(p, "raw", json_boolean(cp->raw));
-		ctl_jset(p, "serial", json_boolean(cp->program->flags & INNET_PROG_SERIAL));
+		ctl_jset(p, "name", ctl_jstr(innet_cp_name(cp)));
+		ctl_jset(p, "program", ctl_jstr(innet_cp_program(cp)->name));
+		ctl_jset(p, "model", json_string(model_name(innet_cp_program(cp)->model)));
+		ctl_jset(p, "udp", udp_json(pc));
+		ctl_jset(p, "raw", json_boolean(pc->raw));
+		ctl_jset(p, "serial", json_boolean(innet_cp_program(cp)->flags & INNET_PROG_SERIAL));
 		ctl_jpush(progs, p);
 	}
 	ctl_jset(r->resp, "programs", progs);
@@ -219,27 +222,27 @@ static int cmd_programs(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_switch *sw = r->sw;
 	json_t *progs = json_array();
-	for (uint32_t i = 0; i < sw->n_progs; i++) {
-		struct innet_cp *cp = &sw->progs[i];
-		const struct innet_program *prog = cp->program;
+	for (uint32_t i = 0; i < innet_switch_conf(sw)->n_progs; i++) {
+		struct innet_cp *cp = innet_switch_prog_at(sw, i);
+		const struct innet_program *prog = innet_cp_program(cp);
 		json_t *p = json_object();
-		ctl_jset(p, "name", ctl_jstr(cp->name));
+		ctl_jset(p, "name", ctl_jstr(innet_cp_name(cp)));
 		ctl_jset(p, "program", ctl_jstr(prog->name));
 		ctl_jset(p, "summary", ctl_jstr(prog->summary ? prog->summary : ""));
 		ctl_jset(p, "model", json_string(model_name(prog->model)));
-		ctl_jset(p, "udp", udp_json(cp));
+		ctl_jset(p, "udp", udp_json(&innet_switch_conf(sw)->progs[i]));
 		ctl_jset(p, "serial", json_boolean(prog->flags & INNET_PROG_SERIAL));
 		json_t *regs = json_array();
-		for (uint32_t k = 0; k < cp->n_regs; k++) {
+		for (uint32_t k = 0; k < innet_cp_n_regs(cp); k++) {
 			json_t *g = json_object();
-			ctl_jset(g, "name", ctl_jstr(cp->regs[k].name));
-			ctl_jset(g, "width", json_integer(cp->regs[k].width));
-			ctl_jset(g, "count", json_integer(cp->regs[k].count));
+			ctl_jset(g, "name", ctl_jstr(innet_cp_reg(cp, k)->name));
+			ctl_jset(g, "width", json_integer(innet_cp_reg(cp, k)->width));
+			ctl_jset(g, "count", json_integer(innet_cp_reg(cp, k)->count));
 			ctl_jpush(regs, g);
 		}
 		ctl_jset(p, "registers", regs);
 		json_t *tables = json_array();
-		for (uint32_t k = 0; k < cp->n_tables; k++) {
+		for (uint32_t k = 0; k < innet_cp_n_tables(cp); k++) {
 			struct innet_table_info ti;
 			if (innet_cp_table_info(cp, k, &ti) != 0)
 				continue;
@@ -250,6 +253,7 @@ static int cmd_programs(struct ctl_req *r, int argc, char **argv)
 			ctl_jset(t, "capacity", json_integer(ti.capacity));
 			ctl_jset(t, "entries", json_integer(ti.entries));
 			ctl_jset(t, "insert_full", ctl_ju64(ti.insert_full));
+			ctl_jset(t, "busy", ctl_ju64(ti.busy));
 			ctl_jpush(tables, t);
 		}
 		ctl_jset(p, "tables", tables);
@@ -271,19 +275,19 @@ static int cmd_prog(struct ctl_req *r, int argc, char **argv)
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
 		return -1;
-	if (cp->program->on_ctl == NULL)
-		return ctl_fail(r, "program '%s' (%s) has no commands of its own", cp->name,
-				cp->program->name);
+	if (innet_cp_program(cp)->on_ctl == NULL)
+		return ctl_fail(r, "program '%s' (%s) has no commands of its own", innet_cp_name(cp),
+				innet_cp_program(cp)->name);
 	r->err[0] = '\0';
 	/* The control thread runs on_cpu and on_ctl: they never run at once. */
-	int rc = cp->program->on_ctl(cp, cp->priv, argc - 1, argv + 1, r->resp, r->err,
+	int rc = innet_cp_program(cp)->on_ctl(cp, innet_cp_priv(cp), argc - 1, argv + 1, r->resp, r->err,
 				     sizeof(r->err));
 	if (rc != 0) {
 		if (r->err[0] == '\0')
-			snprintf(r->err, sizeof(r->err), "program '%s': command failed", cp->name);
+			snprintf(r->err, sizeof(r->err), "program '%s': command failed", innet_cp_name(cp));
 		return -1;
 	}
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	return 0;
 }
 
@@ -409,22 +413,25 @@ json_t *innet_control_run(struct innet_switch *sw, char *line, size_t len)
 		 * the words go to its "p4" instance (prog NAME ... if several) */
 		struct innet_cp *p4 = NULL;
 		uint32_t n_p4 = 0;
-		for (uint32_t i = 0; i < sw->n_progs; i++)
-			if (!strcmp(sw->progs[i].program->name, "p4") && sw->progs[i].program->on_ctl) {
-				p4 = &sw->progs[i];
+		for (uint32_t i = 0; i < innet_switch_conf(sw)->n_progs; i++) {
+			struct innet_cp *c = innet_switch_prog_at(sw, i);
+			if (c != NULL && !strcmp(innet_cp_program(c)->name, "p4") && innet_cp_program(c)->on_ctl) {
+				p4 = c;
 				n_p4++;
 			}
+		}
 		if (n_p4 == 1) {
 			r.resp = json_object();
 			if (r.resp == NULL)
 				return NULL;
 			ctl_jset(r.resp, "ok", json_true());
 			r.err[0] = '\0';
-			if (p4->program->on_ctl(p4, p4->priv, n, words, r.resp, r.err, sizeof(r.err)) == 0)
+			if (innet_cp_program(p4)->on_ctl(p4, innet_cp_priv(p4), n, words, r.resp, r.err,
+							 sizeof(r.err)) == 0)
 				return r.resp;
 			json_decref(r.resp);
 			if (r.err[0] == '\0')
-				ctl_fail(&r, "program '%s': command failed", p4->name);
+				ctl_fail(&r, "program '%s': command failed", innet_cp_name(p4));
 			goto err;
 		}
 		ctl_fail(&r, "unknown command '%s' (try 'help'%s)", ctl_show(words[0]).s,

@@ -24,7 +24,6 @@
 
 #include "innet/parse.h"
 #include "control/ctl_pvt.h"
-#include "engine/switch_pvt.h"
 
 #define CTL_REG_READ_MAX  4096u       /* elements per "reg read" */
 #define CTL_LIST_DEFAULT  256u        /* entries per "table list" unless MAX is given */
@@ -96,14 +95,14 @@ static int req_reg(struct ctl_req *r, struct innet_cp *cp, const char *name)
 		return id;
 	char list[256] = "";
 	size_t off = 0;
-	for (uint32_t i = 0; i < cp->n_regs && off < sizeof(list); i++) {
-		int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", cp->regs[i].name);
+	for (uint32_t i = 0; i < innet_cp_n_regs(cp) && off < sizeof(list); i++) {
+		int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", innet_cp_reg(cp, i)->name);
 		if (w < 0)
 			break;
 		off += (size_t)w;
 	}
-	return ctl_fail(r, "program '%s' has no register '%s' (registers: %s)", cp->name, ctl_show(name).s,
-			cp->n_regs ? list : "none");
+	return ctl_fail(r, "program '%s' has no register '%s' (registers: %s)", innet_cp_name(cp), ctl_show(name).s,
+			innet_cp_n_regs(cp) ? list : "none");
 }
 
 /* Table id of name in cp, or -1 with a message listing them. */
@@ -117,7 +116,7 @@ static int req_table(struct ctl_req *r, struct innet_cp *cp, const char *name,
 	}
 	char list[256] = "";
 	size_t off = 0;
-	for (uint32_t i = 0; i < cp->n_tables && off < sizeof(list); i++) {
+	for (uint32_t i = 0; i < innet_cp_n_tables(cp) && off < sizeof(list); i++) {
 		struct innet_table_info ti;
 		innet_cp_table_info(cp, i, &ti);
 		int w = snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", ti.name);
@@ -125,8 +124,8 @@ static int req_table(struct ctl_req *r, struct innet_cp *cp, const char *name,
 			break;
 		off += (size_t)w;
 	}
-	return ctl_fail(r, "program '%s' has no table '%s' (tables: %s)", cp->name, ctl_show(name).s,
-			cp->n_tables ? list : "none");
+	return ctl_fail(r, "program '%s' has no table '%s' (tables: %s)", innet_cp_name(cp), ctl_show(name).s,
+			innet_cp_n_tables(cp) ? list : "none");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -194,7 +193,7 @@ int ctl_cmd_reg_read(struct ctl_req *r, int argc, char **argv)
 		}
 	}
 	free(buf);
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "register", ctl_jstr(reg->name));
 	ctl_jset(r->resp, "width", json_integer(reg->width));
 	ctl_jset(r->resp, "index", json_integer((json_int_t)idx));
@@ -243,7 +242,7 @@ int ctl_cmd_reg_write(struct ctl_req *r, int argc, char **argv)
 	}
 	if (rc != 0)
 		return ctl_fail(r, "writing %s[%llu]: %s", reg->name, (unsigned long long)idx, strerror(-rc));
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "register", ctl_jstr(reg->name));
 	ctl_jset(r->resp, "index", json_integer((json_int_t)idx));
 	return 0;
@@ -294,7 +293,7 @@ static int table_err(struct ctl_req *r, const char *op, const struct innet_table
 static void table_changed(struct ctl_req *r, struct innet_cp *cp, unsigned id,
 			  struct innet_table_info *ti)
 {
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "table", ctl_jstr(ti->name));
 	innet_cp_table_info(cp, id, ti);
 	ctl_jset(r->resp, "entries", json_integer(ti->entries));
@@ -378,7 +377,7 @@ int ctl_cmd_table_get(struct ctl_req *r, int argc, char **argv)
 		table_err(r, "get", &ti, e);
 		goto out;
 	}
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "table", ctl_jstr(ti.name));
 	ctl_jset(r->resp, "key", jhex(key, ti.key_size));
 	ctl_jset(r->resp, "value", jhex(val, ti.value_size));
@@ -434,7 +433,7 @@ int ctl_cmd_table_list(struct ctl_req *r, int argc, char **argv)
 		json_decref(lc.arr);
 		return ctl_fail(r, "listing table '%s': %s", ti.name, strerror(-e));
 	}
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "table", ctl_jstr(ti.name));
 	ctl_jset(r->resp, "key_size", json_integer(ti.key_size));
 	ctl_jset(r->resp, "value_size", json_integer(ti.value_size));
@@ -485,9 +484,9 @@ static int req_group(struct ctl_req *r, struct innet_cp *cp, const char *s, uint
 	uint32_t n = innet_cp_n_groups(cp);
 	if (g >= n) {
 		if (n == 0)
-			return ctl_fail(r, "program '%s' declares no multicast groups", cp->name);
+			return ctl_fail(r, "program '%s' declares no multicast groups", innet_cp_name(cp));
 		return ctl_fail(r, "group %llu out of range: program '%s' has %u groups (0..%u)",
-				(unsigned long long)g, cp->name, n, n - 1);
+				(unsigned long long)g, innet_cp_name(cp), n, n - 1);
 	}
 	*group = (uint32_t)g;
 	return 0;
@@ -527,7 +526,7 @@ int ctl_cmd_group_set(struct ctl_req *r, int argc, char **argv)
 	int rc = innet_cp_group_set(cp, group, m, n);
 	if (rc != 0)
 		return ctl_fail(r, "setting group %u: %s", group, strerror(-rc));
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "group", json_integer(group));
 	ctl_jset(r->resp, "members", members_json(m, n));
 	return 0;
@@ -548,7 +547,7 @@ int ctl_cmd_group_get(struct ctl_req *r, int argc, char **argv)
 		return ctl_fail(r, "reading group %u: %s", group, strerror(-n));
 	if (n > (int)INNET_MAX_GROUP_MEMBERS)
 		n = (int)INNET_MAX_GROUP_MEMBERS;
-	ctl_jset(r->resp, "program", ctl_jstr(cp->name));
+	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	ctl_jset(r->resp, "group", json_integer(group));
 	ctl_jset(r->resp, "members", members_json(m, (uint32_t)n));
 	return 0;

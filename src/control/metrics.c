@@ -370,7 +370,8 @@ static unsigned prog_reasons(struct innet_cp *cp, const struct innet_prog_stats 
 int innet_metrics_switch(struct innet_switch *sw, struct innet_prom *w)
 {
 	const struct innet_switch_conf *c = innet_switch_conf(sw);
-	bool xdp = c->target == INNET_TARGET_XDP;
+	const struct innet_target_info *ti = innet_target_info(c->target);
+	bool xdp = ti->xdp_counters;   /* the xdp_* counters and hand-offs mean something */
 	const char *base[] = { "switch", c->name };
 	char node[8];
 	snprintf(node, sizeof(node), "%u", c->node_id);
@@ -379,7 +380,7 @@ int innet_metrics_switch(struct innet_switch *sw, struct innet_prom *w)
 	innet_prom_family(w, "innet_switch_info", INNET_PROM_GAUGE,
 			  "The switch: its target (udp: the user-space engine, xdp: eBPF), fabric "
 			  "node id and innet version; always 1.");
-	innet_prom_u64(w, 1, "target", xdp ? "xdp" : "udp", "node", node, "version",
+	innet_prom_u64(w, 1, "target", ti->name, "node", node, "version",
 		       INNET_VERSION_STRING, (char *)NULL);
 
 	/* Ports: every family, one series per port. */
@@ -413,6 +414,18 @@ int innet_metrics_switch(struct innet_switch *sw, struct innet_prom *w)
 			for (unsigned k = 0; innet_xdp_pass_name(k) != NULL && k < 8; k++)
 				innet_prom_u64(w, ps[i].xdp_pass[k], "port", idx, "port_name",
 					       c->ports[i].name, "reason", innet_xdp_pass_name(k),
+					       (char *)NULL);
+		}
+		innet_prom_family(w, "innet_port_xdp_dropped_packets_total", INNET_PROM_COUNTER,
+				  "XDP target: frames its eBPF programs dropped outside any handler's "
+				  "verdict, by reason (a program's drops are "
+				  "innet_program_dropped_packets_total).");
+		for (uint32_t i = 0; i < np; i++) {
+			char idx[12];
+			snprintf(idx, sizeof(idx), "%u", i);
+			for (unsigned k = 0; innet_xdp_drop_name(k) != NULL && k < 8; k++)
+				innet_prom_u64(w, ps[i].xdp_drop[k], "port", idx, "port_name",
+					       c->ports[i].name, "reason", innet_xdp_drop_name(k),
 					       (char *)NULL);
 		}
 	}

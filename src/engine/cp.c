@@ -14,8 +14,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine/switch_ctl.h"
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 /* ------------------------------------------------------------------------ */
 /* Control plane: registers, tables, groups                                   */
@@ -28,11 +28,6 @@ const char *innet_cp_name(const struct innet_cp *cp)
 const struct innet_program *innet_cp_program(const struct innet_cp *cp)
 {
 	return cp->program;
-}
-
-void *innet_cp_priv(const struct innet_cp *cp)
-{
-	return cp->priv;
 }
 
 struct innet_switch *innet_cp_switch(struct innet_cp *cp)
@@ -166,6 +161,21 @@ uint32_t innet_cp_n_groups(const struct innet_cp *cp)
 	return cp->n_groups;
 }
 
+uint32_t innet_cp_n_regs(const struct innet_cp *cp)
+{
+	return cp->n_regs;
+}
+
+uint32_t innet_cp_n_tables(const struct innet_cp *cp)
+{
+	return cp->n_tables;
+}
+
+void *innet_cp_priv(const struct innet_cp *cp)
+{
+	return cp->priv;
+}
+
 uint32_t innet_cp_n_timers(const struct innet_cp *cp)
 {
 	return cp->n_timers;
@@ -186,7 +196,8 @@ int innet_cp_group_set(struct innet_cp *cp, uint32_t group, const struct innet_m
 	innet_shared_store(g->m, m, n * (uint32_t)sizeof(*m));
 	__atomic_store_n(&g->n, n, __ATOMIC_RELEASE);
 	atomic_fetch_add_explicit(&g->seq, 1, memory_order_release);  /* even: stable */
-	int rc = innet_xdp_group_sync(cp->sw, cp->index, group, m, n);
+	const struct innet_target_dev *t = &cp->sw->target;
+	int rc = t->ops->group_sync != NULL ? t->ops->group_sync(t->priv, cp, group, m, n) : 0;
 	pthread_mutex_unlock(&cp->cp_lock);
 	return rc;
 }

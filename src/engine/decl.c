@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine/bpf_objects.h"
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
 
 struct innet_args {
 	json_t *obj;                 /* the settings object (never NULL) */
@@ -268,6 +268,18 @@ int innet_decl_datapath(struct innet_decl *d,
 	cp->on_timer = on_timer;
 	cp->own_dp = true;
 	return 0;
+}
+
+const struct innet_bpf_object *innet_cp_bpf_object(const struct innet_cp *cp,
+						   struct innet_bpf_object *own)
+{
+	if (!cp->own_dp)
+		return innet_bpf_object_find(cp->program->name);
+	own->program = cp->program->name;
+	own->start = cp->bpf_obj;
+	own->end = cp->bpf_obj ? (const unsigned char *)cp->bpf_obj + cp->bpf_len : NULL;
+	own->userspace_reason = cp->bpf_obj ? NULL : "its data path has no eBPF object";
+	return own;
 }
 
 static void priv_release(struct innet_cp *cp)

@@ -1,32 +1,22 @@
 /*
- * switch.c — a switch's life: build it from a configuration (check it, run
- * every program's setup, allocate state, bind sockets), start and stop its
- * threads, and sum its counters.
- *
- * Sockets: for every program, every UDP port it binds and every switch port
- * (address), one socket per worker with SO_REUSEPORT (the kernel spreads
- * flows over them by 4-tuple hash, so one flow always meets one worker, in
- * order), or a single socket polled by one worker for a SERIAL program.
+ * switch.c — a switch's life, engine-neutral: check its configuration, run
+ * every program's setup (its state declared and allocated), have the
+ * configured target build what runs the programs (engine/target.h), run the
+ * programs' init; start and stop it; destroy it. And what the control plane
+ * asks of a switch whatever its target runs: sends, drops it counts,
+ * counters, injections — each through the target's ops.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/if_ether.h>
-#include <linux/if_packet.h>
-#include <net/if.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "innet/metrics.h"
-#include "innet/xdp_abi.h"
+#include "engine/bpf_objects.h"
+#include "engine/switch_ctl.h"
 #include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
-
-#define SOCK_BUF (4 << 20)
 
 static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_NONE] = "none",
@@ -51,29 +41,8 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_NO_UDP_SOCKET] = "no_udp_socket",
 	[INNET_DROP_REG_CONTENDED] = "reg_contended",
 	[INNET_DROP_TABLE_KEY] = "table_key_size",
+	[INNET_DROP_TABLE_BUSY] = "table_busy",
 };
-
-static const char *const handoff_names[] = {
-	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
-	"resume",
-};
-_Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
-	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");
-
-const char *innet_handoff_name(unsigned k)
-{
-	return k < sizeof(handoff_names) / sizeof(handoff_names[0]) ? handoff_names[k] : NULL;
-}
-
-static const char *const xdp_pass_names[] = {
-	"not_ipv4", "not_local", "not_udp", "no_program", "ip_options", "fragment", "bad_length",
-	"userspace",
-};
-
-const char *innet_xdp_pass_name(unsigned k)
-{
-	return k < sizeof(xdp_pass_names) / sizeof(xdp_pass_names[0]) ? xdp_pass_names[k] : NULL;
-}
 
 static const char *const action_names[INNET_ACTION_COUNT] = {
 	[INNET_DROP] = "drop",         [INNET_FORWARD] = "forward",
@@ -290,218 +259,6 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 	return 0;
 }
 
-static int open_sock(uint32_t ip, uint16_t udp, bool reuseport, char *err, size_t errlen)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "socket for UDP port %u: %s%s", udp, strerror(e),
-			 e == EMFILE ? " (RLIMIT_NOFILE: raise ulimit -n or bind fewer UDP ports)" : "");
-		return -e;
-	}
-	int one = 1, buf = SOCK_BUF;
-	if (reuseport)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(udp),
-				   .sin_addr.s_addr = htonl(ip) };
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-		int e = errno;
-		char a[INET_ADDRSTRLEN];
-		inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
-		snprintf(err, errlen, "cannot bind %s:%u: %s", a, udp, strerror(e));
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
-/* A SO_REUSEPORT group would silently share an address with another switch
- * (or a second copy of this one) and split its traffic. Bind once without
- * the option first: that fails with EADDRINUSE if anyone holds the address. */
-static int probe_free(uint32_t ip, uint16_t udp, char *err, size_t errlen)
-{
-	int fd = open_sock(ip, udp, false, err, errlen);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
-}
-
-/* A raw port's AF_PACKET socket: every frame of the interface (ETH_P_ALL)
- * but not the ones sent out of it (PACKET_IGNORE_OUTGOING), promiscuous,
- * non-blocking; in a PACKET_FANOUT group (flow hash) when several workers
- * share the port. The socket is created with protocol 0 (it receives
- * nothing) and bound to the interface with ETH_P_ALL, so no frame of another
- * interface slips in between. */
-static int open_raw(const char *iface, int fanout_id, char *err, size_t errlen)
-{
-	unsigned ifindex = if_nametoindex(iface);
-	if (ifindex == 0) {
-		snprintf(err, errlen, "raw port: no interface '%s' in this network namespace", iface);
-		return -ENODEV;
-	}
-	int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "raw port %s: AF_PACKET socket: %s%s", iface, strerror(e),
-			 e == EPERM ? " (raw ports need root or CAP_NET_RAW)" : "");
-		return -e;
-	}
-	int one = 1, buf = SOCK_BUF;
-	if (setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "raw port %s: PACKET_IGNORE_OUTGOING: %s (Linux >= 4.20 needed)",
-			 iface, strerror(e));
-		close(fd);
-		return -e;
-	}
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
-				   .sll_ifindex = (int)ifindex };
-	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "raw port %s: bind: %s", iface, strerror(e));
-		close(fd);
-		return -e;
-	}
-	struct packet_mreq mr = { .mr_ifindex = (int)ifindex, .mr_type = PACKET_MR_PROMISC };
-	if (setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "raw port %s: promiscuous mode: %s", iface, strerror(e));
-		close(fd);
-		return -e;
-	}
-	if (fanout_id >= 0) {
-		int arg = (fanout_id & 0xffff) | (PACKET_FANOUT_HASH << 16);
-		if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof(arg)) < 0) {
-			int e = errno;
-			snprintf(err, errlen, "raw port %s: PACKET_FANOUT: %s", iface, strerror(e));
-			close(fd);
-			return -e;
-		}
-	}
-	return fd;
-}
-
-/* Raise the soft RLIMIT_NOFILE to the hard limit and check that `need`
- * descriptors fit, so that a large UDP range fails here with the numbers
- * instead of with EMFILE halfway through binding. */
-static int check_nofile(struct innet_switch *sw, uint32_t n_socks, char *err, size_t errlen)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl); /* best effort: checked below */
-		getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	/* sockets, plus per worker an epoll, an eventfd and an io_uring (its
-	 * transmit ring), plus the process's other descriptors (stdio, control
-	 * socket and clients, files): 256 */
-	uint64_t need = (uint64_t)n_socks + 3ull * (sw->n_workers + INNET_EXTRA_WORKERS) + 256;
-	if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
-		snprintf(err, errlen, "needs about %llu file descriptors (%u sockets: UDP ports x %u "
-			 "ports x workers) but RLIMIT_NOFILE is %llu (hard limit %llu); raise it "
-			 "(ulimit -n) or bind fewer UDP ports",
-			 (unsigned long long)need, n_socks, sw->n_ports,
-			 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
-		return -EMFILE;
-	}
-	return 0;
-}
-
-static int open_sockets(struct innet_switch *sw, char *err, size_t errlen)
-{
-	uint32_t max = 0;
-	for (uint32_t p = 0; p < sw->n_progs; p++) {
-		struct innet_cp *cp = &sw->progs[p];
-		uint32_t per = (cp->program->flags & INNET_PROG_SERIAL) ? 1 : sw->n_workers;
-		max += cp->n_udp * (sw->n_ports - sw->n_raw_ports) * per;
-		if (cp->raw)
-			max += sw->n_raw_ports * per;
-	}
-	int rc = check_nofile(sw, max, err, errlen);
-	if (rc != 0)
-		return rc;
-	sw->socks = calloc(max ? max : 1, sizeof(*sw->socks));
-	if (sw->socks == NULL)
-		return -ENOMEM;
-	for (uint32_t p = 0; p < sw->n_progs; p++) {
-		struct innet_cp *cp = &sw->progs[p];
-		bool serial = cp->program->flags & INNET_PROG_SERIAL;
-		uint32_t per = serial ? 1 : sw->n_workers;
-		for (uint32_t port = 0; cp->raw && port < sw->n_ports; port++) {
-			if (sw->ports[port].conf.iface[0] == '\0')
-				continue;
-			int fanout = per > 1 ? (int)((getpid() * 131u + port * 7919u + 1) & 0xffff) : -1;
-			for (uint32_t k = 0; k < per; k++) {
-				int fd = open_raw(sw->ports[port].conf.iface, fanout, err, errlen);
-				if (fd < 0)
-					return fd;
-				struct innet_sock *s = &sw->socks[sw->n_socks++];
-				s->fd = fd;
-				s->port = (uint16_t)port;
-				s->prog = (uint16_t)p;
-				s->udp = 0;
-				s->raw = true;
-				s->worker = (uint16_t)(serial ? cp->serial_worker : k);
-			}
-		}
-		for (uint32_t u = 0; u < cp->n_udp; u++)
-			for (uint32_t port = 0; port < sw->n_ports; port++) {
-				if (sw->ports[port].conf.iface[0] != '\0')
-					continue;
-				rc = serial ? 0 : probe_free(sw->ports[port].conf.ip, cp->udp[u], err, errlen);
-				if (rc != 0)
-					return rc;
-				for (uint32_t k = 0; k < per; k++) {
-					int fd = open_sock(sw->ports[port].conf.ip, cp->udp[u], !serial,
-							   err, errlen);
-					if (fd < 0)
-						return fd;
-					struct innet_sock *s = &sw->socks[sw->n_socks++];
-					s->fd = fd;
-					s->port = (uint16_t)port;
-					s->prog = (uint16_t)p;
-					s->udp = cp->udp[u];
-					s->worker = (uint16_t)(serial ? cp->serial_worker : k);
-				}
-			}
-	}
-	return 0;
-}
-
-/* Each worker (and the timer and control threads) sends from its own socket
- * where it has one, and otherwise from any socket bound to that address. */
-static int wire_workers(struct innet_switch *sw)
-{
-	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
-		struct innet_worker *w = &sw->workers[wi];
-		for (uint32_t i = 0; i < sw->n_socks; i++) {
-			struct innet_sock *s = &sw->socks[i];
-			int *fdp = s->raw ? &w->rawfd[s->port]
-					  : &w->txfd[(size_t)s->port * sw->udp_stride +
-						     sw->progs[s->prog].txfd_base + sw->udp_slot[s->udp]];
-			if (*fdp < 0 || s->worker == wi)
-				*fdp = s->fd;
-			if (s->worker == wi && wi < sw->n_workers) {
-				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
-				if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0)
-					return -errno;
-			}
-		}
-	}
-	return 0;
-}
-
 struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err, size_t errlen)
 {
 	err[0] = '\0';
@@ -510,20 +267,22 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		errno = -rc;
 		return NULL;
 	}
+	const struct innet_target_ops *ops = innet_target_ops(conf->target);
+	if (ops == NULL) {
+		snprintf(err, errlen, "target %d is not built in (targets: %s)", (int)conf->target,
+			 innet_target_names());
+		errno = EINVAL;
+		return NULL;
+	}
 	struct innet_switch *sw = calloc(1, sizeof(*sw));
 	if (sw == NULL)
 		return NULL;
 	sw->conf = *conf;
 	sw->n_ports = conf->n_ports;
-	sw->n_workers = conf->n_workers;
 	sw->cpu_wake_fd = -1;
 	sw->raw_prog = -1;
+	sw->target.ops = ops;
 	pthread_mutex_init(&sw->capture_lock, NULL);
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&sw->cp_send_lock, &ma);
-	pthread_mutexattr_destroy(&ma);
 	pthread_mutex_init(&sw->inject_lock, NULL);
 	for (uint32_t i = 0; i < sw->n_ports; i++) {
 		sw->ports[i].conf = conf->ports[i];
@@ -541,11 +300,8 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		cp->index = i;
 		cp->n_udp = pc->n_udp;
 		cp->raw = pc->raw;
-		cp->txfd_base = sw->udp_stride;
-		sw->udp_stride += pc->n_udp;
 		if (pc->raw)
 			sw->raw_prog = (int32_t)i;
-		cp->serial_worker = i % sw->n_workers;
 		pthread_mutex_init(&cp->cp_lock, NULL);
 		sw->n_progs = i + 1;
 		if (pc->n_udp > 0) {
@@ -578,47 +334,23 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 				goto err_destroy;
 			}
 			sw->udp_to_prog[pc->udp[u]] = (uint8_t)(i + 1);
-			sw->udp_slot[pc->udp[u]] = (uint16_t)u;
 		}
 		rc = innet_state_setup(cp, pc, err, errlen);
 		if (rc != 0)
 			goto err_destroy;
-	}
-	/* The XDP target loads the programs' eBPF objects and moves their state
-	 * onto the maps before anything (workers, init) looks at it. */
-	if (conf->target == INNET_TARGET_XDP) {
-		rc = innet_xdp_create(sw, err, errlen);
-		if (rc != 0)
-			goto err_destroy;
-	}
-	sw->workers = aligned_alloc(INNET_CACHELINE, sizeof(*sw->workers) * (sw->n_workers + INNET_EXTRA_WORKERS));
-	if (sw->workers == NULL) {
-		rc = -ENOMEM;
-		goto err_destroy;
-	}
-	memset(sw->workers, 0, sizeof(*sw->workers) * (sw->n_workers + INNET_EXTRA_WORKERS));
-	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++) {
-		sw->workers[i].epfd = sw->workers[i].wake_fd = -1;
-		rc = innet_worker_init(sw, &sw->workers[i], i);
-		if (rc != 0) {
-			snprintf(err, errlen, "worker %u: %s", i, strerror(-rc));
-			goto err_destroy;
-		}
 	}
 	sw->cpu_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (sw->cpu_wake_fd < 0) {
 		rc = -errno;
 		goto err_destroy;
 	}
-	rc = innet_timerq_create(sw);
+	/* The target builds what runs the programs — and moves their state
+	 * where its executor reads it (the XDP target: onto its maps) — before
+	 * anything (init, a worker) looks at that state. Nothing runs yet. */
+	rc = ops->create(sw, &sw->target.priv, err, errlen);
 	if (rc != 0)
 		goto err_destroy;
-	rc = conf->no_sockets ? 0 : open_sockets(sw, err, errlen);
-	if (rc != 0)
-		goto err_destroy;
-	rc = wire_workers(sw);
-	if (rc != 0)
-		goto err_destroy;
+	sw->target_created = true;
 	/* Control-plane initialisation of state (tables, groups, registers). */
 	sw->init_err = err;
 	sw->init_errlen = errlen;
@@ -636,11 +368,6 @@ struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, c
 		}
 	}
 	sw->init_err = NULL;
-	if (sw->xdp != NULL) {
-		rc = innet_xdp_start(sw, err, errlen);
-		if (rc != 0)
-			goto err_destroy;
-	}
 	return sw;
 
 err_destroy:
@@ -651,35 +378,23 @@ err_destroy:
 	return NULL;
 }
 
-int innet_switch_start(struct innet_switch *sw)
+int innet_switch_start(struct innet_switch *sw, char *err, size_t errlen)
 {
-	if (sw->started)
+	err[0] = '\0';
+	if (sw->started) {
+		snprintf(err, errlen, "switch %s is running already", sw->conf.name);
 		return -EALREADY;
-	atomic_store(&sw->stopping, false);
-	int rc = innet_timerq_start(sw);
-	if (rc != 0)
-		return rc;
-	rc = innet_control_start(sw);
-	if (rc != 0) {
-		atomic_store(&sw->stopping, true);
-		innet_timerq_stop(sw);
-		return rc;
 	}
-	for (uint32_t i = 0; i < sw->n_workers; i++) {
-		rc = pthread_create(&sw->workers[i].thread, NULL, innet_worker_main, &sw->workers[i]);
-		if (rc != 0) {
-			atomic_store(&sw->stopping, true);
-			for (uint32_t j = 0; j < i; j++) {
-				uint64_t one = 1;
-				if (write(sw->workers[j].wake_fd, &one, sizeof(one)) < 0) {
-					/* already woken */
-				}
-				pthread_join(sw->workers[j].thread, NULL);
-			}
-			innet_control_stop(sw);
-			innet_timerq_stop(sw);
-			return -rc;
-		}
+	int rc = sw->target.ops->start(sw->target.priv, err, errlen);
+	if (rc == 0) {
+		rc = innet_control_start(sw, err, errlen);
+		if (rc != 0)
+			sw->target.ops->stop(sw->target.priv);
+	}
+	if (rc != 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "cannot start switch %s: %s", sw->conf.name, strerror(-rc));
+		return rc;
 	}
 	sw->started = true;
 	atomic_store(&sw->running, true);
@@ -690,16 +405,7 @@ void innet_switch_stop(struct innet_switch *sw)
 {
 	if (!sw->started)
 		return;
-	atomic_store(&sw->stopping, true);
-	for (uint32_t i = 0; i < sw->n_workers; i++) {
-		uint64_t one = 1;
-		if (write(sw->workers[i].wake_fd, &one, sizeof(one)) < 0) {
-			/* already woken */
-		}
-	}
-	for (uint32_t i = 0; i < sw->n_workers; i++)
-		pthread_join(sw->workers[i].thread, NULL);
-	innet_timerq_stop(sw);
+	sw->target.ops->stop(sw->target.priv);
 	innet_control_stop(sw);
 	sw->started = false;
 	atomic_store(&sw->running, false);
@@ -710,49 +416,31 @@ void innet_switch_destroy(struct innet_switch *sw)
 	if (sw == NULL)
 		return;
 	innet_switch_stop(sw);
-	innet_xdp_stop(sw);   /* detach first: nothing new arrives on the ring */
+	if (sw->target_created)
+		sw->target.ops->destroy(sw->target.priv);
 	innet_capture_close_all(sw);
-	innet_timerq_destroy(sw);
-	for (uint32_t i = 0; i < sw->n_socks; i++)
-		close(sw->socks[i].fd);
-	free(sw->socks);
-	if (sw->workers != NULL) {
-		for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++)
-			innet_worker_fini(&sw->workers[i]);
-		free(sw->workers);
-	}
 	for (uint32_t i = 0; i < sw->n_progs; i++) {
 		innet_state_free(&sw->progs[i]);
 		free(sw->progs[i].udp);
 		pthread_mutex_destroy(&sw->progs[i].cp_lock);
 	}
-	innet_xdp_destroy(sw);
 	if (sw->cpu_wake_fd >= 0)
 		close(sw->cpu_wake_fd);
 	pthread_mutex_destroy(&sw->capture_lock);
-	pthread_mutex_destroy(&sw->cp_send_lock);
 	pthread_mutex_destroy(&sw->inject_lock);
 	free(sw);
 }
 
 /* ------------------------------------------------------------------------ */
-/* Control-plane sends and statistics                                         */
+/* What the control plane asks of the target                                  */
 
 int innet_cp_send(struct innet_cp *cp, const struct innet_out *out, bool is_group, const void *data,
 		  uint32_t len)
 {
-	struct innet_switch *sw = cp->sw;
-	struct innet_worker *w = INNET_CONTROL_WORKER(sw);
-	pthread_mutex_lock(&sw->cp_send_lock);
-	innet_worker_set_now(w);
-	int rc = innet_worker_send_copy(w, cp, out, is_group, data, len, out->src_udp);
-	innet_worker_flush(w);
-	pthread_mutex_unlock(&sw->cp_send_lock);
-	return rc;
+	const struct innet_target_dev *t = &cp->sw->target;
+	return t->ops->send(t->priv, cp, out, is_group, data, len);
 }
 
-/* Counted in the control worker's counters (one writer: the control thread,
- * or an injection's caller running on_cpu on a switch not started). */
 int innet_cp_count_drop(struct innet_cp *cp, unsigned reason)
 {
 	bool ok = (reason > INNET_DROP_NONE && reason < INNET_DROP_RUNTIME_COUNT) ||
@@ -760,45 +448,67 @@ int innet_cp_count_drop(struct innet_cp *cp, unsigned reason)
 		   reason < INNET_DROP_PROGRAM + cp->program->n_drop_reasons);
 	if (!ok)
 		return -EINVAL;
-	struct innet_worker *w = INNET_CONTROL_WORKER(cp->sw);
-	INNET_STAT_INC(w->pstats[cp->index].drops[reason]);
-	if (w->inject != NULL && w->inject->cpu_drop_reason == 0)
-		w->inject->cpu_drop_reason = reason;
+	const struct innet_target_dev *t = &cp->sw->target;
+	t->ops->count_drop(t->priv, cp, reason);
 	return 0;
 }
 
-#define LOAD64(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+void innet_switch_cpu_drain(struct innet_switch *sw)
+{
+	sw->target.ops->cpu_drain(sw->target.priv);
+}
+
+/* engine/switch_ctl.h: the control part's view */
+
+struct innet_control **innet_switch_control_slot(struct innet_switch *sw)
+{
+	return &sw->control;
+}
+
+int innet_switch_cpu_wake_fd(const struct innet_switch *sw)
+{
+	return sw->cpu_wake_fd;
+}
+
+_Atomic(struct innet_capture *) *innet_switch_capture_slot(struct innet_switch *sw, uint32_t port)
+{
+	return port < sw->n_ports ? &sw->ports[port].capture : NULL;
+}
+
+pthread_mutex_t *innet_switch_capture_lock(struct innet_switch *sw)
+{
+	return &sw->capture_lock;
+}
+
+void innet_switch_set_metrics_addr(struct innet_switch *sw, const char *addr)
+{
+	snprintf(sw->conf.metrics_addr, sizeof(sw->conf.metrics_addr), "%s", addr);
+}
+
+int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
+			const struct innet_addr *src, const void *data, uint32_t len,
+			struct innet_inject_result *res)
+{
+	if (port >= sw->n_ports || len > INNET_PKT_MAX)
+		return -EINVAL;
+	bool raw = sw->ports[port].conf.iface[0] != '\0';
+	/* a raw port carries frames to the raw program (dst_udp 0), nothing else */
+	if (raw ? (dst_udp != 0 || sw->raw_prog < 0) : sw->udp_to_prog[dst_udp] == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&sw->inject_lock);
+	res->n_out = 0;
+	res->n_out_lost = 0;
+	res->cpu_drop_reason = 0;
+	int rc = sw->target.ops->inject(sw->target.priv, port, dst_udp, src, data, len, res);
+	pthread_mutex_unlock(&sw->inject_lock);
+	return rc;
+}
 
 int innet_cp_stats(struct innet_cp *cp, struct innet_prog_stats *out)
 {
-	struct innet_switch *sw = cp->sw;
+	const struct innet_target_dev *t = &cp->sw->target;
 	memset(out, 0, sizeof(*out));
-	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
-		const struct innet_prog_stats *s = &sw->workers[wi].pstats[cp->index];
-		out->rx_pkts += LOAD64(s->rx_pkts);
-		out->rx_bytes += LOAD64(s->rx_bytes);
-		for (int a = 0; a < INNET_ACTION_COUNT; a++)
-			out->actions[a] += LOAD64(s->actions[a]);
-		for (uint32_t r = 0; r < INNET_N_REASONS; r++)
-			out->drops[r] += LOAD64(s->drops[r]);
-		out->passes += LOAD64(s->passes);
-		out->recirculations += LOAD64(s->recirculations);
-		out->emitted += LOAD64(s->emitted);
-		out->tx_pkts += LOAD64(s->tx_pkts);
-		out->timer_fires += LOAD64(s->timer_fires);
-		out->cpu_pkts += LOAD64(s->cpu_pkts);
-		out->reg_ops += LOAD64(s->reg_ops);
-		out->table_ops += LOAD64(s->table_ops);
-		out->alu_ops += LOAD64(s->alu_ops);
-#define MAXOF(f) do { uint32_t v_ = LOAD64(s->f); if (v_ > out->f) out->f = v_; } while (0)
-		MAXOF(max_reg_ops);
-		MAXOF(max_table_ops);
-		MAXOF(max_alu_ops);
-		MAXOF(max_recirc);
-		MAXOF(max_emitted);
-#undef MAXOF
-	}
-	innet_xdp_prog_stats_add(sw, cp->index, out);
+	t->ops->prog_stats(t->priv, cp, out);
 	return 0;
 }
 
@@ -807,32 +517,27 @@ int innet_switch_port_stats(struct innet_switch *sw, uint32_t port, struct innet
 	if (port >= sw->n_ports)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
-		const struct innet_port_stats *s = &sw->workers[wi].portstats[port];
-		out->rx_pkts += LOAD64(s->rx_pkts);
-		out->rx_bytes += LOAD64(s->rx_bytes);
-		out->tx_pkts += LOAD64(s->tx_pkts);
-		out->tx_bytes += LOAD64(s->tx_bytes);
-		out->tx_errors += LOAD64(s->tx_errors);
-		out->tx_gso += LOAD64(s->tx_gso);
-		out->link_lost += LOAD64(s->link_lost);
-		out->link_duplicated += LOAD64(s->link_duplicated);
-		out->link_reordered += LOAD64(s->link_reordered);
-		out->link_delayed += LOAD64(s->link_delayed);
-		out->link_queue_full += LOAD64(s->link_queue_full);
-	}
-	innet_xdp_port_stats_add(sw, port, out);
+	sw->target.ops->port_stats(sw->target.priv, port, out);
 	return 0;
 }
 
 void innet_switch_stats_reset(struct innet_switch *sw)
 {
-	/* Counters are owned by their threads; a reset races with increments
-	 * in flight, which is acceptable for statistics. */
-	for (uint32_t wi = 0; wi < sw->n_workers + INNET_EXTRA_WORKERS; wi++) {
-		struct innet_worker *w = &sw->workers[wi];
-		memset(w->pstats, 0, sizeof(*w->pstats) * sw->n_progs);
-		memset(w->portstats, 0, sizeof(*w->portstats) * sw->n_ports);
+	sw->target.ops->stats_reset(sw->target.priv);
+}
+
+int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *e)
+{
+	memset(e, 0, sizeof(*e));
+	struct innet_bpf_object own;
+	const struct innet_bpf_object *bo = innet_cp_bpf_object(cp, &own);
+	if (bo == NULL || bo->start == NULL) {
+		snprintf(e->userspace, sizeof(e->userspace), "%s",
+			 bo == NULL ? "not a program of the tree (no eBPF object)" : bo->userspace_reason);
+		return 0;
 	}
-	innet_xdp_stats_reset(sw);
+	const struct innet_target_dev *t = &cp->sw->target;
+	if (t->ops->prog_info != NULL)
+		t->ops->prog_info(t->priv, cp, e);
+	return 0;
 }

@@ -25,7 +25,6 @@
 
 #include "innet/topology.h"
 #include "innet/switch.h"
-#include "engine/switch_pvt.h"
 #include "fabric/fabric_pvt.h"
 
 static void ip_str(uint32_t ip, char out[INET_ADDRSTRLEN])
@@ -119,7 +118,7 @@ static json_t *switch_json(const struct innet_topology *t, uint32_t i)
 	if (n->machine[0])
 		jset(o, "machine", json_string(n->machine));
 	jset(o, "workers", json_integer(c->n_workers));
-	jset(o, "target", json_string(n->target == INNET_TARGET_XDP ? "xdp" : "udp"));
+	jset(o, "target", json_string(innet_target_info(n->target)->name));
 	if (n->p4)
 		jset(o, "p4", json_true());
 	if (t->netns) {

@@ -44,8 +44,8 @@ struct lb_frame {
 	uint32_t sip, dip;  /* host order */
 	uint16_t sport, dport;
 	uint32_t l4_len;    /* UDP: its length field; TCP: IPv4 total length - IHL */
-	uint8_t proto;      /* 6 or 17 */
-	uint8_t tcp_flags;  /* TCP: FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10 */
+	uint8_t proto;      /* LB_PROTO_TCP or LB_PROTO_UDP */
+	uint8_t tcp_flags;  /* TCP: LB_TCP_FIN, _SYN, _RST, _ACK */
 	uint8_t ttl;        /* IPv4 TTL */
 	uint32_t opaque;    /* lb_fr_opaque's cell */
 };
@@ -180,7 +180,7 @@ static inline uint8_t *lb_fr_ip(struct innet_pkt *pkt, const struct lb_frame *fr
  * header lies outside the packet, which the parser excludes). */
 static inline uint8_t *lb_fr_l4_csum_at(struct innet_pkt *pkt, const struct lb_frame *fr)
 {
-	if (fr->proto == 17) {
+	if (fr->proto == LB_PROTO_UDP) {
 		uint8_t *u = innet_pkt_ptr(pkt, fr->l4_off, 8);
 		return u == NULL ? NULL : u + 6;
 	}
@@ -192,7 +192,7 @@ static inline uint8_t *lb_fr_l4_csum_at(struct innet_pkt *pkt, const struct lb_f
 static inline uint8_t *lb_fr_l4_csum(struct innet_pkt *pkt, const struct lb_frame *fr)
 {
 	uint8_t *c = lb_fr_l4_csum_at(pkt, fr);
-	if (c != NULL && fr->proto == 17 && lb_rd16(c) == 0)
+	if (c != NULL && fr->proto == LB_PROTO_UDP && lb_rd16(c) == 0)
 		return NULL;
 	return c;
 }
@@ -255,14 +255,14 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 		return LB_DR_FRAGMENT;
 	uint32_t l4len = tot - ihl;
 	const uint8_t *l4;
-	if (out->proto == 17) {
+	if (out->proto == LB_PROTO_UDP) {
 		if (l4len < 8 || (l4 = innet_pkt_ptr(pkt, out->l4_off, 8)) == NULL)
 			return LB_DR_BAD_L4;
 		uint32_t ulen = lb_rd16(l4 + 4);
 		if (ulen < 8 || ulen > l4len)
 			return LB_DR_BAD_L4;
 		out->l4_len = ulen;
-	} else if (out->proto == 6) {
+	} else if (out->proto == LB_PROTO_TCP) {
 		if (l4len < 20 || (l4 = innet_pkt_ptr(pkt, out->l4_off, 20)) == NULL)
 			return LB_DR_BAD_L4;
 		uint32_t doff = (uint32_t)(l4[12] >> 4) * 4;
@@ -308,7 +308,7 @@ static inline __attribute__((always_inline)) void lb_fr_rewrite(struct innet_pkt
 		uint16_t hc = lb_csum_adjust32(lb_rd16(c), old_ip, new_ip);
 		hc = lb_csum_adjust(hc, old_port, new_port);
 		/* UDP: a computed 0 is sent as 0xffff (0 means "no checksum"). */
-		if (fr->proto == 17 && hc == 0)
+		if (fr->proto == LB_PROTO_UDP && hc == 0)
 			hc = 0xffff;
 		lb_wr16(c, hc);
 	}
@@ -380,7 +380,7 @@ LB_FR_STEP bool lb_fr_complete_csum(struct innet_pkt *pkt, const struct lb_frame
 		return false;
 	lb_wr16(c, 0);
 	uint16_t sum = lb_fr_csum_l4(pkt, fr, fr->l4_len);
-	if (fr->proto == 17 && sum == 0)
+	if (fr->proto == LB_PROTO_UDP && sum == 0)
 		sum = 0xffff;
 	c = lb_fr_l4_csum_at(pkt, fr);
 	if (c == NULL)

@@ -43,8 +43,10 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		if (node != 0) {
 			struct innet_route r;
 			int rc = innet_route_get(ctx, FWD_T_ROUTES, node, &r);
-			if (rc != 0)
-				return innet_drop(pkt, rc == -1 ? FWD_NO_ROUTE : FWD_BAD_ROUTE);
+			if (rc != INNET_ROUTE_OK)
+				return innet_drop(pkt, rc == INNET_ROUTE_NONE ? FWD_NO_ROUTE
+						       : rc == INNET_ROUTE_BUSY ? INNET_DROP_TABLE_BUSY
+						       : FWD_BAD_ROUTE);
 			if (r.n == INNET_ROUTE_GROUP)
 				return innet_multicast(pkt, r.ports[0]);
 			uint64_t hash = 0;

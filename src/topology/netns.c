@@ -73,8 +73,7 @@
 #include <linux/if_link.h>
 
 #include "innet/topology.h"
-#include "engine/switch_pvt.h"
-#include "targets/xdp/objects.h"
+#include "engine/bpf_objects.h"
 
 #define NETNS_DIR "/run/netns"
 
@@ -408,7 +407,8 @@ static int ns_tune(const struct innet_topology *t, uint32_t node)
 				close(fd);
 			}
 		}
-		if (n->kind == INNET_TOPO_SWITCH && n->target == INNET_TARGET_XDP)
+		if (n->kind == INNET_TOPO_SWITCH && innet_target_info(n->target) != NULL &&
+		    innet_target_info(n->target)->attaches_xdp)
 			_exit(0);   /* its own program attaches when it starts */
 		int prog = pass_prog();
 		if (prog < 0)
@@ -538,8 +538,11 @@ int innet_topology_netns_up(const struct innet_topology *t, char *err, size_t er
 	if (!t->netns)
 		return 0;
 	if (geteuid() != 0) {
-		snprintf(err, errlen, "%s runs in network namespaces (netns mode%s): that needs root",
-			 t->name, t->target == INNET_TARGET_XDP ? ", XDP target" : "");
+		const struct innet_target_info *ti = innet_target_info(t->target);
+		snprintf(err, errlen, "%s runs in network namespaces (netns mode%s%s%s): that needs root",
+			 t->name, ti != NULL && ti->needs_devices ? ", " : "",
+			 ti != NULL && ti->needs_devices ? ti->name : "",
+			 ti != NULL && ti->needs_devices ? " target" : "");
 		return -EPERM;
 	}
 	char ns[256], file[128], la[INET_ADDRSTRLEN];

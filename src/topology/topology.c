@@ -37,7 +37,6 @@
 #include "innet/metrics.h"
 #include "innet/parse.h"
 #include "innet/topology.h"
-#include "engine/switch_pvt.h"
 #include "topology/topology_pvt.h"
 
 _Static_assert(sizeof(((struct innet_switch_conf *)0)->progs) /

@@ -198,17 +198,15 @@ int topo_get_target(struct parser *p, json_t *obj, const char *path, enum innet_
 	int r = topo_get_str(p, obj, path, "target", false, &s);
 	if (r <= 0)
 		return r;
-	if (!strcmp(s, "udp")) {
-		*out = INNET_TARGET_UDP;
-	} else if (!strcmp(s, "xdp")) {
-		*out = INNET_TARGET_XDP;
-	} else {
+	const struct innet_target_info *ti = innet_target_find(s);
+	if (ti == NULL) {
 		char kp[PATH_LEN];
 		topo_path_key(kp, path, "target");
-		topo_errs_add(&p->e, kp, "'%.40s' is not a target (udp: the user-space engine, "
-			      "xdp: eBPF on network devices)", s);
+		topo_errs_add(&p->e, kp, "'%.40s' is not a target (%s; udp: the user-space engine, "
+			      "xdp: eBPF on network devices)", s, innet_target_names());
 		return -1;
 	}
+	*out = ti->id;
 	return 1;
 }
 

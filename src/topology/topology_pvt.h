@@ -116,6 +116,8 @@ bool topo_addr_taken(const struct parser *p, uint32_t ip);
 /* out (PATH_LEN bytes) = the JSON path of node idx: $.switches[i] or
  * $.hosts[i]. */
 void topo_node_path(const struct innet_topology *t, uint32_t idx, char *out);
+/* Free the args of a switch's program configurations. */
+void innet_topology_progs_release(struct innet_prog_conf *progs, uint32_t n);
 
 /* ---- topology_resolve.c: only for a file without errors ------------------- */
 

@@ -10,12 +10,12 @@
  * No state of its own: everything lives in the caller's struct parser
  * (topology_pvt.h) and its topology.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "innet/metrics.h"
 #include "innet/topology.h"
-#include "engine/switch_pvt.h"
 #include "topology/topology_pvt.h"
 
 /* ------------------------------------------------------------------------ */
@@ -100,7 +100,6 @@ int topo_resolve(struct parser *p)
 /* ------------------------------------------------------------------------ */
 /* Netns mode.                                                               */
 
-#define XDP_MTU_MAX 3500u   /* a veth with a single-buffer XDP program: one page */
 
 void innet_topology_netns_name(const struct innet_topology *t, uint32_t node, char *out, size_t len)
 {
@@ -200,16 +199,22 @@ void topo_check_metrics_unique(struct parser *p)
 int topo_resolve_netns(struct parser *p)
 {
 	struct innet_topology *t = p->t;
-	bool any_xdp = false, any_p4 = false;
+	const struct innet_target_info *needs = NULL;   /* a target that needs devices */
+	bool any_p4 = false;
 	for (uint32_t i = 0; i < t->n_switches; i++) {
-		any_xdp |= t->nodes[i].target == INNET_TARGET_XDP;
+		const struct innet_target_info *ti = innet_target_info(t->nodes[i].target);
+		if (needs == NULL && ti != NULL && ti->needs_devices)
+			needs = ti;
 		any_p4 |= t->nodes[i].p4;
 	}
-	t->netns = p->netns < 0 ? any_xdp || any_p4 : p->netns == 1;
-	if ((any_xdp || any_p4) && !t->netns) {
-		topo_errs_add(&p->e, "$.netns", "a switch with %s needs network devices: "
-			      "\"netns\": false cannot be",
-			      any_xdp ? "\"target\": \"xdp\"" : "a P4 program (\"p4\")");
+	t->netns = p->netns < 0 ? needs != NULL || any_p4 : p->netns == 1;
+	if ((needs != NULL || any_p4) && !t->netns) {
+		if (needs != NULL)
+			topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"%s\" needs network "
+				      "devices: \"netns\": false cannot be", needs->name);
+		else
+			topo_errs_add(&p->e, "$.netns", "a switch with a P4 program (\"p4\") needs network "
+				      "devices: \"netns\": false cannot be");
 		return 0;
 	}
 	for (uint32_t i = 0; i < t->n_switches; i++)
@@ -250,12 +255,18 @@ int topo_resolve_netns(struct parser *p)
 				pc->ip = 0;
 				pc->peer_ip = 0;
 			}
-			if (n->target == INNET_TARGET_XDP && l->mtu > XDP_MTU_MAX) {
+			const struct innet_target_info *ti = innet_target_info(n->target);
+			if (ti != NULL && ti->mtu_max != 0 && l->mtu > ti->mtu_max) {
 				char path[PATH_LEN];
 				snprintf(path, sizeof(path), "$.links[%u].mtu", li);
-				topo_errs_add(&p->e, path, "MTU %u on a port of XDP switch '%s': its eBPF program "
-					      "works on one page per frame, at most MTU %u", l->mtu, n->name,
-					      XDP_MTU_MAX);
+				char tn[16];
+				size_t k = 0;
+				for (; ti->name[k] != '\0' && k + 1 < sizeof(tn); k++)
+					tn[k] = (char)toupper((unsigned char)ti->name[k]);
+				tn[k] = '\0';
+				topo_errs_add(&p->e, path, "MTU %u on a port of %s switch '%s': %s, at most MTU %u",
+					      l->mtu, tn, n->name, ti->mtu_why ? ti->mtu_why : "its target's limit",
+					      ti->mtu_max);
 			}
 		}
 	}

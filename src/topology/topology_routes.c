@@ -15,7 +15,6 @@
 #include <string.h>
 #include "innet/metrics.h"
 #include "innet/topology.h"
-#include "engine/switch_pvt.h"
 #include "topology/topology_pvt.h"
 
 #define UNREACHABLE UINT32_MAX

@@ -14,7 +14,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
 
 static char vlog[1 << 20];
 static char lbuf[8192];   /* what libbpf said (warnings and errors) */

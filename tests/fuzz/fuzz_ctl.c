@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/switch_pvt.h"
+#include "control/control.h"
 
 static struct innet_switch *sw;
 

@@ -538,7 +538,7 @@ static ssize_t recv_wait(int fd, void *buf, size_t len, int ms)
 static void test_straggler_timer(void **state)
 {
 	int fd[2] = { sock_bind(test_ip(21), 6011), sock_bind(test_ip(22), 6012) };
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 	uint8_t buf[INNET_PKT_MAX];
 
 	/* job 9 slot 1 round 0: only worker 0 contributes; after 30 ms the

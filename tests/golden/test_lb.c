@@ -19,6 +19,8 @@
  *   - full NAT: request out from a NAT port, reply back from the VIP port;
  *     replies from strangers or for unknown NAT ports dropped
  *   - a full connection table and exhausted NAT ports behave as documented
+ *   - a busy lookup (a writer held inside a connection's entry, or its reverse
+ *     entry) drops the flow's packets as conn_busy, never balances it anew
  *   - aging: lazy expiry and the sweep free the entry and its NAT port
  *   - units whose agent never reported: served and shown "unknown" however
  *     long (down_after_ms counts from a unit's first report); "grace" and
@@ -627,6 +629,60 @@ static void test_full_nat(void **state)
 	assert_int_equal(res.drop_reason, LB_DR_NAT_EXHAUSTED);
 	/* The old flows still work. */
 	assert_int_equal(send_client(6, 101), 0);
+	assert_all_in_xdp();
+}
+
+/* A busy lookup: a writer stopped inside a connection's entry (the control
+ * plane, preempted in the middle of a write) outlasts the table's bounded
+ * wait. The flow may have a connection, so its packets are dropped as
+ * conn_busy — never balanced anew (wrr over two units would move it to the
+ * other one) — and so are the unit's replies while the reverse entry is
+ * held. Once the writer goes on, the connection is as it was. */
+static void test_busy_lookup(void **state)
+{
+	char sj[2048], body[4096];
+	snprintf(body, sizeof(body), "\"vips\": [{\"port\": %u, \"pool\": \"p\", \"policy\": \"wrr\"}], %s",
+		 VIP_PORT, servers_json(2, NULL, sj, sizeof(sj)));
+	make_lb(body, 8, NULL, 0);
+	struct innet_cp *cp = lbcp();
+	struct innet_addr cl = { .ip = (127u << 24) | (61u << 16) | 9, .udp = 5555 };
+	int unit = send_client(9, 5555);
+	assert_true(unit >= 0);
+	uint16_t nat = res.out[0].src_udp;
+	struct lb_conn_key k = { .cip = cl.ip, .cport = cl.udp, .vport = VIP_PORT, .proto = 17 };
+	struct lb_conn_val v;
+	assert_int_equal(innet_cp_table_get(cp, T_CONN, &k, &v), 0);
+	uint64_t conn_new = lb_stat(LB_ST_CONN_NEW);
+
+	assert_int_equal(innet_table_test_hold(cp->tables[T_CONN], &k, false, true), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(send_client(9, 5555), -1);
+		assert_int_equal(res.drop_reason, LB_DR_CONN_BUSY);
+	}
+	assert_int_equal(innet_table_test_hold(cp->tables[T_CONN], &k, false, false), 0);
+	assert_int_equal(lb_stat(LB_ST_CONN_NEW), conn_new);
+	assert_int_equal(prog_drops(LB_DR_CONN_BUSY), 3);
+	struct innet_table_info ti;
+	assert_int_equal(innet_cp_table_info(cp, T_CONN, &ti), 0);
+	assert_int_equal(ti.busy, 3);
+
+	/* The reply side: the reverse entry held. */
+	struct lb_rev_key rk = { .kind = 1, .proto = 17, .unit = v.unit, .port = v.nat };
+	struct innet_addr un = { .ip = unit_ip((uint32_t)unit), .udp = (uint16_t)(7000 + unit) };
+	uint8_t a[8] = "ans";
+	assert_int_equal(innet_table_test_hold(cp->tables[T_REV], &rk, false, true), 0);
+	assert_int_equal(innet_switch_inject(cur, 0, nat, &un, a, sizeof(a), &res), 0);
+	assert_int_equal(res.action, INNET_DROP);
+	assert_int_equal(res.drop_reason, LB_DR_CONN_BUSY);
+	assert_int_equal(innet_table_test_hold(cp->tables[T_REV], &rk, false, false), 0);
+	assert_int_equal(innet_switch_inject(cur, 0, nat, &un, a, sizeof(a), &res), 0);
+	assert_int_equal(res.action, INNET_FORWARD);
+	assert_int_equal(res.out[0].dst.ip, cl.ip);
+
+	/* The writer went on: the flow keeps its unit and NAT port. */
+	assert_int_equal(send_client(9, 5555), unit);
+	assert_int_equal(res.out[0].src_udp, nat);
+	assert_int_equal(lb_stat(LB_ST_CONN_NEW), conn_new);
 	assert_all_in_xdp();
 }
 
@@ -1281,6 +1337,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_accel_split, teardown),
 		cmocka_unit_test_teardown(test_reports, teardown),
 		cmocka_unit_test_teardown(test_full_nat, teardown),
+		cmocka_unit_test_teardown(test_busy_lookup, teardown),
 		cmocka_unit_test_teardown(test_full_table, teardown),
 		cmocka_unit_test_teardown(test_aging, teardown),
 		cmocka_unit_test(test_health_table),

@@ -116,6 +116,15 @@ frag=$(ctl leaf0 | jq_py 'sum(p["xdp_pass"]["fragment"] for p in d["ports"])')
 [ "$frag" -ge 2 ] || fail "leaf0 passed $frag fragments up, want >= 2"
 echo "    $out; leaf0 passed $frag fragments to the kernel"
 
+echo "--- frames dropped outside any verdict: counted by name (none here), in stats and metrics"
+xd=$(ctl leaf0 | jq_py 'sorted((k, v) for p in d["ports"] for k, v in p["xdp_drop"].items() if v)')
+[ "$xd" = "[]" ] || fail "leaf0 dropped frames outside any verdict: $xd"
+names=$(ctl leaf0 | jq_py '" ".join(sorted(d["ports"][0]["xdp_drop"]))')
+[ "$names" = "adjust egress_meta egress_short no_conf no_raw_program" ] || fail "xdp_drop names: $names"
+m=$("$INNET" ctl --fabric "$TOPO" --switch leaf0 metrics)
+grep -q '^innet_port_xdp_dropped_packets_total{.*reason="egress_short"} 0$' <<<"$m" ||
+	fail "no innet_port_xdp_dropped_packets_total in leaf0's metrics"
+
 echo "--- kill -9 of spine0: no XDP program left on its devices"
 pid=$($PY -c "import json; print([s['pid'] for s in json.load(open('$DIR/state/fabric.json'))['switches'] if s['name']=='spine0'][0])")
 kill -9 "$pid"

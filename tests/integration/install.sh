@@ -5,10 +5,16 @@
 #     (libinnet.so.MAJOR -> libinnet.so.MAJOR.MINOR.PATCH), innet.pc, the man
 #     pages, bash completion;
 #   - the shared library exports the innet_* API alone (nm -D);
-#   - a program of one's own (examples/libinnet/echo_switch.c: its own
-#     data-plane program, registered, on a switch it starts) builds against
-#     the installed library with pkg-config alone and runs: a datagram goes
-#     through its switch and comes back;
+#   - the installed headers are the public API: the XDP target's internals
+#     (dp_xdp.h, xdp_abi.h) are not among them, but in the dp tree
+#     (share/innet/dp) with the rules that build a data path (innet-dp.mk);
+#   - a program of one's own (examples/libinnet: echo_switch.c, its own
+#     data-plane program, registered, on a switch it starts; its data path
+#     echo_dp.c) builds against the installed library with pkg-config, its
+#     data path for both targets with the installed rules (the contract
+#     checked), and runs: a datagram goes through its switch and comes back
+#     on the user-space engine, and (root) its eBPF object, loaded at run
+#     time with innet_decl_datapath, reflects one on the XDP target;
 #   - `man innet-kv` renders from the installed pages; completion completes.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +39,19 @@ soname=$(objdump -p "$D$P/lib/libinnet.so.$ver" | awk '$1 == "SONAME" { print $2
 "$D$P/bin/innet" --version | grep -q "$ver" || fail "innet --version"
 echo "    innet $ver: binary, $(ls "$D$P/include/innet" | wc -l) headers, libinnet.a, libinnet.so ($soname), innet.pc, $(ls "$D$P/share/man/man1" | wc -l) man pages, completion"
 
+echo "--- the installed headers are the public API; the targets' internals are in the dp tree"
+for h in dp_xdp.h xdp_abi.h; do
+	[ ! -e "$D$P/include/innet/$h" ] || fail "internal header installed as API: include/innet/$h"
+done
+DP=$D$P/share/innet/dp
+for f in innet-dp.mk src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h src/targets/xdp/dp_xdp.h \
+	src/targets/xdp/xdp_abi.h tools/contract/check-dp tools/contract/check-bpf; do
+	[ -f "$DP/$f" ] || fail "not installed: $P/share/innet/dp/$f"
+done
+grep -rhq '#include "\(engine\|control\|topology\)/' "$D$P/include/innet" &&
+	fail "an installed header includes a file of the tree: $(grep -rl '#include "\(engine\|control\|topology\)/' "$D$P/include/innet")"
+echo "    $(ls "$D$P/include/innet" | wc -l) public headers; the dp tree: $(find "$DP" -type f | wc -l) files"
+
 echo "--- the shared library exports innet_* alone"
 n=$(nm -D --defined-only "$D$P/lib/libinnet.so.$ver" | awk 'NF == 3 { print $3 }' | grep -c . || true)
 other=$(nm -D --defined-only "$D$P/lib/libinnet.so.$ver" | awk 'NF == 3 { print $3 }' | grep -v '^innet_' || true)
@@ -43,12 +62,38 @@ echo "    $n symbols, all innet_*"
 echo "--- a program of one's own, built with pkg-config against the installed library"
 export PKG_CONFIG_PATH=$D$P/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D
 pkg-config --modversion innet | grep -qx "$ver" || fail "pkg-config --modversion"
+# (pkg-config puts its sysroot, the DESTDIR here, in front of the paths)
+INNET_DPMK=$(pkg-config --variable=dpmk innet)
+[ "$INNET_DPMK" = "$D$P/share/innet/dp/innet-dp.mk" ] || fail "pkg-config --variable=dpmk: $INNET_DPMK"
 make -s -C examples/libinnet OUT="$tmp" >"$tmp/example.log" 2>&1 || fail "example build: $(cat "$tmp/example.log")"
 ldd "$tmp/echo_switch" | grep -q "libinnet.so.$major" || fail "the example is not linked to libinnet.so.$major"
+[ -s "$tmp/echo_dp.bpf.o" ] || fail "no eBPF object built for the example's data path"
 net=$(( ($$ % 200) + 20 ))
-out=$(LD_LIBRARY_PATH=$D$P/lib timeout 20 "$tmp/echo_switch" "127.204.$net.1" 47990) || fail "echo_switch: $out"
+out=$(LD_LIBRARY_PATH=$D$P/lib timeout 20 "$tmp/echo_switch" "127.204.$net.1" 47990 "$tmp/echo_dp.bpf.o") ||
+	fail "echo_switch: $out"
 echo "$out" | sed 's/^/    /'
 grep -q 'came back; count = 1' <<<"$out" || fail "echo_switch output"
+if [ "$(id -u)" = 0 ]; then
+	out=$(LD_LIBRARY_PATH=$D$P/lib timeout 20 "$tmp/echo_switch" --xdp "127.204.$net.3" 47992 "$tmp/echo_dp.bpf.o") ||
+		fail "echo_switch --xdp: $out"
+	echo "$out" | sed 's/^/    /'
+	grep -q '(1 handled in eBPF); count = 1' <<<"$out" || fail "echo_switch --xdp output: $out"
+else
+	echo "    (the XDP half needs root: not run)"
+fi
+
+echo "--- a data path that breaks the contract fails the installed rules too"
+cp examples/libinnet/echo.h "$tmp/"
+printf '#include "echo.h"\n#include <stdio.h>\n' > "$tmp/bad_dp.c"
+printf 'static enum innet_action h(struct innet_ctx *c, struct innet_pkt *p) { puts("x"); return innet_reflect(p); }\nINNET_DATAPATH(bad, h, NULL)\n' >> "$tmp/bad_dp.c"
+if make -s -C "$tmp" -f "$INNET_DPMK" INNET_INCDIR="$D$P/include" bad_dp.o >"$tmp/bad.log" 2>&1; then fail "a data path including <stdio.h> built"; fi
+grep -q 'stdio.h' "$tmp/bad.log" || fail "the contract's message: $(cat "$tmp/bad.log")"
+printf '#include "echo.h"\nvoid *memcpy(void *, const void *, unsigned long);\n' > "$tmp/bad2_dp.c"
+printf 'static enum innet_action h(struct innet_ctx *c, struct innet_pkt *p) { uint8_t *d = innet_pkt_ptr(p, 0, 8); if (d) memcpy(d, d + 1, p->len & 7); return innet_reflect(p); }\nINNET_DATAPATH(bad2, h, NULL)\n' >> "$tmp/bad2_dp.c"
+if make -s -C "$tmp" -f "$INNET_DPMK" INNET_INCDIR="$D$P/include" bad2_dp.bpf.o >"$tmp/bad2.log" 2>&1; then fail "an eBPF object calling memcpy built"; fi
+grep -q "breaks the data-path contract" "$tmp/bad2.log" || fail "check-bpf's message: $(cat "$tmp/bad2.log")"
+[ ! -e "$tmp/bad2_dp.bpf.o" ] || fail "the refused eBPF object was left behind"
+echo "    <stdio.h> in a data path: refused; memcpy of a variable length in its eBPF object: refused"
 
 echo "--- the same program linked statically against libinnet.a finds every shipped program"
 pkg-config --static --libs innet >/dev/null 2>"$tmp/pc.err" || fail "pkg-config --static --libs innet: $(cat "$tmp/pc.err")"

@@ -190,12 +190,14 @@ grep -q "$TMP/key" "$TMP/topo.json" && grep -q '"sweep_ms": 200' "$TMP/topo.json
 ip netns exec $SW timeout 60 "$INNET" switch --topology "$TMP/topo.json" --name lbp0 --ctl "$CTL" \
 	--target "$TARGET" >"$TMP/switch.log" 2>&1 &
 sw_pid=$!
-for _ in $(seq 100); do
+# (ready within 30 s: on XDP the kernel's verifier checks lb's eBPF object
+# first, some 5 s on an idle 2-core machine and more on a busy one)
+for _ in $(seq 600); do
 	grep -q ready "$TMP/switch.log" 2>/dev/null && break
 	kill -0 $sw_pid 2>/dev/null || fail "the switch exited"
 	sleep 0.05
 done
-grep -q ready "$TMP/switch.log" || fail "the switch is not ready after 5 s"
+grep -q ready "$TMP/switch.log" || fail "the switch is not ready after 30 s"
 for s in 0 1; do
 	for _ in $(seq 50); do grep -q ready "$TMP/srv$s.log" && break; sleep 0.05; done
 	grep -q ready "$TMP/srv$s.log" || fail "server s$s did not start"

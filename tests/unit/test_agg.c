@@ -89,7 +89,7 @@ static struct innet_switch *make_switch(uint32_t k, const struct job_def *jobs, 
 	if (sw == NULL)
 		fail_msg("create: %s", err);
 	cur_sw = sw;
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 	return sw;
 }
 

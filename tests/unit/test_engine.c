@@ -116,7 +116,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct innet_switch *make_switch(const struct innet_program *p, uint32_t workers)
+/* A switch on 127.0.60.1/2 running p, created and not started; ctl: its
+ * control socket path ("" for none). */
+static struct innet_switch *make_switch_created(const struct innet_program *p, uint32_t workers,
+						const char *ctl)
 {
 	static struct innet_switch_conf c;
 	memset(&c, 0, sizeof(c));
@@ -133,12 +136,19 @@ static struct innet_switch *make_switch(const struct innet_program *p, uint32_t 
 	c.progs[0].program = p;
 	c.progs[0].udp[0] = UDP_PROG;
 	c.progs[0].n_udp = 1;
+	snprintf(c.ctl_path, sizeof(c.ctl_path), "%s", ctl);
 	char err[256];
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("innet_switch_create: %s", err);
 	cur_sw = sw;
-	assert_int_equal(innet_switch_start(sw), 0);
+	return sw;
+}
+
+static struct innet_switch *make_switch(const struct innet_program *p, uint32_t workers)
+{
+	struct innet_switch *sw = make_switch_created(p, workers, "");
+	assert_int_equal(test_start(sw), 0);
 	return sw;
 }
 
@@ -177,6 +187,66 @@ static ssize_t recv_wait(int fd, void *buf, size_t len, int ms)
 }
 
 /* ---- tests ------------------------------------------------------------- */
+
+static uint64_t rx_pkts(struct innet_cp *cp)
+{
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	return st.rx_pkts;
+}
+
+/* innet/switch.h's lifecycle: a switch created and not started handles no
+ * packet (its sockets queue them); start handles them; stop handles none
+ * again; start again works; a second start and a start that cannot open
+ * its control socket fail with a message. */
+static void test_lifecycle(void **state)
+{
+	struct innet_switch *sw = make_switch_created(&prog_fwd1, 1, "");
+	struct innet_cp *cp = innet_switch_prog(sw, "fwd1");
+	int rx = udp_bind(IP(127, 0, 60, 20), 47000);
+	int tx = udp_bind(IP(127, 0, 60, 10), 0);
+	uint8_t msg[] = { 'a' }, buf[16];
+	char err[256];
+
+	send_to_switch(tx, msg, 1);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 200), -1);
+	assert_int_equal(rx_pkts(cp), 0);
+
+	assert_int_equal(innet_switch_start(sw, err, sizeof(err)), 0);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 5000), 1);   /* the one queued */
+	send_to_switch(tx, msg, 1);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 5000), 1);
+	assert_int_equal(innet_switch_start(sw, err, sizeof(err)), -EALREADY);
+	assert_non_null(strstr(err, "running already"));
+
+	innet_switch_stop(sw);
+	innet_switch_stop(sw);   /* idempotent */
+	send_to_switch(tx, msg, 1);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 200), -1);
+	assert_int_equal(rx_pkts(cp), 2);
+
+	assert_int_equal(innet_switch_start(sw, err, sizeof(err)), 0);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 5000), 1);   /* queued while stopped */
+	assert_int_equal(rx_pkts(cp), 3);
+	innet_switch_destroy(sw);
+	cur_sw = NULL;
+
+	/* a control socket path that is a regular file: start fails, says why,
+	 * and leaves nothing running */
+	char path[] = "/tmp/innet-test-engine-ctl.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	sw = make_switch_created(&prog_fwd1, 1, path);
+	assert_int_equal(innet_switch_start(sw, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "is not a socket"));
+	send_to_switch(tx, msg, 1);
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 200), -1);
+	assert_int_equal(rx_pkts(innet_switch_prog(sw, "fwd1")), 0);
+	unlink(path);
+	assert_int_equal(innet_switch_start(sw, err, sizeof(err)), 0);   /* the path is free now */
+	assert_int_equal(recv_wait(rx, buf, sizeof(buf), 5000), 1);
+}
 
 static void test_multicast_fanout(void **state)
 {
@@ -338,7 +408,7 @@ static void gso_roundtrip(bool no_gso)
 		memcpy(buf, &i, sizeof(i) < len ? sizeof(i) : len);
 		send_to_switch(tx, buf, len);
 	}
-	assert_int_equal(innet_switch_start(cur_sw), 0);
+	assert_int_equal(test_start(cur_sw), 0);
 	uint32_t got = 0;
 	ssize_t n;
 	while (got < N && (n = recv_wait(rx, buf, sizeof(buf), 2000)) > 0) {
@@ -396,7 +466,7 @@ static void test_emit_pool_keeps_packet_in_hand(void **state)
 	char err[256];
 	cur_sw = innet_switch_create(&c, err, sizeof(err));
 	assert_non_null(cur_sw);
-	assert_int_equal(innet_switch_start(cur_sw), 0);
+	assert_int_equal(test_start(cur_sw), 0);
 	int fd = udp_bind(IP(127, 0, 60, 10), 0);
 	const char orig[] = "ORIGINAL-PAYLOAD-0123";
 	send_to_switch(fd, orig, sizeof(orig));
@@ -433,6 +503,7 @@ static void test_address_in_use(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_lifecycle, teardown),
 		cmocka_unit_test_teardown(test_multicast_fanout, teardown),
 		cmocka_unit_test_teardown(test_per_flow_order_with_workers, teardown),
 		cmocka_unit_test_teardown(test_to_cpu_and_cp_send, teardown),

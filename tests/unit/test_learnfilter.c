@@ -23,7 +23,7 @@
 #include "innet/consensus.h"
 #include "consensus/wire.h"
 #include "consensus/learnfilter.h"
-#include "targets/xdp/objects.h"
+#include "engine/bpf_objects.h"
 
 #define LOOP 0x7f000001u
 

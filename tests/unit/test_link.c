@@ -25,7 +25,7 @@
 #include "innet/clock.h"
 
 #include "unit/testutil.h"
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 #define TEST_NET 203u
 #define UDP_FWD  43000u
@@ -126,7 +126,7 @@ static void test_worker_seeds(void **state)
 			fail_msg("create: %s", err);
 		for (uint32_t p = 0; p < 3; p++)
 			for (uint32_t w = 0; w < 2; w++)
-				rng[run][p][w] = sw->workers[w].links[p].rng;
+				rng[run][p][w] = ((struct innet_user *)sw->target.priv)->workers[w].links[p].rng;
 		innet_switch_destroy(sw);
 	}
 	for (uint32_t p = 0; p < 3; p++)
@@ -380,7 +380,7 @@ static void test_end_to_end_loss(void **state)
 	rcv.fd = udp_socket(receiver_ip, UDP_FWD);
 	int tx = udp_socket(sender_ip, 0);
 	assert_int_equal(pthread_create(&rcv.th, NULL, receiver_main, &rcv), 0);
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(UDP_FWD),
 				   .sin_addr.s_addr = htonl(test_ip(1)) };

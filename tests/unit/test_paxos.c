@@ -106,7 +106,7 @@ static struct innet_switch *start_acceptor(struct fab *f, uint32_t k)
 	struct innet_switch *sw = innet_switch_create(&c, err, sizeof(err));
 	if (sw == NULL)
 		fail_msg("acceptor %u: %s", k, err);
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 	return sw;
 }
 
@@ -178,7 +178,7 @@ static void fab_up(struct fab *f)
 	f->coord = innet_switch_create(&c, err, sizeof(err));
 	if (f->coord == NULL)
 		fail_msg("coordinator: %s", err);
-	assert_int_equal(innet_switch_start(f->coord), 0);
+	assert_int_equal(test_start(f->coord), 0);
 	for (uint32_t k = 0; k < f->n_acc; k++)
 		f->acc[k] = start_acceptor(f, k);
 	for (uint32_t j = 0; j < f->n_lrn; j++)

@@ -499,7 +499,7 @@ static void test_loopback_range(void **state)
 	static struct innet_switch_conf c;
 	pool_conf(&c, 2);
 	struct innet_switch *sw = create(&c);
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 
 	cur_fd = socket(AF_INET, SOCK_DGRAM, 0);
 	assert_true(cur_fd >= 0);

@@ -395,7 +395,7 @@ static void test_real_frames(void **state)
 	assert_true(pfd >= 0);
 	close(pfd);
 	assert_int_equal(innet_switch_capture_start(sw, 0, pcap_path, 0), 0);
-	assert_int_equal(innet_switch_start(sw), 0);
+	assert_int_equal(test_start(sw), 0);
 	fds[0] = psock("ie-r0");
 	fds[1] = psock("ie-r2");
 

@@ -207,6 +207,28 @@ static int setup_error_ignored(struct innet_decl *d, struct innet_args *a)
 	return 0;
 }
 
+/* innet_decl_datapath: a data path of the instance's own */
+static int setup_dp_no_handler(struct innet_decl *d, struct innet_args *a)
+{
+	return innet_decl_datapath(d, NULL, NULL, NULL);
+}
+
+static int setup_dp_twice(struct innet_decl *d, struct innet_args *a)
+{
+	int rc = innet_decl_datapath(d, drop_all, NULL, NULL);
+	return rc != 0 ? rc : innet_decl_datapath(d, drop_all, NULL, NULL);
+}
+
+static int setup_dp_no_object(struct innet_decl *d, struct innet_args *a)
+{
+	return innet_decl_datapath(d, drop_all, NULL, "/nonexistent/innet-test_dp.bpf.o");
+}
+
+static int setup_dp_dir(struct innet_decl *d, struct innet_args *a)
+{
+	return innet_decl_datapath(d, drop_all, NULL, "/");
+}
+
 #define TRIO_PROG(var, setup_fn, timer_fn)                                                 \
 	static const struct innet_program var = { .name = #var, .model = INNET_MODEL_TRIO,  \
 						  .setup = setup_fn, .handle = drop_all,     \
@@ -234,6 +256,10 @@ PISA_PROG(prog_too_many_tables, setup_too_many_tables);
 PISA_PROG(prog_custom_error, setup_custom_error);
 PISA_PROG(prog_silent_failure, setup_silent_failure);
 PISA_PROG(prog_error_ignored, setup_error_ignored);
+PISA_PROG(prog_dp_no_handler, setup_dp_no_handler);
+PISA_PROG(prog_dp_twice, setup_dp_twice);
+PISA_PROG(prog_dp_no_object, setup_dp_no_object);
+PISA_PROG(prog_dp_dir, setup_dp_dir);
 
 static void test_declarations_rejected(void **state)
 {
@@ -258,6 +284,11 @@ static void test_declarations_rejected(void **state)
 		{ &prog_custom_error, "program 'p': the answer is 42" },
 		{ &prog_silent_failure, "program 'p': setup failed: Cannot allocate memory" },
 		{ &prog_error_ignored, "program 'p': recorded but ignored" },
+		{ &prog_dp_no_handler, "program 'p': a data path needs a handler" },
+		{ &prog_dp_twice, "program 'p': data path declared twice" },
+		{ &prog_dp_no_object, "program 'p': eBPF object /nonexistent/innet-test_dp.bpf.o: "
+				      "No such file or directory" },
+		{ &prog_dp_dir, "program 'p': eBPF object /: cannot read it" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct innet_switch_conf c = one_prog_conf(1, cases[i].prog, UDP_BASE, NULL);

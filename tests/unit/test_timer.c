@@ -28,7 +28,7 @@
 #include "unit/testutil.h"
 #include "innet/clock.h"
 #include "innet/switch.h"
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 #define TEST_NET 204u
 #define UDP_TMR  44000u
@@ -165,7 +165,7 @@ static int fx_setup(void **state)
 		fail_msg("create: %s", err);
 	f->cp = innet_switch_prog(f->sw, "tmr");
 	assert_int_equal(innet_cp_n_timers(f->cp), N_TIMERS);
-	assert_int_equal(innet_switch_start(f->sw), 0);
+	assert_int_equal(test_start(f->sw), 0);
 	*state = f;
 	return 0;
 }
@@ -314,12 +314,19 @@ static void test_cancel(void **state)
 
 /* The XDP target's arm: the eBPF program writes the slot (arg, then the
  * deadline) and hands (timer, deadline) over through its ring; user space
- * queues it when it drains the ring (innet_timerq_push), maybe after the
- * eBPF program cancelled the timer (the round finished) or armed it again. */
+ * queues it when it drains the ring (the hand-off API: innet_handoff_timer),
+ * maybe after the eBPF program cancelled the timer (the round finished) or
+ * armed it again. */
 static void slot_store(struct fx *f, uint32_t t, uint64_t deadline, uint64_t arg)
 {
 	atomic_store(&f->cp->timers[t].arg, arg);
 	atomic_store(&f->cp->timers[t].deadline_ns, deadline);
+}
+
+static int handed_over(struct fx *f, uint32_t t, uint64_t deadline)
+{
+	struct innet_user *u = f->sw->target.priv;   /* the udp target's engine */
+	return innet_handoff_timer(innet_handoff_seat(u, INNET_HANDOFF_RING), f->cp, t, deadline);
 }
 
 static void test_handed_over_arm(void **state)
@@ -330,17 +337,17 @@ static void test_handed_over_arm(void **state)
 	slot_store(f, 6, d6, 66);
 	struct innet_inject_result *res = req(f, TMR_CANCEL, 6, 1, 0, 0, 0);
 	assert_int_equal(res->action, INNET_CONSUMED);
-	assert_int_equal(innet_timerq_push(f->sw, f->cp, 6, d6), 0);
+	assert_int_equal(handed_over(f, 6, d6), 0);
 	/* armed twice before either arm is queued: the newer one fires, once */
 	uint64_t t0 = innet_now_ns(), d7a = t0 + 20 * MS, d7b = t0 + 120 * MS;
 	slot_store(f, 7, d7a, 71);
 	slot_store(f, 7, d7b, 72);
-	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7a), 0);
-	assert_int_equal(innet_timerq_push(f->sw, f->cp, 7, d7b), 0);
+	assert_int_equal(handed_over(f, 7, d7a), 0);
+	assert_int_equal(handed_over(f, 7, d7b), 0);
 	/* armed and queued: fires with its arg */
 	uint64_t d8 = innet_now_ns() + 20 * MS;
 	slot_store(f, 8, d8, 88);
-	assert_int_equal(innet_timerq_push(f->sw, f->cp, 8, d8), 0);
+	assert_int_equal(handed_over(f, 8, d8), 0);
 
 	assert_true(wait_fires(f, 8, 1, 3000) != 0);
 	assert_int_equal(reg(f, R_ARG, 8), 88);

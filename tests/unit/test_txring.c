@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 #define N_SOCK 4
 #define PER_SOCK 24

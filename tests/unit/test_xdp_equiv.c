@@ -563,13 +563,17 @@ static void test_l2fwd(void **state)
 
 /* lb's settings: two servers of a CPU unit each behind VIP(s) with
  * policies that draw no random number; proxy units at the addresses run()
- * sends from (so some datagrams to NAT ports are replies). */
+ * sends from (so some datagrams to NAT ports are replies). No sweep falls due
+ * during the run (sweep_ms an hour): a sweep is timed from each switch's
+ * init, and the XDP switch is made seconds after the user-space one (its
+ * verifier; longer on a busy machine), so one could fall due on one switch
+ * and not the other (a frame to_cpu on one, forwarded on the other). */
 static char lb_args[2048];
 
 static void test_lb_proxy(void **state)
 {
 	snprintf(lb_args, sizeof(lb_args),
-		 "{\"key_file\": \"%s\", \"maglev_size\": 401, \"conn_capacity\": 64,"
+		 "{\"key_file\": \"%s\", \"maglev_size\": 401, \"conn_capacity\": 64, \"sweep_ms\": 3600000,"
 		 " \"vips\": [{\"port\": 45105, \"pool\": \"p\", \"policy\": \"maglev\"},"
 		 "           {\"port\": 45106, \"pool\": \"p\", \"policy\": \"wrr\"}],"
 		 " \"pools\": [{\"name\": \"p\", \"servers\": ["
@@ -586,7 +590,7 @@ static void test_lb_packet(void **state)
 {
 	snprintf(lb_args, sizeof(lb_args),
 		 "{\"mode\": \"packet\", \"key_file\": \"%s\", \"maglev_size\": 401,"
-		 " \"conn_capacity\": 64,"
+		 " \"conn_capacity\": 64, \"sweep_ms\": 3600000,"
 		 " \"vips\": [{\"address\": \"10.98.0.100\", \"port\": 53, \"pool\": \"dns\", \"policy\": \"ecmp\"},"
 		 "           {\"address\": \"10.98.0.100\", \"port\": 8080, \"proto\": \"tcp\","
 		 "            \"pool\": \"web\"}],"

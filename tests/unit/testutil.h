@@ -29,6 +29,16 @@ static inline bool test_target_xdp(void)
 	return t != NULL && strcmp(t, "xdp") == 0;
 }
 
+/* innet_switch_start, its message printed if it fails: 0 or -errno. */
+static inline int test_start(struct innet_switch *sw)
+{
+	char err[512];
+	int rc = innet_switch_start(sw, err, sizeof(err));
+	if (rc != 0)
+		print_message("innet_switch_start: %s\n", err);
+	return rc;
+}
+
 /* Set the switch conf's target from INNET_TEST_TARGET. */
 static inline void test_target(struct innet_switch_conf *c)
 {

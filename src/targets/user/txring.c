@@ -39,7 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 struct innet_txring {
 	int fd;

@@ -41,8 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/switch_pvt.h"
-#include "targets/xdp/xdp.h"
+#include "targets/user/user_pvt.h"
 
 void innet_worker_set_now(struct innet_worker *w)
 {
@@ -138,7 +137,7 @@ static uint32_t build_msgs(struct innet_worker *w, uint32_t i, uint32_t j, bool 
 static void send_singly(struct innet_worker *w, uint32_t msg)
 {
 	uint32_t first = w->gso_first[msg], n = w->gso_count[msg];
-	atomic_store_explicit(&w->sw->ports[w->tx[first].port].gso_off, true, memory_order_relaxed);
+	atomic_store_explicit(&w->u->gso_off[w->tx[first].port], true, memory_order_relaxed);
 	for (uint32_t k = first; k < first + n; k++) {
 		if (sendmsg(w->tx[k].fd, &w->tx_msgs[k].msg_hdr, 0) < 0)
 			INNET_STAT_INC(w->portstats[w->tx[k].port].tx_errors);
@@ -150,7 +149,7 @@ static void send_singly(struct innet_worker *w, uint32_t msg)
 static inline bool flush_gso(const struct innet_worker *w, uint32_t i)
 {
 	return !w->sw->conf.no_gso && !w->tx[i].raw &&
-	       !atomic_load_explicit(&w->sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
+	       !atomic_load_explicit(&w->u->gso_off[w->tx[i].port], memory_order_relaxed);
 }
 
 /* Flush through the io_uring: every message of every socket in one system
@@ -219,7 +218,7 @@ void innet_worker_flush(struct innet_worker *w)
 			j++;
 		/* entries [i, j) share a socket: one sendmmsg (or a few) */
 		bool gso = !sw->conf.no_gso && !w->tx[i].raw &&
-			   !atomic_load_explicit(&sw->ports[w->tx[i].port].gso_off, memory_order_relaxed);
+			   !atomic_load_explicit(&w->u->gso_off[w->tx[i].port], memory_order_relaxed);
 		uint32_t m = build_msgs(w, i, j, gso, 0);
 		uint32_t s = 0;
 		while (s < m) {
@@ -358,11 +357,11 @@ static void tx_send(struct innet_worker *w, int fd, uint16_t port, uint16_t loca
 		tx_push(w, fd, port, data, len, dst);
 }
 
-/* The slot of local UDP port udp in cp's list (O(1): sw->udp_slot), or 0
+/* The slot of local UDP port udp in cp's list (O(1): u->udp_slot), or 0
  * (the first) if cp does not bind it. */
-static inline uint32_t src_slot(const struct innet_switch *sw, const struct innet_cp *cp, uint16_t udp)
+static inline uint32_t src_slot(const struct innet_user *u, const struct innet_cp *cp, uint16_t udp)
 {
-	return sw->udp_to_prog[udp] == cp->index + 1 ? sw->udp_slot[udp] : 0;
+	return u->sw->udp_to_prog[udp] == cp->index + 1 ? u->udp_slot[udp] : 0;
 }
 
 /* What send_out is given: a UDP payload, a raw frame, or (emit, control-plane
@@ -409,8 +408,8 @@ static unsigned send_out(struct innet_worker *w, struct innet_cp *cp, uint16_t p
 		return INNET_DROP_NO_PEER;
 	if (udp == 0)
 		udp = pc->peer_udp ? pc->peer_udp : dst_udp_default;
-	uint32_t slot = src_slot(sw, cp, src_udp ? src_udp : dst_udp_default);
-	int fd = w->txfd[(size_t)port * sw->udp_stride + cp->txfd_base + slot];
+	uint32_t slot = src_slot(w->u, cp, src_udp ? src_udp : dst_udp_default);
+	int fd = w->txfd[(size_t)port * w->u->udp_stride + w->u->txfd_base[cp->index] + slot];
 	struct sockaddr_in dst;
 	sin_set(&dst, ip, udp);
 	tx_send(w, fd, port, cp->udp[slot], data, len, &dst);
@@ -846,13 +845,12 @@ static uint64_t release_held(struct innet_worker *w)
 void *innet_worker_main(void *arg)
 {
 	struct innet_worker *w = arg;
-	struct innet_switch *sw = w->sw;
 	struct epoll_event ev[64];
 	char name[16];
 	snprintf(name, sizeof(name), "innet-w%u", w->id);
 	pthread_setname_np(pthread_self(), name);
 
-	while (!atomic_load_explicit(&sw->stopping, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&w->u->stopping, memory_order_relaxed)) {
 		innet_worker_set_now(w);
 		uint64_t next = release_held(w);
 		struct timespec ts, *tsp = NULL;
@@ -894,9 +892,11 @@ void *innet_worker_main(void *arg)
 /* ------------------------------------------------------------------------ */
 /* Setup                                                                      */
 
-int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t id)
+int innet_worker_init(struct innet_user *u, struct innet_worker *w, uint32_t id)
 {
+	struct innet_switch *sw = u->sw;
 	w->sw = sw;
+	w->u = u;
 	w->id = id;
 	w->epfd = -1;
 	w->wake_fd = -1;
@@ -907,7 +907,7 @@ int innet_worker_init(struct innet_switch *sw, struct innet_worker *w, uint32_t 
 				  ((sizeof(*w->pstats) * (sw->n_progs ? sw->n_progs : 1)) + 63) & ~(size_t)63);
 	w->portstats = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->portstats));
 	w->links = calloc(sw->n_ports ? sw->n_ports : 1, sizeof(*w->links));
-	size_t n_txfd = (size_t)sw->n_ports * sw->udp_stride;
+	size_t n_txfd = (size_t)sw->n_ports * u->udp_stride;
 	w->txfd = malloc((n_txfd ? n_txfd : 1) * sizeof(int));
 	w->rawfd = malloc((sw->n_ports ? sw->n_ports : 1) * sizeof(int));
 	w->rx_bufs = aligned_alloc(INNET_CACHELINE, (size_t)INNET_RX_SETS * INNET_BURST * INNET_BUF_SIZE);
@@ -995,9 +995,10 @@ void innet_worker_fini(struct innet_worker *w)
 /* Packets handed to the control plane                                        */
 
 /* Run on_cpu for every packet waiting in worker w's cpu ring. */
-static void cpu_drain_ring(struct innet_switch *sw, struct innet_worker *w)
+void innet_worker_cpu_drain(struct innet_user *u, struct innet_worker *w)
 {
-	struct innet_worker *cw = INNET_CONTROL_WORKER(sw);
+	struct innet_switch *sw = u->sw;
+	struct innet_worker *cw = INNET_CONTROL_WORKER(u);
 	struct innet_cpu_ring *r = &w->cpu;
 	uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
@@ -1012,65 +1013,39 @@ static void cpu_drain_ring(struct innet_switch *sw, struct innet_worker *w)
 	}
 }
 
-void innet_cpu_drain(struct innet_switch *sw)
-{
-	for (uint32_t i = 0; i < sw->n_workers + INNET_EXTRA_WORKERS; i++)
-		cpu_drain_ring(sw, &sw->workers[i]);
-}
-
 /* An injection on a switch not started: no control thread will run on_cpu
  * for what the packet handed over (TO_CPU), so run it here, as the control
  * thread would, collecting its sends (innet_cp_send: the control worker's
  * queue) and the drop reason it counts in res. */
-static void inject_on_cpu(struct innet_switch *sw, struct innet_worker *w,
-			  struct innet_inject_result *res)
+void innet_worker_inject_on_cpu(struct innet_user *u, struct innet_worker *w,
+				struct innet_inject_result *res)
 {
 	struct innet_cpu_ring *r = &w->cpu;
 	if (atomic_load_explicit(&r->head, memory_order_acquire) ==
 	    atomic_load_explicit(&r->tail, memory_order_relaxed))
 		return;
-	struct innet_worker *cw = INNET_CONTROL_WORKER(sw);
-	pthread_mutex_lock(&sw->cp_send_lock);
+	struct innet_worker *cw = INNET_CONTROL_WORKER(u);
+	pthread_mutex_lock(&u->cp_send_lock);
 	cw->inject = res;
-	cpu_drain_ring(sw, w);
+	innet_worker_cpu_drain(u, w);
 	cw->inject = NULL;
-	pthread_mutex_unlock(&sw->cp_send_lock);
+	pthread_mutex_unlock(&u->cp_send_lock);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Injection (golden-packet tests, fuzzing, dry runs)                         */
 
-int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
+/* The target's inject (innet_switch_inject checked the arguments, took
+ * the injection lock and zeroed res's outputs). */
+int innet_worker_inject(struct innet_user *u, uint16_t port, uint16_t dst_udp,
 			const struct innet_addr *src, const void *data, uint32_t len,
 			struct innet_inject_result *res)
 {
-	if (port >= sw->n_ports || len > INNET_PKT_MAX)
-		return -EINVAL;
+	struct innet_switch *sw = u->sw;
 	bool raw = sw->ports[port].conf.iface[0] != '\0';
-	/* a raw port carries frames to the raw program (dst_udp 0), nothing else */
-	if (raw ? (dst_udp != 0 || sw->raw_prog < 0) : sw->udp_to_prog[dst_udp] == 0)
-		return -EINVAL;
-	pthread_mutex_lock(&sw->inject_lock);
-	struct innet_worker *w = INNET_INJECT_WORKER(sw);
-	res->n_out = 0;
-	res->n_out_lost = 0;
+	struct innet_worker *w = INNET_INJECT_WORKER(u);
 	innet_worker_set_now(w);
-	if (sw->xdp != NULL) {
-		/* the eBPF program, through BPF_PROG_TEST_RUN; 1: it would pass the
-		 * packet up, so the user-space engine below takes it, as it would */
-		res->cpu_drop_reason = 0;
-		int rc = innet_xdp_inject(sw, port, dst_udp, src, data, len, res);
-		if (rc != 1) {
-			if (rc == 0 && !sw->started)
-				inject_on_cpu(sw, w, res);
-			pthread_mutex_unlock(&sw->inject_lock);
-			return rc < 0 ? rc : 0;
-		}
-		res->n_out = 0;
-		res->n_out_lost = 0;
-	}
 	w->inject = res;
-	res->cpu_drop_reason = 0;
 	uint8_t *buf = emit_buf_pinned(w);
 	memcpy(buf, data, len);
 	struct sockaddr_in sin;
@@ -1090,7 +1065,6 @@ int innet_switch_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp
 	res->drop_reason = w->last_reason;
 	w->inject = NULL;
 	if (!sw->started)
-		inject_on_cpu(sw, w, res);
-	pthread_mutex_unlock(&sw->inject_lock);
+		innet_worker_inject_on_cpu(u, w, res);
 	return 0;
 }

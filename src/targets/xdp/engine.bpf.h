@@ -32,11 +32,16 @@
  *                 state in the frame's metadata, at most INNET_MAX_RECIRC
  *     TO_CPU      the packet to the ring (on_cpu runs in user space)
  *     CONSUMED    XDP_DROP, counted as consumed
- *   emit and timer arming also go to the ring (innet/dp_xdp.h).
+ *   emit and timer arming also go to the ring (targets/xdp/dp_xdp.h).
  *
  * Every outcome is counted in the program's per-CPU innet_stats with the
  * user-space engine's meaning (actions, drops by reason, passes, register,
- * table and ALU operations) plus the hand-offs by kind.
+ * table and ALU operations) plus the hand-offs by kind. A frame dropped
+ * outside any verdict — a raw port's frame and no raw program, the kernel
+ * refusing to move a frame's head, tail or metadata, a multicast copy
+ * without its metadata or too short for its headers — is counted on its
+ * port by reason (innet_port_stats, enum innet_xdp_drop); a copy leaving by a
+ * device that is no port of the switch, under the program's bad_port.
  */
 #ifndef INNET_XDP_ENGINE_BPF_H
 #define INNET_XDP_ENGINE_BPF_H
@@ -82,6 +87,16 @@ INNET__INLINE int innet__pass(uint32_t port, uint32_t reason)
 	if (ps != (void *)0 && reason < INNET_XDP_PASS_COUNT)
 		ps->pass[reason]++;
 	return XDP_PASS;
+}
+
+/* Drop a frame outside any handler's verdict: counted on its port by reason
+ * (enum innet_xdp_drop). */
+INNET__INLINE int innet__frame_drop(uint32_t port, uint32_t reason)
+{
+	struct innet_xdp_port_stats *ps = innet__port_stats(port);
+	if (ps != (void *)0 && reason < INNET_XDP_DROP_COUNT)
+		ps->drop[reason]++;
+	return XDP_DROP;
 }
 
 INNET__INLINE uint16_t innet__csum_fold(uint32_t sum)
@@ -485,6 +500,17 @@ INNET__INLINE int innet__multicast(struct innet_ctx *ctx, struct innet_pkt *pkt,
 	return bpf_redirect_map(devs, 0, BPF_F_BROADCAST);
 }
 
+/* A multicast copy leaving by a device that is no port the switch describes
+ * (the program's bad_port drops: no port's counter can take it; the packet's
+ * verdict was counted already, so this counts the copy, not a verdict). */
+INNET__INLINE int innet__copy_no_port(void)
+{
+	struct innet_xdp_stats *st = innet__stats();
+	if (st != (void *)0)
+		st->drops[INNET_DROP_BAD_PORT]++;
+	return XDP_DROP;
+}
+
 /* One multicast copy leaving by `port`: rewrite it for its member. The
  * copy's metadata (the group, the sending port...) is read and then taken
  * off: a frame redirected into a veth keeps its metadata, and the XDP
@@ -495,15 +521,15 @@ INNET__INLINE int innet__egress(struct xdp_md *xdp, uint32_t port)
 	uint8_t *data = (uint8_t *)(long)xdp->data;
 	const struct innet_xdp_meta *m = (const struct innet_xdp_meta *)(long)xdp->data_meta;
 	if ((const uint8_t *)(m + 1) > data || m->magic != INNET_XDP_META_MAGIC)
-		return XDP_DROP;
+		return innet__frame_drop(port, INNET_XDP_DROP_EGRESS_META);
 	uint32_t len = m->len, group = m->group;
 	uint8_t flags = m->flags;
 	uint16_t dst_udp = m->dst_udp, src_udp = m->src_udp;
 	if (bpf_xdp_adjust_meta(xdp, (int)sizeof(struct innet_xdp_meta)) != 0)
-		return XDP_DROP;
+		return innet__frame_drop(port, INNET_XDP_DROP_ADJUST);
 	const struct innet_xdp_port *pi = innet__port(port);
 	if (pi == (void *)0)
-		return XDP_DROP;
+		return innet__copy_no_port();
 	struct innet_xdp_port_stats *ps = innet__port_stats(port);
 	if (ps != (void *)0) {
 		ps->tx_pkts++;
@@ -520,7 +546,7 @@ INNET__INLINE int innet__egress(struct xdp_md *xdp, uint32_t port)
 	if (udp == 0)
 		udp = pi->peer_udp ? pi->peer_udp : dst_udp;
 	if (innet__write_hdr(xdp, pi->peer_mac, pi->mac, pi->ip, ip, src_udp, udp, len) != 0)
-		return XDP_DROP;
+		return innet__frame_drop(port, INNET_XDP_DROP_EGRESS_SHORT);
 	return XDP_PASS;
 }
 
@@ -530,7 +556,7 @@ int innet_xdp_egress(struct xdp_md *xdp)
 	uint32_t ifindex = xdp->egress_ifindex;
 	const uint32_t *port = bpf_map_lookup_elem(&innet_if2port, &ifindex);
 	if (port == (void *)0)
-		return XDP_DROP;
+		return innet__copy_no_port();
 	return innet__egress(xdp, *port);
 }
 
@@ -612,7 +638,7 @@ int innet_xdp_main(struct xdp_md *xdp)
 		__builtin_memcpy(pkt.src_mac, m->src_mac, 6);
 		pkt.hdr_len = (pkt.flags & INNET_PKT_F_RAW) ? 0 : INNET_XDP_HDR_LEN;
 		if (bpf_xdp_adjust_meta(xdp, (int)sizeof(struct innet_xdp_meta)) != 0)
-			return XDP_DROP;
+			return innet__frame_drop(pkt.in_port, INNET_XDP_DROP_ADJUST);
 	} else {
 		uint32_t ifindex = xdp->ingress_ifindex;
 		const uint32_t *pp = bpf_map_lookup_elem(&innet_if2port, &ifindex);
@@ -627,8 +653,10 @@ int innet_xdp_main(struct xdp_md *xdp)
 		uint8_t prog;
 		if (pi->raw) {
 			prog = innet__udp2prog(0);   /* slot 0: the switch's raw program */
-			if (prog == 0)
-				return XDP_DROP;
+			if (prog == 0) {
+				innet__trace(&pkt, INNET_DROP, INNET_DROP_NO_PROGRAM, 0, 0, XDP_DROP);
+				return innet__frame_drop(port, INNET_XDP_DROP_NO_RAW_PROGRAM);
+			}
 			pkt.flags = INNET_PKT_F_RAW;
 			pkt.hdr_len = 0;
 			pkt.len = (uint32_t)((uint8_t *)(long)xdp->data_end - data);
@@ -641,7 +669,7 @@ int innet_xdp_main(struct xdp_md *xdp)
 			uint32_t flen = (uint32_t)((uint8_t *)(long)xdp->data_end - data);
 			if (flen > INNET_XDP_HDR_LEN + pkt.len &&
 			    bpf_xdp_adjust_tail(xdp, (int)(INNET_XDP_HDR_LEN + pkt.len) - (int)flen) != 0)
-				return XDP_DROP;
+				return innet__frame_drop(port, INNET_XDP_DROP_ADJUST);
 		}
 		if (prog & INNET__PROG_USERSPACE)
 			return innet__pass(port, INNET_XDP_PASS_USERSPACE);
@@ -664,7 +692,7 @@ int innet_xdp_main(struct xdp_md *xdp)
 	uint32_t zero = 0;
 	ctx.conf = bpf_map_lookup_elem(&innet_confmap, &zero);
 	if (ctx.conf == (void *)0)
-		return XDP_DROP;
+		return innet__frame_drop(pkt.in_port, INNET_XDP_DROP_NO_CONF);
 	ctx.now_ns = bpf_ktime_get_ns();
 	ctx.model = (uint8_t)INNET__L.model;
 	ctx.reg_ops_budget = INNET__L.reg_ops_budget;

@@ -1,15 +1,39 @@
 /*
- * xdp.c — the XDP target's user-space half: load each program's eBPF object
- * (embedded by the build: xdp/objects.h) with the shapes its setup declared,
- * make its maps the program's state (registers, tables, config block and
- * timers are mmap'ed: the control plane, the user-space engine and the eBPF
- * program read and write the same bytes), attach to the port devices, carry
- * out what the eBPF side hands over through the ring, and sum its counters.
+ * xdp.c — the "xdp" target (engine/target.h), its user-space half: load each
+ * program's eBPF object (embedded by the build: engine/bpf_objects.h) with
+ * the shapes its setup declared, make its maps the program's state
+ * (registers, tables, config block and timers are mmap'ed: the control
+ * plane, the user-space engine and the eBPF program read and write the same
+ * bytes), attach to the port devices, carry out what the eBPF side hands
+ * over through the ring, and sum its counters.
  *
- * Threads: create/destroy on the caller's; the hand-off thread (started by
- * innet_xdp_start) drains innet_ring with its own struct innet_worker
- * (INNET_XDP_WORKER: tx queue, cpu ring, counters); innet_xdp_inject runs on
- * the injecting thread under sw->inject_lock and drains the ring itself.
+ * It stacks on a user-space engine of its own (the "udp" target, created,
+ * started, stopped and destroyed through that target's ops): its sockets
+ * receive what the eBPF side passes up (XDP_PASS) and its workers run the
+ * native handler on the same state; what the eBPF side hands over after the
+ * handler ran (sends, packets for on_cpu, timer arms) goes to it through the
+ * hand-off API (innet_handoff_*).
+ *
+ * Lifecycle, inside innet_switch_create / start / stop / destroy:
+ *
+ *   setup() of every program (declarations, settings, config block)
+ *   xdp_create    load each program's eBPF object with the declared shapes;
+ *                 rehome registers, tables, config and timers onto the
+ *                 objects' maps (mmap): one state from here on; describe the
+ *                 ports to the maps; create the user-space engine. Nothing
+ *                 is attached, no thread runs.
+ *   init() of every program (writes initial state: lands in the maps)
+ *   xdp_start     start the engine, attach to every port device (bpf_link:
+ *                 the kernel detaches it when the process exits, however it
+ *                 exits), start the hand-off thread
+ *   xdp_stop      detach, stop the thread, stop the engine (start again works)
+ *   xdp_destroy   the engine's destroy, unmap, close
+ *
+ * Threads: create/destroy on the caller's; the hand-off thread drains
+ * innet_ring into its seat of the engine (INNET_HANDOFF_RING: its own tx
+ * queue, cpu ring, counters); xdp_inject runs on the injecting thread (the
+ * engine serialises injections) and drains the ring itself, into the
+ * injection's seat.
  *
  *   program instance i ──▶ struct xdp_prog: bpf_object, fds, mmaps
  *   shared by all i (created by the first object, reused by the others):
@@ -37,12 +61,27 @@
 #include <linux/if_link.h>
 
 #include "innet/resources.h"
-#include "innet/xdp_abi.h"
+#include "targets/xdp/xdp_abi.h"
+#include "engine/table_algo.h"
 #include "engine/switch_pvt.h"
-#include "targets/xdp/objects.h"
-#include "targets/xdp/xdp.h"
+#include "engine/target.h"
+#include "engine/bpf_objects.h"
+
+/* The eBPF column of the resource report, measured from the loaded program. */
+struct innet_xdp_prog_info {
+	bool loaded;                   /* an eBPF object runs this program */
+	const char *userspace_reason;  /* why not, if it cannot (else NULL) */
+	uint32_t insns;                /* instructions after the verifier's rewrites */
+	uint32_t jited_bytes;
+	uint32_t verified_insns;       /* instructions the verifier processed */
+	uint32_t stack_bytes;          /* stack depth (verifier) */
+	uint64_t map_bytes;            /* bytes of the program's own maps */
+	uint32_t n_maps;
+	uint32_t tail_calls;           /* at most, per packet (dispatch + recirculation) */
+};
 
 #define PAGE 4096u
+#define XDP_MTU_MAX 3500u   /* a veth with a single-buffer XDP program: one page */
 #define PROG_USERSPACE 0x80u
 #define VLOG_SIZE (1u << 20)
 /* With INNET_XDP_VERIFIER_LOG (level 1: the path being checked), room for
@@ -79,7 +118,9 @@ struct innet_xdp {
 	struct innet_xdp_port port_info[INNET_MAX_PORTS];
 	struct bpf_link *links[INNET_MAX_PORTS];
 	struct ring_buffer *ring;
-	struct innet_worker *ring_worker;    /* who carries out records just now */
+	const struct innet_target_ops *slow_ops;   /* the user-space engine ("udp") */
+	struct innet_user *slow;                   /* ... its state; NULL until created */
+	struct innet_handoff *ring_seat;     /* who carries out records just now */
 	pthread_t thread;
 	bool thread_running;
 	_Atomic bool stopping;
@@ -121,27 +162,6 @@ static const char *log_tail(void)
 		if (*--p == '\n')
 			lines++;
 	return p;
-}
-
-const struct innet_bpf_object *innet_bpf_object_find(const char *name)
-{
-	for (const struct innet_bpf_object *o = innet_bpf_objects; o->program != NULL; o++)
-		if (!strcmp(o->program, name))
-			return o;
-	return NULL;
-}
-
-/* The eBPF object of an instance: its own (innet_decl_datapath), or its
- * program's from the build. */
-static const struct innet_bpf_object *xdp_object_of(const struct innet_cp *cp, struct xdp_prog *xp)
-{
-	if (!cp->own_dp)
-		return innet_bpf_object_find(cp->program->name);
-	xp->own.program = cp->program->name;
-	xp->own.start = cp->bpf_obj;
-	xp->own.end = cp->bpf_obj ? (const unsigned char *)cp->bpf_obj + cp->bpf_len : NULL;
-	xp->own.userspace_reason = cp->bpf_obj ? NULL : "its data path has no eBPF object";
-	return &xp->own;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -277,26 +297,6 @@ static int shape_object(struct innet_xdp *x, struct innet_cp *cp, struct bpf_obj
 		return rc;
 	/* the section holds innet_layout alone */
 	return innet_bpf_set_rodata(obj, ".rodata.innet", &L, sizeof(L));
-}
-
-int innet_bpf_set_rodata(struct bpf_object *obj, const char *section, const void *conf, size_t len)
-{
-	struct bpf_map *m;
-	bpf_object__for_each_map(m, obj) {
-		if (strstr(bpf_map__name(m), section) == NULL)
-			continue;
-		size_t sz = 0;
-		if (bpf_map__initial_value(m, &sz) == NULL || sz < len)
-			return -EINVAL;
-		uint8_t *v = calloc(1, sz);
-		if (v == NULL)
-			return -ENOMEM;
-		memcpy(v, conf, len);
-		int rc = bpf_map__set_initial_value(m, v, sz);
-		free(v);
-		return rc;
-	}
-	return -ENOENT;
 }
 
 /* After the load: make the maps the program's state. */
@@ -712,26 +712,18 @@ static int fill_ports(struct innet_xdp *x, char *err, size_t errlen)
 /* ------------------------------------------------------------------------ */
 /* Create / start / stop / destroy.                                           */
 
-int innet_xdp_create(struct innet_switch *sw, char *err, size_t errlen)
+static void xdp_destroy(void *priv);
+
+/* Load, shape and rehome every program's object; describe the ports. */
+static int xdp_load(struct innet_xdp *x, char *err, size_t errlen)
 {
-	pthread_once(&print_once, print_init);
-	struct innet_xdp *x = calloc(1, sizeof(*x));
-	if (x == NULL)
-		return -ENOMEM;
-	sw->xdp = x;
-	x->sw = sw;
-	x->test_mode = sw->conf.xdp_no_attach;
-	x->entry = -1;
-	x->ncpus = libbpf_num_possible_cpus();
-	x->lo_ifindex = if_nametoindex("lo");
-	if (x->ncpus <= 0)
-		return -EINVAL;
+	struct innet_switch *sw = x->sw;
 	int first = -1, rc;
 	for (uint32_t i = 0; i < sw->n_progs; i++) {
 		struct innet_cp *cp = &sw->progs[i];
 		struct xdp_prog *xp = &x->progs[i];
 		xp->main_fd = xp->egress_fd = xp->egress_test_fd = -1;
-		xp->bo = xdp_object_of(cp, xp);
+		xp->bo = innet_cp_bpf_object(cp, &xp->own);
 		if (xp->bo == NULL || xp->bo->start == NULL) {
 			xp->info.userspace_reason = xp->bo ? xp->bo->userspace_reason
 							   : "not a program of the tree (no eBPF object)";
@@ -778,17 +770,46 @@ int innet_xdp_create(struct innet_switch *sw, char *err, size_t errlen)
 	return fill_ports(x, err, errlen);
 }
 
+static int xdp_create(struct innet_switch *sw, void **priv, char *err, size_t errlen)
+{
+	pthread_once(&print_once, print_init);
+	struct innet_xdp *x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return -ENOMEM;
+	x->sw = sw;
+	x->test_mode = sw->conf.xdp_no_attach;
+	x->entry = -1;
+	x->ncpus = libbpf_num_possible_cpus();
+	x->lo_ifindex = if_nametoindex("lo");
+	x->slow_ops = innet_target_ops(INNET_TARGET_UDP);
+	for (uint32_t i = 0; i < INNET_XDP_MAX_PROGS; i++)
+		x->progs[i].main_fd = x->progs[i].egress_fd = x->progs[i].egress_test_fd = -1;
+	int rc = x->ncpus <= 0 || x->slow_ops == NULL ? -EINVAL : xdp_load(x, err, errlen);
+	/* the engine for what eBPF cannot finish: after the rehome, so that
+	 * its workers see the state where it lives now */
+	void *slow = NULL;
+	if (rc == 0 && (rc = x->slow_ops->create(sw, &slow, err, errlen)) == 0)
+		x->slow = slow;
+	if (rc != 0) {
+		xdp_destroy(x);
+		return rc;
+	}
+	*priv = x;
+	return 0;
+}
+
 static int handle_rec(void *ctx, void *data, size_t size);
 
 static void *ring_thread(void *arg)
 {
 	struct innet_xdp *x = arg;
+	struct innet_handoff *h = innet_handoff_seat(x->slow, INNET_HANDOFF_RING);
 	while (!atomic_load(&x->stopping)) {
-		x->ring_worker = INNET_XDP_WORKER(x->sw);
-		innet_worker_set_now(x->ring_worker);
+		x->ring_seat = h;
+		innet_handoff_begin(h);
 		int n = ring_buffer__poll(x->ring, 50);
 		if (n > 0)
-			innet_worker_flush(x->ring_worker);
+			innet_handoff_flush(h, NULL);
 		if (n < 0 && n != -EINTR)
 			break;
 	}
@@ -803,41 +824,10 @@ static int ensure_ring(struct innet_xdp *x)
 	return x->ring ? 0 : -errno;
 }
 
-int innet_xdp_start(struct innet_switch *sw, char *err, size_t errlen)
+/* Detach from every port, stop the hand-off thread (nothing new arrives on
+ * the ring, and nothing drains it). */
+static void xdp_detach(struct innet_xdp *x)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL || x->entry < 0 || x->test_mode)
-		return 0;
-	int rc = ensure_ring(x);
-	if (rc != 0)
-		return rc;
-	struct bpf_program *entry = bpf_object__find_program_by_name(x->progs[x->entry].obj,
-								      "innet_xdp_main");
-	for (uint32_t p = 0; p < sw->n_ports; p++) {
-		x->links[p] = bpf_program__attach_xdp(entry, (int)x->port_info[p].ifindex);
-		if (x->links[p] == NULL) {
-			rc = -errno;
-			snprintf(err, errlen, "port %u: cannot attach XDP to '%s': %s", p,
-				 sw->ports[p].conf.dev[0] ? sw->ports[p].conf.dev : sw->ports[p].conf.iface,
-				 strerror(-rc));
-			innet_xdp_stop(sw);
-			return rc;
-		}
-	}
-	atomic_store(&x->stopping, false);
-	if (pthread_create(&x->thread, NULL, ring_thread, x) != 0) {
-		innet_xdp_stop(sw);
-		return -EAGAIN;
-	}
-	x->thread_running = true;
-	return 0;
-}
-
-void innet_xdp_stop(struct innet_switch *sw)
-{
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL)
-		return;
 	for (uint32_t p = 0; p < INNET_MAX_PORTS; p++) {
 		if (x->links[p] != NULL)
 			bpf_link__destroy(x->links[p]);
@@ -850,14 +840,69 @@ void innet_xdp_stop(struct innet_switch *sw)
 	}
 }
 
-void innet_xdp_destroy(struct innet_switch *sw)
+static int xdp_attach(struct innet_xdp *x, char *err, size_t errlen)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL)
-		return;
-	innet_xdp_stop(sw);
+	struct innet_switch *sw = x->sw;
+	if (x->entry < 0 || x->test_mode)
+		return 0;
+	int rc = ensure_ring(x);
+	if (rc != 0) {
+		snprintf(err, errlen, "the hand-off ring: %s", strerror(-rc));
+		return rc;
+	}
+	struct bpf_program *entry = bpf_object__find_program_by_name(x->progs[x->entry].obj,
+								      "innet_xdp_main");
+	for (uint32_t p = 0; p < sw->n_ports; p++) {
+		x->links[p] = bpf_program__attach_xdp(entry, (int)x->port_info[p].ifindex);
+		if (x->links[p] == NULL) {
+			rc = -errno;
+			snprintf(err, errlen, "port %u: cannot attach XDP to '%s': %s", p,
+				 sw->ports[p].conf.dev[0] ? sw->ports[p].conf.dev : sw->ports[p].conf.iface,
+				 strerror(-rc));
+			xdp_detach(x);
+			return rc;
+		}
+	}
+	atomic_store(&x->stopping, false);
+	if ((rc = pthread_create(&x->thread, NULL, ring_thread, x)) != 0) {
+		snprintf(err, errlen, "cannot start the hand-off thread: %s", strerror(rc));
+		xdp_detach(x);
+		return -rc;
+	}
+	x->thread_running = true;
+	return 0;
+}
+
+static int xdp_start(void *priv, char *err, size_t errlen)
+{
+	struct innet_xdp *x = priv;
+	int rc = x->slow_ops->start(x->slow, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = xdp_attach(x, err, errlen);
+	if (rc != 0)
+		x->slow_ops->stop(x->slow);
+	return rc;
+}
+
+static void xdp_stop(void *priv)
+{
+	struct innet_xdp *x = priv;
+	xdp_detach(x);   /* first: nothing new is passed up or handed over */
+	x->slow_ops->stop(x->slow);
+}
+
+static void xdp_destroy(void *priv)
+{
+	struct innet_xdp *x = priv;
+	struct innet_switch *sw = x->sw;
+	xdp_detach(x);
+	if (x->slow != NULL)
+		x->slow_ops->destroy(x->slow);
 	if (x->ring != NULL)
 		ring_buffer__free(x->ring);
+	for (uint32_t i = 0; i < sw->n_progs; i++)
+		sw->progs[i].serial_lock = NULL;   /* it lived in a map page unmapped below */
 	for (uint32_t i = 0; i < INNET_XDP_MAX_PROGS; i++) {
 		struct xdp_prog *xp = &x->progs[i];
 		for (uint32_t m = 0; m < xp->n_maps; m++)
@@ -873,7 +918,6 @@ void innet_xdp_destroy(struct innet_switch *sw)
 			bpf_object__close(xp->obj);
 	}
 	free(x);
-	sw->xdp = NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -893,10 +937,12 @@ static int percpu_read(struct innet_xdp *x, int fd, uint32_t key, size_t vsize, 
 	return (int)stride;
 }
 
-void innet_xdp_prog_stats_add(struct innet_switch *sw, uint32_t prog, struct innet_prog_stats *out)
+static void xdp_prog_stats(void *priv, struct innet_cp *cp, struct innet_prog_stats *out)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL || prog >= INNET_XDP_MAX_PROGS || x->progs[prog].obj == NULL)
+	struct innet_xdp *x = priv;
+	uint32_t prog = cp->index;
+	x->slow_ops->prog_stats(x->slow, cp, out);
+	if (prog >= INNET_XDP_MAX_PROGS || x->progs[prog].obj == NULL)
 		return;
 	void *buf = NULL;
 	int stride = percpu_read(x, x->progs[prog].stats_fd, 0, sizeof(struct innet_xdp_stats), &buf);
@@ -932,10 +978,11 @@ void innet_xdp_prog_stats_add(struct innet_switch *sw, uint32_t prog, struct inn
 	free(buf);
 }
 
-void innet_xdp_port_stats_add(struct innet_switch *sw, uint32_t port, struct innet_port_stats *out)
+static void xdp_port_stats(void *priv, uint32_t port, struct innet_port_stats *out)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL || x->entry < 0)
+	struct innet_xdp *x = priv;
+	x->slow_ops->port_stats(x->slow, port, out);
+	if (x->entry < 0)
 		return;
 	void *buf = NULL;
 	int stride = percpu_read(x, x->port_stats_fd, port, sizeof(struct innet_xdp_port_stats), &buf);
@@ -951,14 +998,18 @@ void innet_xdp_port_stats_add(struct innet_switch *sw, uint32_t port, struct inn
 		out->xdp_tx_pkts += s->tx_pkts;
 		for (int k = 0; k < INNET_XDP_PASS_COUNT && k < 8; k++)
 			out->xdp_pass[k] += s->pass[k];
+		for (int k = 0; k < INNET_XDP_DROP_COUNT; k++)
+			out->xdp_drop[k] += s->drop[k];
 	}
 	free(buf);
 }
 
-void innet_xdp_stats_reset(struct innet_switch *sw)
+static void xdp_stats_reset(void *priv)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL || x->entry < 0)
+	struct innet_xdp *x = priv;
+	struct innet_switch *sw = x->sw;
+	x->slow_ops->stats_reset(x->slow);
+	if (x->entry < 0)
 		return;
 	size_t big = sizeof(struct innet_xdp_stats) > sizeof(struct innet_xdp_port_stats)
 			     ? sizeof(struct innet_xdp_stats) : sizeof(struct innet_xdp_port_stats);
@@ -977,14 +1028,14 @@ void innet_xdp_stats_reset(struct innet_switch *sw)
 /* ------------------------------------------------------------------------ */
 /* Multicast groups.                                                          */
 
-int innet_xdp_group_sync(struct innet_switch *sw, uint32_t prog, uint32_t group,
-			 const struct innet_member *m, uint32_t n)
+static int xdp_group_sync(void *priv, struct innet_cp *cp, uint32_t group,
+			  const struct innet_member *m, uint32_t n)
 {
-	struct innet_xdp *x = sw->xdp;
-	if (x == NULL || prog >= INNET_XDP_MAX_PROGS || x->progs[prog].obj == NULL)
+	struct innet_xdp *x = priv;
+	uint32_t prog = cp->index;
+	if (prog >= INNET_XDP_MAX_PROGS || x->progs[prog].obj == NULL)
 		return 0;
 	struct xdp_prog *xp = &x->progs[prog];
-	struct innet_cp *cp = &sw->progs[prog];
 	bool raw_prog = cp->n_udp == 0;
 	/* Devmap broadcast gives one copy per port, rewritten for that port's
 	 * member: every member must have a port of its own and be reachable
@@ -1048,16 +1099,15 @@ int innet_xdp_group_sync(struct innet_switch *sw, uint32_t prog, uint32_t group,
 /* ------------------------------------------------------------------------ */
 /* Hand-offs: what the eBPF side could not finish.                            */
 
-/* innet_hand_off: the handler's state into the worker's scratch, the
- * packet into a buffer, and the program runs on (natively) from there. */
+/* innet_hand_off: the packet and the handler's state to the user-space
+ * engine, which runs the program on from there (natively). */
 static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
 {
 	struct innet_switch *sw = x->sw;
-	struct innet_worker *w = x->ring_worker;
-	if (r->prog >= sw->n_progs || w == NULL || r->state_len > INNET_XDP_STATE_MAX ||
+	if (r->prog >= sw->n_progs || x->ring_seat == NULL || r->state_len > INNET_XDP_STATE_MAX ||
 	    r->state_len > INNET_SCRATCH_SIZE || r->len > INNET_XDP_HANDOFF_MAX)
 		return;
-	uint8_t buf[INNET_BUF_SIZE];
+	uint8_t buf[INNET_PKT_HEADROOM + INNET_PKT_MAX];
 	struct innet_pkt pkt;
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.buf_start = buf;
@@ -1073,9 +1123,7 @@ static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
 	pkt.flags = (uint8_t)(r->flags | INNET_PKT_F_RESUMED);
 	pkt.meta16 = r->meta16;
 	memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
-	memcpy(w->scratch, r->state, r->state_len);
-	innet_worker_set_now(w);
-	innet_worker_resume(w, r->prog, &pkt);
+	innet_handoff_resume(x->ring_seat, &sw->progs[r->prog], &pkt, r->state, r->state_len);
 }
 
 static int handle_rec(void *ctx, void *data, size_t size)
@@ -1083,12 +1131,12 @@ static int handle_rec(void *ctx, void *data, size_t size)
 	struct innet_xdp *x = ctx;
 	struct innet_switch *sw = x->sw;
 	const struct innet_xdp_rec *r = data;
-	struct innet_worker *w = x->ring_worker;
+	struct innet_handoff *h = x->ring_seat;
 	if (size >= sizeof(struct innet_xdp_resume) && r->kind == INNET_XDP_REC_RESUME) {
 		resume_rec(x, data);
 		return 0;
 	}
-	if (size < offsetof(struct innet_xdp_rec, data) || r->prog >= sw->n_progs || w == NULL)
+	if (size < offsetof(struct innet_xdp_rec, data) || r->prog >= sw->n_progs || h == NULL)
 		return 0;
 	struct innet_cp *cp = &sw->progs[r->prog];
 	uint32_t len = r->len <= INNET_XDP_HANDOFF_MAX ? r->len : INNET_XDP_HANDOFF_MAX;
@@ -1097,10 +1145,10 @@ static int handle_rec(void *ctx, void *data, size_t size)
 	switch (r->kind) {
 	case INNET_XDP_REC_EMIT:
 	case INNET_XDP_REC_SEND:
-		innet_worker_send_copy(w, cp, &out, r->is_group, r->data, len, out.src_udp);
+		innet_handoff_send(h, cp, &out, r->is_group, r->data, len);
 		break;
 	case INNET_XDP_REC_TO_CPU: {
-		uint8_t buf[INNET_BUF_SIZE];
+		uint8_t buf[INNET_PKT_HEADROOM + INNET_PKT_MAX];
 		struct innet_pkt pkt;
 		memset(&pkt, 0, sizeof(pkt));
 		pkt.buf_start = buf;
@@ -1116,14 +1164,14 @@ static int handle_rec(void *ctx, void *data, size_t size)
 		pkt.meta16 = r->meta16;
 		memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
 		pkt.out = out;
-		innet_worker_punt(w, cp, &pkt);
+		innet_handoff_to_cpu(h, cp, &pkt);
 		break;
 	}
 	case INNET_XDP_REC_TIMER:
-		/* the eBPF side stored arg and deadline in the slot (innet/dp_xdp.h);
+		/* the eBPF side stored arg and deadline in the slot (targets/xdp/dp_xdp.h);
 		 * a cancel or re-arm since then stands (the entry is stale then) */
 		if (r->timer < cp->n_timers)
-			innet_timerq_push(sw, cp, r->timer, r->deadline_ns);
+			innet_handoff_timer(h, cp, r->timer, r->deadline_ns);
 		break;
 	}
 	return 0;
@@ -1235,11 +1283,13 @@ static void record_frame(struct innet_inject_result *res, uint16_t port, bool ra
 	memcpy(o->data, f + INNET_XDP_HDR_LEN, o->len);
 }
 
-int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
-		     const struct innet_addr *src, const void *data, uint32_t len,
-		     struct innet_inject_result *res)
+/* BPF_PROG_TEST_RUN of the program's eBPF object, with the same result as
+ * the user-space engine's inject; 1: not for XDP (the engine's turn). */
+static int inject_ebpf(struct innet_xdp *x, uint16_t port, uint16_t dst_udp,
+		       const struct innet_addr *src, const void *data, uint32_t len,
+		       struct innet_inject_result *res)
 {
-	struct innet_xdp *x = sw->xdp;
+	struct innet_switch *sw = x->sw;
 	bool raw = sw->ports[port].conf.iface[0] != '\0';
 	int prog = raw ? sw->raw_prog : (int)sw->udp_to_prog[dst_udp] - 1;
 	if (prog < 0)
@@ -1289,10 +1339,9 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 	for (uint32_t i = 0; i < sw->n_progs && t.seq == 0; i++)
 		if (x->progs[i].obj != NULL)
 			read_trace(x, &x->progs[i], &t);   /* recirculated elsewhere */
-	struct innet_worker *w = INNET_INJECT_WORKER(sw);
-	x->ring_worker = w;
-	w->last_action = INNET_DROP;
-	w->last_reason = 0;
+	struct innet_handoff *h = innet_handoff_seat(x->slow, INNET_HANDOFF_INJECT);
+	innet_handoff_begin(h);
+	x->ring_seat = h;
 	ring_buffer__consume(x->ring);
 	uint32_t meta = ctx_out.data;   /* metadata bytes in front of the frame */
 	uint32_t olen = opts.data_size_out;
@@ -1300,8 +1349,11 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 	res->drop_reason = t.reason;
 	if (t.handoff == INNET_XDP_HANDOFF_RESUME + 1) {
 		/* the user-space engine finished it (just now, consuming the ring) */
-		res->action = (enum innet_action)w->last_action;
-		res->drop_reason = w->last_reason;
+		enum innet_action act;
+		uint16_t reason;
+		innet_handoff_last(h, &act, &reason);
+		res->action = act;
+		res->drop_reason = reason;
 	}
 	if (t.seq == 0) {
 		/* the program passed it to the kernel: the user-space engine's turn */
@@ -1344,10 +1396,9 @@ int innet_xdp_inject(struct innet_switch *sw, uint16_t port, uint16_t dst_udp,
 	default:
 		break;
 	}
-	/* sends carried out by user space (emit, hand-offs) land in res too */
-	w->inject = res;
-	innet_worker_flush(w);
-	w->inject = NULL;
+	/* sends carried out by user space (emit, hand-offs) land in res too;
+	 * on a switch not started, on_cpu runs for what went to the CPU */
+	innet_handoff_flush(h, res);
 	rc = 0;
 out:
 	free(in);
@@ -1356,40 +1407,158 @@ out:
 	return rc;
 }
 
-int innet_xdp_prog_info(struct innet_switch *sw, uint32_t prog, struct innet_xdp_prog_info *info)
+/* The target's test_run (engine/target.h): the eBPF program on one datagram,
+ * `runs` times, on the calling thread, without the engine's serialising of
+ * injections and without collecting what goes out. */
+static int xdp_test_run(void *priv, uint16_t port, uint16_t dst_udp, const struct innet_addr *src,
+			const void *data, uint32_t len, uint32_t runs)
 {
-	memset(info, 0, sizeof(*info));
-	if (prog >= sw->n_progs)
+	struct innet_xdp *x = priv;
+	struct innet_switch *sw = x->sw;
+	if (port >= sw->n_ports || sw->ports[port].conf.iface[0] != '\0')
 		return -EINVAL;
-	struct xdp_prog tmp;
-	memset(&tmp, 0, sizeof(tmp));
-	const struct innet_bpf_object *bo = xdp_object_of(&sw->progs[prog], &tmp);
-	if (bo == NULL || bo->start == NULL) {
-		info->userspace_reason = bo == NULL ? "not a program of the tree (no eBPF object)"
-						    : bo->userspace_reason;
-		return 0;
+	int prog = (int)sw->udp_to_prog[dst_udp] - 1;
+	uint32_t flen = INNET_XDP_HDR_LEN + len;
+	if (prog < 0 || x->entry < 0 || x->progs[prog].obj == NULL || flen > FRAME_MAX - 512)
+		return -EINVAL;
+	uint8_t *in = malloc(FRAME_MAX);
+	if (in == NULL)
+		return -ENOMEM;
+	build_frame(&x->port_info[port], src, dst_udp, data, len, in);
+	uint32_t k = x->lo_ifindex, v = port;   /* (as innet_xdp_inject: runs arrive on lo) */
+	bpf_map_update_elem(x->if2port_fd, &k, &v, BPF_ANY);
+	int rc = 0;
+	for (uint32_t i = 0; i < runs && rc == 0; i++) {
+		/* a fresh copy each run: the program rewrites the frame in place */
+		struct xdp_md ctx_in = { .data = 0, .data_end = flen };
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = flen,
+			    .ctx_in = &ctx_in, .ctx_size_in = sizeof(ctx_in), .repeat = 1);
+		if (bpf_prog_test_run_opts(x->progs[x->entry].main_fd, &opts) != 0)
+			rc = -errno;
 	}
-	if (sw->xdp != NULL)
-		*info = sw->xdp->progs[prog].info;
-	return 0;
+	free(in);
+	return rc;
 }
 
-int innet_cp_ebpf(struct innet_cp *cp, struct innet_res_ebpf *e)
+static int xdp_inject(void *priv, uint16_t port, uint16_t dst_udp, const struct innet_addr *src,
+		      const void *data, uint32_t len, struct innet_inject_result *res)
 {
-	struct innet_xdp_prog_info xi;
-	int rc = innet_xdp_prog_info(cp->sw, cp->index, &xi);
-	memset(e, 0, sizeof(*e));
-	if (rc != 0)
+	struct innet_xdp *x = priv;
+	int rc = inject_ebpf(x, port, dst_udp, src, data, len, res);
+	if (rc != 1)
 		return rc;
-	e->loaded = xi.loaded;
-	e->insns = xi.insns;
-	e->jited_bytes = xi.jited_bytes;
-	e->verified_insns = xi.verified_insns;
-	e->stack_bytes = xi.stack_bytes;
-	e->map_bytes = xi.map_bytes;
-	e->n_maps = xi.n_maps;
-	e->tail_calls = xi.tail_calls;
-	if (xi.userspace_reason != NULL)
-		snprintf(e->userspace, sizeof(e->userspace), "%s", xi.userspace_reason);
-	return 0;
+	/* the eBPF program would pass the packet up: the user-space engine
+	 * takes it, as it would */
+	res->n_out = 0;
+	res->n_out_lost = 0;
+	return x->slow_ops->inject(x->slow, port, dst_udp, src, data, len, res);
 }
+
+static void xdp_prog_info(void *priv, struct innet_cp *cp, struct innet_res_ebpf *e)
+{
+	struct innet_xdp *x = priv;
+	if (cp->index >= INNET_XDP_MAX_PROGS)
+		return;
+	const struct innet_xdp_prog_info *xi = &x->progs[cp->index].info;
+	e->loaded = xi->loaded;
+	e->insns = xi->insns;
+	e->jited_bytes = xi->jited_bytes;
+	e->verified_insns = xi->verified_insns;
+	e->stack_bytes = xi->stack_bytes;
+	e->map_bytes = xi->map_bytes;
+	e->n_maps = xi->n_maps;
+	e->tail_calls = xi->tail_calls;
+	if (xi->userspace_reason != NULL)
+		snprintf(e->userspace, sizeof(e->userspace), "%s", xi->userspace_reason);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The control plane's sends, drops and packets for the CPU: the engine's.   */
+
+static int xdp_send(void *priv, struct innet_cp *cp, const struct innet_out *out, bool is_group,
+		    const void *data, uint32_t len)
+{
+	struct innet_xdp *x = priv;
+	return x->slow_ops->send(x->slow, cp, out, is_group, data, len);
+}
+
+static void xdp_count_drop(void *priv, struct innet_cp *cp, unsigned reason)
+{
+	struct innet_xdp *x = priv;
+	x->slow_ops->count_drop(x->slow, cp, reason);
+}
+
+static void xdp_cpu_drain(void *priv)
+{
+	struct innet_xdp *x = priv;
+	x->slow_ops->cpu_drain(x->slow);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The names of its counters (innet/switch.h).                               */
+
+static const char *const handoff_names[] = {
+	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
+	"resume",
+};
+_Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
+	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");
+
+const char *innet_handoff_name(unsigned k)
+{
+	return k < sizeof(handoff_names) / sizeof(handoff_names[0]) ? handoff_names[k] : NULL;
+}
+
+static const char *const xdp_pass_names[] = {
+	"not_ipv4", "not_local", "not_udp", "no_program", "ip_options", "fragment", "bad_length",
+	"userspace",
+};
+
+const char *innet_xdp_pass_name(unsigned k)
+{
+	return k < sizeof(xdp_pass_names) / sizeof(xdp_pass_names[0]) ? xdp_pass_names[k] : NULL;
+}
+
+static const char *const xdp_drop_names[] = {
+	[INNET_XDP_DROP_NO_RAW_PROGRAM] = "no_raw_program",
+	[INNET_XDP_DROP_ADJUST] = "adjust",
+	[INNET_XDP_DROP_NO_CONF] = "no_conf",
+	[INNET_XDP_DROP_EGRESS_META] = "egress_meta",
+	[INNET_XDP_DROP_EGRESS_SHORT] = "egress_short",
+};
+_Static_assert(sizeof(xdp_drop_names) / sizeof(xdp_drop_names[0]) == INNET_XDP_DROP_COUNT &&
+	       INNET_XDP_DROP_COUNT <= 8, "XDP drop names (innet_port_stats.xdp_drop[8])");
+
+const char *innet_xdp_drop_name(unsigned k)
+{
+	return k < INNET_XDP_DROP_COUNT ? xdp_drop_names[k] : NULL;
+}
+
+
+const struct innet_target_ops innet_target_xdp = {
+	.info = {
+		.id = INNET_TARGET_XDP,
+		.name = "xdp",
+		.summary = "eBPF on the port devices (XDP), the user-space engine for hand-offs",
+		.needs_root = true,
+		.needs_devices = true,
+		.attaches_xdp = true,
+		.mtu_max = XDP_MTU_MAX,
+		.mtu_why = "its eBPF program works on one page per frame",
+		.xdp_counters = true,
+	},
+	.create = xdp_create,
+	.start = xdp_start,
+	.stop = xdp_stop,
+	.destroy = xdp_destroy,
+	.group_sync = xdp_group_sync,
+	.send = xdp_send,
+	.count_drop = xdp_count_drop,
+	.cpu_drain = xdp_cpu_drain,
+	.inject = xdp_inject,
+	.test_run = xdp_test_run,
+	.prog_stats = xdp_prog_stats,
+	.port_stats = xdp_port_stats,
+	.stats_reset = xdp_stats_reset,
+	.prog_info = xdp_prog_info,
+};

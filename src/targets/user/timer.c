@@ -8,7 +8,8 @@
  *      wake up, kick its eventfd (rare: only when it sleeps longer).
  * On the XDP target the eBPF program does step 1 itself, on the mmap'ed
  * slots, and user space does 2 and 3 when it drains the hand-off ring
- * (innet_timerq_push) — maybe after the eBPF side cancelled or re-armed.
+ * (innet_handoff_timer: innet_timerq_push) — maybe after the eBPF side
+ * cancelled or re-armed.
  *
  * The timer thread drains the ring into a private min-heap and fires an
  * entry when its deadline passes and still equals the slot's deadline (a
@@ -31,7 +32,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "engine/switch_pvt.h"
+#include "targets/user/user_pvt.h"
 
 #define RING_SIZE  65536u   /* power of two */
 #define IDLE_NS    10000000ull
@@ -63,7 +64,7 @@ struct innet_timerq {
 	_Atomic uint64_t ring_full;
 };
 
-int innet_timerq_create(struct innet_switch *sw)
+int innet_timerq_create(struct innet_user *u)
 {
 	struct innet_timerq *q = calloc(1, sizeof(*q));
 	if (q == NULL)
@@ -79,21 +80,21 @@ int innet_timerq_create(struct innet_switch *sw)
 	}
 	for (uint32_t i = 0; i < RING_SIZE; i++)
 		atomic_init(&q->ring[i].seq, i);
-	sw->timerq = q;
+	u->timerq = q;
 	return 0;
 }
 
-void innet_timerq_destroy(struct innet_switch *sw)
+void innet_timerq_destroy(struct innet_user *u)
 {
-	struct innet_timerq *q = sw->timerq;
+	struct innet_timerq *q = u->timerq;
 	if (q == NULL)
 		return;
-	innet_timerq_stop(sw);
+	innet_timerq_stop(u);
 	close(q->wake_fd);
 	free(q->ring);
 	free(q->heap);
 	free(q);
-	sw->timerq = NULL;
+	u->timerq = NULL;
 }
 
 /* Vyukov's bounded MPSC queue: producers claim a position with a CAS. */
@@ -137,13 +138,13 @@ static bool ring_pop(struct innet_timerq *q, struct heap_ent *e)
 	return true;
 }
 
-int innet_timerq_arm(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns,
+int innet_timerq_arm(struct innet_user *u, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns,
 		     uint64_t arg)
 {
 	struct innet_timer *t = &cp->timers[timer];
 	atomic_store_explicit(&t->arg, arg, memory_order_relaxed);
 	atomic_store_explicit(&t->deadline_ns, deadline_ns, memory_order_release);
-	return innet_timerq_push(sw, cp, timer, deadline_ns);
+	return innet_timerq_push(u, cp, timer, deadline_ns);
 }
 
 /* Steps 2 and 3 alone, for an arm whose slot is written already: the XDP
@@ -152,9 +153,9 @@ int innet_timerq_arm(struct innet_switch *sw, struct innet_cp *cp, uint32_t time
  * later. Storing the slot again here would undo what the eBPF side did
  * meanwhile — a cancel (the round finished first: the timer would fire
  * anyway) or a newer arm (the older deadline would come back). */
-int innet_timerq_push(struct innet_switch *sw, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns)
+int innet_timerq_push(struct innet_user *u, struct innet_cp *cp, uint32_t timer, uint64_t deadline_ns)
 {
-	struct innet_timerq *q = sw->timerq;
+	struct innet_timerq *q = u->timerq;
 	if (!ring_push(q, deadline_ns, cp->index, timer)) {
 		atomic_fetch_add_explicit(&q->ring_full, 1, memory_order_relaxed);
 		return -ENOSPC;
@@ -181,7 +182,7 @@ int innet_timer_arm(struct innet_ctx *ctx, uint32_t timer, uint64_t delay_ns, ui
 	}
 	uint64_t now = ctx->in_timer ? innet_now_ns() : ctx->now_ns;
 	uint64_t deadline = now + (delay_ns ? delay_ns : 1);
-	return innet_timerq_arm(cp->sw, cp, timer, deadline, arg) == 0 ? 0 : -1;
+	return innet_timerq_arm(ctx->worker->u, cp, timer, deadline, arg) == 0 ? 0 : -1;
 }
 
 void innet_timer_cancel(struct innet_ctx *ctx, uint32_t timer)
@@ -257,12 +258,13 @@ static void fire(struct innet_switch *sw, struct innet_worker *w, const struct h
 
 static void *timer_main(void *arg)
 {
-	struct innet_switch *sw = arg;
-	struct innet_timerq *q = sw->timerq;
-	struct innet_worker *w = INNET_TIMER_WORKER(sw);
+	struct innet_user *u = arg;
+	struct innet_switch *sw = u->sw;
+	struct innet_timerq *q = u->timerq;
+	struct innet_worker *w = INNET_TIMER_WORKER(u);
 	pthread_setname_np(pthread_self(), "innet-timer");
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	while (!atomic_load_explicit(&sw->stopping, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&u->stopping, memory_order_relaxed)) {
 		struct heap_ent e;
 		while (ring_pop(q, &e))
 			if (heap_push(q, &e) != 0)
@@ -299,19 +301,19 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-int innet_timerq_start(struct innet_switch *sw)
+int innet_timerq_start(struct innet_user *u)
 {
-	struct innet_timerq *q = sw->timerq;
-	int rc = pthread_create(&q->thread, NULL, timer_main, sw);
+	struct innet_timerq *q = u->timerq;
+	int rc = pthread_create(&q->thread, NULL, timer_main, u);
 	if (rc != 0)
 		return -rc;
 	q->running = true;
 	return 0;
 }
 
-void innet_timerq_stop(struct innet_switch *sw)
+void innet_timerq_stop(struct innet_user *u)
 {
-	struct innet_timerq *q = sw->timerq;
+	struct innet_timerq *q = u->timerq;
 	if (q == NULL || !q->running)
 		return;
 	uint64_t one = 1;

@@ -1,12 +1,13 @@
 /*
- * innet/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
+ * targets/xdp/xdp_abi.h — the layouts that the XDP target's eBPF programs and the
  * user-space side (loader, engine, control plane) share: state shapes, the
  * hand-off records of the ring, per-CPU counters, port descriptions. Both
  * compilers see this one header, so the bytes agree by construction; any
  * change here is a change of both sides (they are built together).
  *
- * Plain C: included by innet/dp_xdp.h (clang -target bpf) and by the
- * user-space files of src/targets/xdp/ and src/engine/table.c, timer.c.
+ * Plain C: included by targets/xdp/dp_xdp.h (clang -target bpf) and by the
+ * user-space files of src/targets/xdp/ and src/engine/timer.c. The tables'
+ * layout is src/engine/table_algo.h's (with their algorithm).
  */
 #ifndef INNET_XDP_ABI_H
 #define INNET_XDP_ABI_H
@@ -16,36 +17,18 @@
 #define INNET_XDP_MAX_PROGS    16u       /* program instances per switch */
 #define INNET_XDP_RING_BYTES   (1u << 22) /* hand-off ring (power of two) */
 #define INNET_XDP_HANDOFF_MAX  3584u     /* payload bytes a ring record carries */
-#define INNET_XDP_TABLE_PROBE  32u       /* = table.c's probe window */
-#define INNET_XDP_SEQ_TRIES    4u        /* seqlock read retries per slot */
 #define INNET_XDP_HDR_LEN      42u       /* Ethernet + IPv4 (no options) + UDP */
 #define INNET_XDP_META_MAGIC   0x1e5eu   /* recirculation metadata marker */
 /* innet_tmeta, one page per program instance, shared by every executor:
  *
  *   0     struct innet_table_shared [INNET_MAX_TABLES]  the tables' counters
+ *                                                       (src/engine/table_algo.h)
  *   2048  uint32_t serial lock                          a SERIAL program's:
  *         0 free, 1 held — by the eBPF handler on one CPU, or by the
  *         user-space engine's worker (docs/xdp.md, "SERIAL programs")
  */
 #define INNET_XDP_SERIAL_LOCK_OFF 2048u
 #define INNET_XDP_SERIAL_TRIES 256u      /* eBPF: tries for the lock, then pass up */
-
-/* Table slots (src/engine/table.c): seq | state | key | value | pad to 8. */
-enum { INNET_SLOT_EMPTY = 0, INNET_SLOT_USED = 1, INNET_SLOT_DEAD = 2 };
-
-struct innet_table_slot {
-	uint32_t seq;          /* even = stable, odd = a writer is in the slot */
-	uint32_t state;        /* INNET_SLOT_* */
-	uint8_t kv[];          /* key (key_size) then value (value_size) */
-};
-
-/* A table's shared counters (one per table, in innet_tmeta's page). */
-struct innet_table_shared {
-	uint32_t entries;
-	uint32_t pad;
-	uint64_t insert_full;
-	uint64_t insert_busy;
-};
 
 /* A one-shot timer slot (src/engine/timer.c's struct innet_timer). */
 struct innet_timer_slot {
@@ -136,12 +119,26 @@ enum innet_xdp_pass {
 	INNET_XDP_PASS_COUNT
 };
 
+/* Frames the XDP programs drop outside any handler's verdict, by reason
+ * (per port, per CPU; innet_xdp_drop_name): what a verdict drops is counted
+ * under the program's drop reasons instead, as on the user-space engine. */
+enum innet_xdp_drop {
+	INNET_XDP_DROP_NO_RAW_PROGRAM = 0, /* a frame on a raw port, and no raw program */
+	INNET_XDP_DROP_ADJUST,         /* the kernel refused to move the frame's head, tail or
+	                                * metadata (bpf_xdp_adjust_*) */
+	INNET_XDP_DROP_NO_CONF,        /* the program's config block could not be read */
+	INNET_XDP_DROP_EGRESS_META,    /* a multicast copy without its group's metadata */
+	INNET_XDP_DROP_EGRESS_SHORT,   /* a multicast copy too short for its headers */
+	INNET_XDP_DROP_COUNT
+};
+
 struct innet_xdp_port_stats {
 	uint64_t rx_pkts;              /* frames the XDP program took */
 	uint64_t rx_bytes;
 	uint64_t tx_pkts;              /* frames it sent (TX, redirect, broadcast copies) */
 	uint64_t tx_bytes;
 	uint64_t pass[INNET_XDP_PASS_COUNT];
+	uint64_t drop[INNET_XDP_DROP_COUNT];
 };
 
 /* The last packet's verdict on this CPU (tests read it after
