@@ -55,6 +55,7 @@ struct sbuf {
 	bool oom;
 };
 
+__attribute__((format(printf, 2, 0)))
 static void sb_vadd(struct sbuf *b, const char *fmt, va_list ap)
 {
 	if (b->oom)
