@@ -64,9 +64,6 @@ BPF_OBJ      := $(foreach f,$(DP_XDP),$(O)/bpf/$(call dp_name,$(f)).bpf.o)
 # dp_xdp.h when clang compiles for eBPF, and the template includes the rest).
 DP_TREE := src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h src/targets/xdp/dp_xdp.h \
            src/targets/xdp/xdp_abi.h src/engine/table_algo.h
-# A P4 program's data path, generated and built at load time (src/p4/p4_build.c),
-# needs its run-time headers too: installed in the dp tree beside DP_TREE.
-P4_DP_TREE := src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
 DP_TOOLS := tools/contract/check-dp tools/contract/check-bpf tools/contract/dp-name
 BPF_CLANG    ?= clang
 # How a data path is compiled for each target and checked: one definition,
@@ -266,9 +263,10 @@ check: all
 # The project's P4 programs (p4/NAME.p4, docs/p4.md) with the BMv2 JSON that
 # p4c-bm2-ss compiles from them committed beside them: `make p4` regenerates
 # the JSON (needs p4c-bm2-ss: P4C_BM2_SS or PATH; not needed to build
-# innet); tests/integration/p4_json.sh checks that they agree.
+# innet); tests/integration/p4_json.sh checks that they agree. The test
+# programs in tests/p4 likewise.
 p4:
-	tools/p4/p4test compile $(sort $(wildcard p4/*.p4))
+	tools/p4/p4test compile $(sort $(wildcard p4/*.p4 tests/p4/*.p4))
 
 # ---- install ----------------------------------------------------------------
 PREFIX  ?= /usr/local
@@ -279,14 +277,16 @@ MANDIR  ?= $(PREFIX)/share/man
 PCDIR   ?= $(LIBDIR)/pkgconfig
 COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DPDIR   ?= $(PREFIX)/share/innet/dp
-# Where the run-time builder of a P4 program's data path finds the headers:
-# this tree, or what `make install` puts in DPDIR and INCDIR (src/p4/p4_build.c).
-P4_BUILD_DEFS := -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(DPDIR)"' \
-                 -DINNET_INC_DIR='"$(INCDIR)"'
-$(O)/src/p4/p4_build.o: CFLAGS += $(P4_BUILD_DEFS)
-$(FUZZ_O)/obj/src/p4/p4_build.o: FUZZ_CFLAGS += $(P4_BUILD_DEFS)
 # The public API: what a program of one's own includes (innet/*.h).
 HEADERS := $(sort $(wildcard include/innet/*.h))
+# A P4 program's data path is generated and compiled when it is loaded
+# (src/p4/p4_build.c): against this tree, or the installed headers and dp
+# tree, which then holds the P4 run-time headers too.
+P4_DP_TREE := src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
+P4_BUILD_DIRS = -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(DPDIR)"' \
+                -DINNET_INC_DIR='"$(INCDIR)"'
+$(O)/src/p4/p4_build.o: CFLAGS += $(P4_BUILD_DIRS)
+$(FUZZ_O)/obj/src/p4/p4_build.o: FUZZ_CFLAGS += $(P4_BUILD_DIRS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/innet \

@@ -195,6 +195,15 @@ static int run_script(struct innet_switch *sw, FILE *f, const char *name, uint32
 		}
 		if (!json_is_true(json_object_get(r, "ok"))) {
 			json_t *e = json_object_get(r, "error");
+			const char *es = json_is_string(e) ? json_string_value(e) : "";
+			if (!strncmp(es, "unknown command '", 17) ||
+			    !strncmp(es, "unknown simple_switch_CLI command '", 35)) {
+				/* what simple_switch_CLI says of a word it does not
+				 * know, going on with the next line */
+				printf("> *** Unknown syntax: %s\n", p);
+				json_decref(r);
+				continue;
+			}
 			fprintf(stderr, "innet p4 run: %s, line %u: %s\n", name, ln,
 				json_is_string(e) ? json_string_value(e) : "the command failed");
 			json_decref(r);

@@ -415,7 +415,7 @@ json_t *innet_control_run(struct innet_switch *sw, char *line, size_t len)
 		uint32_t n_p4 = 0;
 		for (uint32_t i = 0; i < innet_switch_conf(sw)->n_progs; i++) {
 			struct innet_cp *c = innet_switch_prog_at(sw, i);
-			if (c != NULL && !strcmp(innet_cp_program(c)->name, "p4") && innet_cp_program(c)->on_ctl) {
+			if (!strcmp(innet_cp_program(c)->name, "p4") && innet_cp_program(c)->on_ctl) {
 				p4 = c;
 				n_p4++;
 			}

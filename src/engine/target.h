@@ -160,15 +160,17 @@ void innet_handoff_to_cpu(struct innet_handoff *h, struct innet_cp *cp, const st
  * -ENOSPC (the timer queue is full: counted). */
 int innet_handoff_timer(struct innet_handoff *h, struct innet_cp *cp, uint32_t timer,
 			uint64_t deadline_ns);
-/* innet_hand_off: run pkt (INNET_PKT_F_RESUMED set) through cp's data path
- * on the seat from the handler's state (state_len bytes, put at the start of
- * the seat's scratch memory): the verdict carried out and counted as the
- * engine's own, except the receive (the stacked target counted it). */
-void innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
-			  const void *state, uint32_t state_len);
-/* The verdict of the last packet the seat ran (innet_handoff_resume) since
- * innet_handoff_begin (a drop with reason 0 if none). */
-void innet_handoff_last(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason);
+/* Run pkt through cp's handler on from where the stacked target's handler
+ * handed it over (innet_hand_off): state_len bytes of the handler's state
+ * go to the start of the seat's innet_scratch(), INNET_PKT_F_RESUMED is set,
+ * and the verdict and counters are the engine's (not the receive counts:
+ * the stacked target counted the packet in). -EINVAL when state_len is more
+ * than the scratch holds. */
+int innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
+			 const void *state, uint32_t state_len);
+/* The verdict and drop reason of the last packet resumed on h since
+ * innet_handoff_begin (INNET_DROP, 0 if none). */
+void innet_handoff_verdict(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason);
 /* Carry out what was handed over: send it (res NULL), or record it in res
  * (an injection; on a switch not started, on_cpu then runs for what was
  * queued for it, as innet_switch_inject documents). */

@@ -19,8 +19,7 @@
  * Where things are found: the cache is $INNET_P4_CACHE, else
  * $XDG_CACHE_HOME/innet/p4, else ~/.cache/innet/p4; the headers are under
  * $INNET_DP_DIR, else the source tree innet was built from (in-tree), else
- * the dp tree `make install` fills (DPDIR, PREFIX/share/innet/dp, with the
- * public headers from INCDIR); the
+ * the share directory `make install` fills (PREFIX/share/innet/dp); the
  * compilers are $INNET_CC (default cc) and $INNET_BPF_CLANG (default clang).
  * The same mechanism compiles any NAME_dp.c at run time (issue 19).
  */
@@ -57,14 +56,30 @@ extern char **environ;
 #define INNET_INC_DIR "/usr/local/include"
 #endif
 
-/* The files a data path is compiled against, relative to the dp tree (a
- * source tree, or the installed one: DPDIR with the public headers in INCDIR,
- * the Makefile's DP_TREE and P4_DP_TREE). */
-static const char *const dp_files[] = {
-	"include/innet/dp.h", "include/innet/dp_user.h", "src/targets/xdp/dp_xdp.h",
-	"src/targets/xdp/xdp_abi.h", "src/targets/xdp/prog.bpf.c", "src/targets/xdp/engine.bpf.h",
-	"src/engine/table_algo.h", "src/p4/p4rt_dp.h", "src/p4/p4rt_state.h", "src/p4/p4rt_pipe.h",
+/* The files a data path is compiled against: the public headers (under the
+ * include directory) and the dp tree's (the source tree, or what `make
+ * install` puts in DPDIR: the Makefile's DP_TREE and P4_DP_TREE). */
+static const char *const inc_files[] = {
+	"innet/dp.h", "innet/dp_user.h",
 };
+static const char *const dp_files[] = {
+	"src/targets/xdp/prog.bpf.c", "src/targets/xdp/engine.bpf.h", "src/targets/xdp/dp_xdp.h",
+	"src/targets/xdp/xdp_abi.h", "src/engine/table_algo.h",
+	"src/p4/p4rt_dp.h", "src/p4/p4rt_state.h", "src/p4/p4rt_pipe.h",
+};
+
+/* The public headers beside a dp tree: its include/ in a source tree, else
+ * where `make install` put them. */
+static void inc_dir(const char *dpdir, char *out, size_t n)
+{
+	char probe[4096];
+	snprintf(probe, sizeof(probe), "%s/include/innet/dp.h", dpdir);
+	struct stat st;
+	if (stat(probe, &st) == 0)
+		snprintf(out, n, "%s/include", dpdir);
+	else
+		snprintf(out, n, "%s", INNET_INC_DIR);
+}
 
 static bool exists(const char *path)
 {
@@ -90,30 +105,6 @@ int p4_dp_dir(char *out, size_t n)
 			return -ENOENT;
 	}
 	return -ENOENT;
-}
-
-/* Where the public headers (innet/dp.h) are for dp tree dpdir: its include/
- * (a source tree), or the installed INCDIR. */
-static void inc_dir(const char *dpdir, char *out, size_t n)
-{
-	char probe[4200];
-	snprintf(probe, sizeof(probe), "%s/include/innet/dp.h", dpdir);
-	if (exists(probe))
-		snprintf(out, n, "%s/include", dpdir);
-	else
-		snprintf(out, n, "%s", INNET_INC_DIR);
-}
-
-/* The path of dp_files entry f for dp tree dpdir. */
-static void dp_file_path(const char *dpdir, const char *f, char *out, size_t n)
-{
-	if (strncmp(f, "include/", 8) == 0) {
-		char inc[4200];
-		inc_dir(dpdir, inc, sizeof(inc));
-		snprintf(out, n, "%s/%s", inc, f + 8);
-	} else {
-		snprintf(out, n, "%s/%s", dpdir, f);
-	}
 }
 
 static int cache_dir(char *out, size_t n)
@@ -301,9 +292,15 @@ static int build_key(const char *json, size_t len, const char *dpdir, char *hex,
 	snprintf(ver, sizeof(ver), "innet %s gen %u\n", INNET_VERSION_STRING, P4_GEN_VERSION);
 	crypto_hash_sha256_update(&h, (const unsigned char *)ver, strlen(ver));
 	crypto_hash_sha256_update(&h, (const unsigned char *)json, len);
-	for (size_t i = 0; i < sizeof(dp_files) / sizeof(dp_files[0]); i++) {
-		char path[8500];
-		dp_file_path(dpdir, dp_files[i], path, sizeof(path));
+	char incdir[2100];
+	inc_dir(dpdir, incdir, sizeof(incdir));
+	size_t n_inc = sizeof(inc_files) / sizeof(inc_files[0]);
+	for (size_t i = 0; i < n_inc + sizeof(dp_files) / sizeof(dp_files[0]); i++) {
+		char path[4096];
+		if (i < n_inc)
+			snprintf(path, sizeof(path), "%s/%s", incdir, inc_files[i]);
+		else
+			snprintf(path, sizeof(path), "%s/%s", dpdir, dp_files[i - n_inc]);
 		FILE *f = fopen(path, "rb");
 		if (f == NULL) {
 			snprintf(err, errlen, "%s: %s (the data path's headers: INNET_DP_DIR, or `make install`)",
@@ -378,7 +375,7 @@ static int p4_build_locked(char *src, const char *dpdir, const char *cdir, const
 	const char *cc = getenv("INNET_CC");
 	if (cc == NULL || cc[0] == '\0')
 		cc = "cc";
-	char inc[256], cmd[512], iinc[4300], isrc[2100], incsys[300];
+	char inc[256], cmd[512], iinc[2100], isrc[2100], incsys[300];
 	snprintf(cmd, sizeof(cmd), "%s -print-file-name=include", cc);
 	if (capture(cmd, inc, sizeof(inc)) != 0) {
 		snprintf(err, errlen, "cannot run the C compiler '%s' (INNET_CC): a P4 program is compiled "
@@ -386,9 +383,9 @@ static int p4_build_locked(char *src, const char *dpdir, const char *cdir, const
 		rc = -ENOENT;
 		goto out_rm;
 	}
-	char incd[4200];
-	inc_dir(dpdir, incd, sizeof(incd));
-	snprintf(iinc, sizeof(iinc), "-I%s", incd);
+	char incdir[2048];
+	inc_dir(dpdir, incdir, sizeof(incdir));
+	snprintf(iinc, sizeof(iinc), "-I%s", incdir);
 	snprintf(isrc, sizeof(isrc), "-I%s/src", dpdir);
 	snprintf(incsys, sizeof(incsys), "%s", inc);
 	t0 = innet_now_ns();

@@ -255,6 +255,16 @@ static void hexplain(struct p4c_out *o, const uint8_t *b, uint32_t n)
 		p4c_printf(o, "%02x", b[i]);
 }
 
+/* An action parameter as BMv2 shows it: the value's bytes without leading
+ * zero bytes (its Data::get_string(), at least one byte), not the width. */
+static void hexmin(struct p4c_out *o, const uint8_t *b, uint32_t n)
+{
+	uint32_t i = 0;
+	while (i + 1 < n && b[i] == 0)
+		i++;
+	hexplain(o, b + i, n - i);
+}
+
 /* "{0:20} {1}" */
 static void field20(struct p4c_out *o, const char *label)
 {
@@ -319,11 +329,15 @@ static bool is_valid_key(const struct p4_key *ky)
 }
 
 /* Parse the match key words into e (key, mask, hi, prefix); prints the
- * "match key:" line's parts into desc. 0, or -1 with the CLI's message
- * printed into o. */
+ * "match key:" line's parts into desc. 0; -1 with the CLI's message
+ * printed into o; or P4C_BAD_KEY: a key the CLI accepts and shows but the
+ * switch refuses (an LPM prefix longer than the key: BAD_MATCH_KEY), with
+ * nothing printed yet. */
+#define P4C_BAD_KEY 1
 static int parse_key(const struct p4_prog *p, const struct p4_table *t, char **w, struct p4c_entry *e,
 		     struct p4c_out *o, struct p4c_out *desc)
 {
+	bool bad_prefix = false;
 	memset(e->key, 0, t->key_bytes);
 	memset(e->mask, 0, t->key_bytes);
 	memset(e->hi, 0, t->key_bytes);
@@ -374,14 +388,13 @@ static int parse_key(const struct p4_prog *p, const struct p4_table *t, char **w
 				p4c_printf(o, "Error: invalid literal for int() with base 10: '%s'\n", sl + 1);
 				return -1;
 			}
-			if (pl < 0 || pl > (long long)bw) {
-				o->failed = true;
-				p4c_printf(o, "Invalid table operation (BAD_MATCH_KEY)\n");
-				return -1;
-			}
-			e->prefix = (int)pl;
+			/* a prefix longer than the key (or negative) passes the
+			 * CLI, which shows the entry; the switch then refuses it */
+			if (pl < 0 || pl > (long long)bw)
+				bad_prefix = true;
+			e->prefix = bad_prefix ? -1 : (int)pl;
 			uint32_t pad = ky->bytes * 8 - bw;
-			for (uint32_t b = 0; b < (uint32_t)pl; b++)
+			for (uint32_t b = 0; !bad_prefix && b < (uint32_t)pl; b++)
 				m[(pad + b) / 8] |= (uint8_t)(0x80u >> ((pad + b) % 8));
 			p4c_printf(desc, "LPM-");
 			hexcolon(desc, v, ky->bytes);
@@ -450,7 +463,7 @@ bad:
 		return -1;
 	}
 	(void)p;
-	return 0;
+	return bad_prefix ? P4C_BAD_KEY : 0;
 }
 
 /* Action data words into data; the "runtime data:" text into desc. */
@@ -757,7 +770,8 @@ static int cmd_table_add(struct cmd_ctx *c)
 	tmp.key = kb;
 	tmp.mask = mb;
 	tmp.hi = hb;
-	if (parse_key(p, tb, c->argv + 2, &tmp, c->o, &mk) != 0)
+	int krc = parse_key(p, tb, c->argv + 2, &tmp, c->o, &mk);
+	if (krc < 0)
 		goto out;
 	p4c_printf(c->o, "Adding entry to %s match table %s\n", match_lower(tb->cls, tb), c->argv[0]);
 	field20(c->o, "match key:");
@@ -766,6 +780,11 @@ static int cmd_table_add(struct cmd_ctx *c)
 	p4c_printf(c->o, "%s\n", c->argv[1]);
 	field20(c->o, "runtime data:");
 	p4c_printf(c->o, "%.*s\n", (int)rd.len, rd.s ? rd.s : "");
+	if (krc == P4C_BAD_KEY) {
+		c->o->failed = true;
+		p4c_printf(c->o, "Invalid table operation (BAD_MATCH_KEY)\n");
+		goto out;
+	}
 	if (tb->const_entries) {
 		c->o->failed = true;
 		p4c_printf(c->o, "Invalid table operation (IMMUTABLE_TABLE_ENTRIES)\n");
@@ -978,7 +997,7 @@ static void dump_action(struct cmd_ctx *c, int a, uint32_t ref, const uint8_t *d
 	for (uint32_t i = 0; i < ac->n_params; i++) {
 		if (i > 0)
 			p4c_printf(c->o, ", ");
-		hexplain(c->o, data + ac->params[i].byte_off, p4_bytes(ac->params[i].width));
+		hexmin(c->o, data + ac->params[i].byte_off, p4_bytes(ac->params[i].width));
 	}
 	p4c_printf(c->o, "\n");
 }
@@ -1118,8 +1137,10 @@ static int cmd_table_dump_entry_from_key(struct cmd_ctx *c)
 	struct p4c_out mk = { 0 };
 	int rc = parse_key(c->p, tb, c->argv + 1, &tmp, c->o, &mk);
 	free(mk.s);
-	if (rc != 0)
+	if (rc < 0)
 		return 0;
+	if (rc == P4C_BAD_KEY)
+		CLI_ERR(c->o, "Invalid table operation (BAD_MATCH_KEY)\n");
 	if (tb->cls == P4TC_LPM && tmp.prefix < 0)
 		tmp.prefix = (int)tb->keys[tb->lpm_key].bits;
 	int h = entry_find(ct, tb, &tmp);
@@ -1370,7 +1391,14 @@ static int cmd_act_prof_member_group(struct cmd_ctx *c, bool add)
 			CLI_ERR(c->o, "Invalid table operation (MBR_ALREADY_IN_GRP)\n");
 		if (G->n >= P4_GROUP_MAX)
 			CLI_ERR(c->o, "Invalid table operation (TABLE_FULL)\n");
-		G->m[G->n++] = m;
+		/* in member-handle order, as BMv2 keeps a group (a sorted set of
+		 * handles): the selector's hash picks the n-th member of it */
+		uint32_t at = 0;
+		while (at < G->n && G->m[at] < m)
+			at++;
+		memmove(&G->m[at + 1], &G->m[at], (G->n - at) * sizeof(G->m[0]));
+		G->m[at] = m;
+		G->n++;
 	} else {
 		if (i == G->n)
 			CLI_ERR(c->o, "Invalid table operation (MBR_NOT_IN_GRP)\n");
@@ -1466,9 +1494,11 @@ static int indirect_add(struct cmd_ctx *c, bool group)
 	struct p4c_out mk = { 0 };
 	int rc = parse_key(c->p, tb, c->argv + 1, &tmp, c->o, &mk);
 	free(mk.s);
-	if (rc != 0)
+	if (rc < 0)
 		return 0;
 	p4c_printf(c->o, "Adding entry to indirect match table %s\n", tb->name);
+	if (rc == P4C_BAD_KEY)
+		CLI_ERR(c->o, "Invalid table operation (BAD_MATCH_KEY)\n");
 	uint32_t ref;
 	if (group ? group_arg(c, (uint32_t)tb->profile, c->argv[idx + 1], &ref)
 		  : member_arg(c, (uint32_t)tb->profile, c->argv[idx + 1], &ref))
@@ -1576,7 +1606,8 @@ static int cmd_counter_read(struct cmd_ctx *c)
 		p4c_printf(c->o, "this is the direct counter for table %s\n", c->p->tables[k->table].name);
 	int64_t w = counter_word(c, i, idx);
 	if (w < 0)
-		CLI_ERR(c->o, "Invalid counter operation (%s)\n", k->direct ? "INVALID_HANDLE" : "INVALID_INDEX");
+		CLI_ERR(c->o, "%s\n", k->direct ? "Invalid table operation (INVALID_HANDLE)"
+					     : "Invalid counter operation (INVALID_INDEX)");
 	uint64_t bytes = 0, pkts = 0;
 	innet_cp_reg_read(c->in->cp, (unsigned)c->in->lay.r_words, (uint32_t)w, &bytes);
 	innet_cp_reg_read(c->in->cp, (unsigned)c->in->lay.r_words, (uint32_t)w + 1, &pkts);
@@ -1604,7 +1635,8 @@ static int cmd_counter_write(struct cmd_ctx *c)
 		p4c_printf(c->o, "writing to direct counter for table %s\n", c->p->tables[k->table].name);
 	int64_t w = counter_word(c, i, idx);
 	if (w < 0)
-		CLI_ERR(c->o, "Invalid counter operation (%s)\n", k->direct ? "INVALID_HANDLE" : "INVALID_INDEX");
+		CLI_ERR(c->o, "%s\n", k->direct ? "Invalid table operation (INVALID_HANDLE)"
+					     : "Invalid counter operation (INVALID_INDEX)");
 	innet_cp_reg_write(c->in->cp, (unsigned)c->in->lay.r_words, (uint32_t)w, (uint64_t)by);
 	innet_cp_reg_write(c->in->cp, (unsigned)c->in->lay.r_words, (uint32_t)w + 1, (uint64_t)pk);
 	p4c_printf(c->o, "%s[%lld] has been updated\n", c->argv[0], idx);
@@ -1838,7 +1870,8 @@ static int cmd_meter_set_rates(struct cmd_ctx *c)
 	uint32_t word;
 	double *slot = meter_slot(c, m, idx, &set, &word);
 	if (slot == NULL)
-		CLI_ERR(c->o, "Invalid meter operation (%s)\n", M->direct ? "INVALID_HANDLE" : "INVALID_INDEX");
+		CLI_ERR(c->o, "%s\n", M->direct ? "Invalid table operation (INVALID_HANDLE)"
+					     : "Invalid meter operation (INVALID_INDEX)");
 	memcpy(slot, r, sizeof(double) * 4);
 	*set = true;
 	p4c_meter_sync(c->in, word, r, true, M->bytes);
@@ -1853,11 +1886,21 @@ static int cmd_meter_array_set_rates(struct cmd_ctx *c)
 	if (m < 0)
 		return 0;
 	const struct p4_meter *M = &c->p->meters[m];
-	if (M->direct)
-		ERR(c->o, "Cannot use this command with direct meters");
 	double r[4];
 	if (parse_rates(c, M, c->argv + 1, c->argc - 1, r) != 0)
 		return 0;
+	if (M->direct) {
+		/* BMv2 sets the table's whole meter array: every entry handle's
+		 * meter, an entry added later included */
+		struct p4c_table *ct = &c->in->tables[M->table];
+		for (uint32_t h = 0; h < c->p->tables[M->table].max_size; h++) {
+			memcpy(ct->meter_rates[h], r, sizeof(double) * 4);
+			ct->meter_set[h] = true;
+			p4c_meter_sync(c->in, c->in->lay.tables[M->table].dm_word + P4_METER_WORDS * h, r,
+				       true, M->bytes);
+		}
+		return 0;
+	}
 	for (uint32_t i = 0; i < M->size; i++) {
 		bool *set;
 		uint32_t word;
@@ -1902,7 +1945,8 @@ static int cmd_meter_get_rates(struct cmd_ctx *c)
 	uint32_t word;
 	double *slot = meter_slot(c, m, idx, &set, &word);
 	if (slot == NULL)
-		CLI_ERR(c->o, "Invalid meter operation (%s)\n", M->direct ? "INVALID_HANDLE" : "INVALID_INDEX");
+		CLI_ERR(c->o, "%s\n", M->direct ? "Invalid table operation (INVALID_HANDLE)"
+					     : "Invalid meter operation (INVALID_INDEX)");
 	if (!*set) {
 		p4c_printf(c->o, "WARNING: expected %u rates but only received 0\n", M->rate_count);
 		return 0;

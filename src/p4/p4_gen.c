@@ -55,7 +55,7 @@ struct sbuf {
 	bool oom;
 };
 
-__attribute__((format(printf, 2, 0)))
+static void sb_vadd(struct sbuf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void sb_vadd(struct sbuf *b, const char *fmt, va_list ap)
 {
 	if (b->oom)
@@ -2048,10 +2048,13 @@ static void gen_parser(struct gen *g)
 		if (st->n_trans == 0)
 			OUT("\tgoto accept;\n");
 	}
-	OUT("reject:\n");
+	/* parser_error is the parse's outcome either way: its NoError code
+	 * (the JSON's, not always 0) on accept, as BMv2 resets the packet's
+	 * error code when a parse starts */
+	OUT("reject:\naccept:\n");
 	if (p->std[P4S_PARSER_ERROR].h >= 0)
 		OUT("\tP4_SM_PARSER_ERROR(&s->phv) = err;\n");
-	OUT("accept:\n\ts->parsed = off;\n\t(void)err;\n}\n\n");
+	OUT("\ts->parsed = off;\n\t(void)err;\n}\n\n");
 	g->in_parser = false;
 }
 

@@ -208,13 +208,14 @@ int topo_resolve_netns(struct parser *p)
 		any_p4 |= t->nodes[i].p4;
 	}
 	t->netns = p->netns < 0 ? needs != NULL || any_p4 : p->netns == 1;
-	if ((needs != NULL || any_p4) && !t->netns) {
-		if (needs != NULL)
-			topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"%s\" needs network "
-				      "devices: \"netns\": false cannot be", needs->name);
-		else
-			topo_errs_add(&p->e, "$.netns", "a switch with a P4 program (\"p4\") needs network "
-				      "devices: \"netns\": false cannot be");
+	if (needs != NULL && !t->netns) {
+		topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"%s\" needs network devices: "
+			      "\"netns\": false cannot be", needs->name);
+		return 0;
+	}
+	if (any_p4 && !t->netns) {
+		topo_errs_add(&p->e, "$.netns", "a switch with a P4 program (\"p4\") needs network "
+			      "devices: \"netns\": false cannot be");
 		return 0;
 	}
 	for (uint32_t i = 0; i < t->n_switches; i++)

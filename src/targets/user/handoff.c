@@ -39,18 +39,18 @@ int innet_handoff_timer(struct innet_handoff *h, struct innet_cp *cp, uint32_t t
 	return innet_timerq_push(h->w->u, cp, timer, deadline_ns);
 }
 
-void innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
-			  const void *state, uint32_t state_len)
+int innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
+			 const void *state, uint32_t state_len)
 {
-	struct innet_worker *w = h->w;
 	if (state_len > INNET_SCRATCH_SIZE)
-		return;
-	memcpy(w->scratch, state, state_len);
-	innet_worker_set_now(w);
-	innet_worker_resume(w, cp->index, pkt);
+		return -EINVAL;
+	memcpy(h->w->scratch, state, state_len);
+	pkt->flags |= INNET_PKT_F_RESUMED;
+	innet_worker_resume(h->w, cp->index, pkt);
+	return 0;
 }
 
-void innet_handoff_last(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason)
+void innet_handoff_verdict(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason)
 {
 	*action = (enum innet_action)h->w->last_action;
 	*reason = h->w->last_reason;

@@ -231,7 +231,7 @@ int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const st
 			   bool is_group, const void *data, uint32_t len, uint16_t src_udp);
 void innet_worker_flush(struct innet_worker *w);
 void innet_worker_set_now(struct innet_worker *w);
-/* Run a packet the XDP program handed over with innet_hand_off through its
+/* Run a packet a stacked target handed over with innet_hand_off through its
  * program on w (the state already in w's scratch; INNET_PKT_F_RESUMED set):
  * the handler, the verdict, the counters (not the receive counts: XDP's). */
 void innet_worker_resume(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt);

@@ -1099,12 +1099,13 @@ static int xdp_group_sync(void *priv, struct innet_cp *cp, uint32_t group,
 /* ------------------------------------------------------------------------ */
 /* Hand-offs: what the eBPF side could not finish.                            */
 
-/* innet_hand_off: the packet and the handler's state to the user-space
- * engine, which runs the program on from there (natively). */
+/* innet_hand_off: the handler's state into the worker's scratch, the
+ * packet into a buffer, and the program runs on (natively) from there. */
 static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
 {
 	struct innet_switch *sw = x->sw;
-	if (r->prog >= sw->n_progs || x->ring_seat == NULL || r->state_len > INNET_XDP_STATE_MAX ||
+	struct innet_handoff *h = x->ring_seat;
+	if (r->prog >= sw->n_progs || h == NULL || r->state_len > INNET_XDP_STATE_MAX ||
 	    r->state_len > INNET_SCRATCH_SIZE || r->len > INNET_XDP_HANDOFF_MAX)
 		return;
 	uint8_t buf[INNET_PKT_HEADROOM + INNET_PKT_MAX];
@@ -1120,10 +1121,10 @@ static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
 	pkt.src.ip = r->src_ip;
 	pkt.src.udp = r->src_udp;
 	pkt.recirc = r->recirc;
-	pkt.flags = (uint8_t)(r->flags | INNET_PKT_F_RESUMED);
+	pkt.flags = r->flags;
 	pkt.meta16 = r->meta16;
 	memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
-	innet_handoff_resume(x->ring_seat, &sw->progs[r->prog], &pkt, r->state, r->state_len);
+	innet_handoff_resume(h, &sw->progs[r->prog], &pkt, r->state, r->state_len);
 }
 
 static int handle_rec(void *ctx, void *data, size_t size)
@@ -1349,10 +1350,8 @@ static int inject_ebpf(struct innet_xdp *x, uint16_t port, uint16_t dst_udp,
 	res->drop_reason = t.reason;
 	if (t.handoff == INNET_XDP_HANDOFF_RESUME + 1) {
 		/* the user-space engine finished it (just now, consuming the ring) */
-		enum innet_action act;
 		uint16_t reason;
-		innet_handoff_last(h, &act, &reason);
-		res->action = act;
+		innet_handoff_verdict(h, &res->action, &reason);
 		res->drop_reason = reason;
 	}
 	if (t.seq == 0) {
