@@ -169,6 +169,30 @@ $(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) $(DP_TREE) include/innet/dp.h tools/co
 endef
 $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
+# The ALU check (tests/alu; docs/resources.md, "What innet_alu counts"): each
+# data path with an eBPF object is compiled once more for eBPF, against the
+# user-space engine's structures and with every primitive out of line
+# (tests/alu/dp_alu.c), and embedded in the golden tests, which run it in a
+# counting interpreter under INNET_TEST_TARGET=alu and compare the ALU
+# operations it executes with what innet_alu() reports, pass by pass.
+ALU_OBJ := $(foreach f,$(DP_XDP),$(O)/alu/$(call dp_name,$(f)).alu.o)
+define alu_rule
+$(O)/alu/$(call dp_name,$(1)).alu.o: $(1) tests/alu/dp_alu.c include/innet/dp.h include/innet/dp_user.h
+	@mkdir -p $$(@D)
+	$(BPF_CLANG) $$(INNET_BPF_CFLAGS) -Itests -DINNET_DP_SOURCE='"$$(abspath $(1))"' \
+	  -MMD -MP -c -o $$@ tests/alu/dp_alu.c
+endef
+$(foreach f,$(DP_XDP),$(eval $(call alu_rule,$(f))))
+$(O)/alu/objects.c: $(ALU_OBJ) $(DP_SRC) tests/alu/alu-objects
+	@mkdir -p $(@D)
+	tests/alu/alu-objects $(O)/alu $(DP_SRC) > $@
+ALU_CHECK := $(O)/alu/objects.o $(O)/alu/alu_check.o $(O)/alu/alu_vm.o
+$(O)/alu/objects.o: $(O)/alu/objects.c $(ALU_OBJ)
+	$(CC) $(CFLAGS) -Itests -c -o $@ $<
+$(O)/alu/%.o: tests/alu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -c -o $@ $<
+
 # The eBPF objects, embedded in the library, and the list of user-space-only
 # data paths with their reasons (innet programs shows both); and the
 # runtime's own eBPF (netns mode's link faults: src/topology/linkfault.bpf.c;
@@ -186,7 +210,10 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
 $(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h tests/unit/lb_contention.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $(EXPORT_API) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) $(EXPORT_API) -Itests -o $@ $< $(TEST_EXTRA) $(LINK_LIB) $(LDLIBS) -lcmocka
+# The golden tests also run under the ALU check (INNET_TEST_TARGET=alu).
+$(filter $(O)/tests/golden/%,$(TEST_BIN)): $(ALU_CHECK)
+$(O)/tests/golden/%: TEST_EXTRA = $(ALU_CHECK)
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
 
 # Benchmark tools are standalone (the raw relay must not share innet's code).
@@ -322,4 +349,5 @@ clean:
 	rm -rf build build-san-* build-fuzz
 
 .PHONY: all check clean fuzz dp-check install uninstall p4
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(ALU_OBJ:.o=.d) \
+  $(ALU_CHECK:.o=.d)

@@ -358,8 +358,10 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 }
 #endif
 
-/* The target's struct innet_pkt, struct innet_ctx and primitives. */
-#if defined(__bpf__)
+/* The target's struct innet_pkt, struct innet_ctx and primitives. (The ALU
+ * check compiles a data path for eBPF with the user-space engine's:
+ * INNET_DP_USER_PRIMITIVES, tests/alu/dp_alu.c.) */
+#if defined(__bpf__) && !defined(INNET_DP_USER_PRIMITIVES)
 #include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"
@@ -457,7 +459,11 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* Other helpers.                                                             */
 
 /* Account n stateless ALU operations (the runtime cannot see plain C
- * arithmetic; programs report it so the resource model can check it). */
+ * arithmetic; programs report it so the resource model can check it): the
+ * computing eBPF instructions of the handler's own code — not moves, byte
+ * swaps, address arithmetic, byte-lane moves or the primitives' work
+ * (docs/resources.md, "What innet_alu counts"). The golden tests check each
+ * pass's report against the code under INNET_TEST_TARGET=alu (tests/alu). */
 static inline void innet_alu(struct innet_ctx *ctx, uint32_t n)
 {
 	ctx->use.alu_ops += n;

@@ -315,6 +315,8 @@ struct innet_port_stats {
 	uint64_t tx_bytes;
 	uint64_t tx_errors;
 	uint64_t tx_gso;           /* of tx_pkts, sent coalesced in UDP GSO messages */
+	uint64_t rx_sock_drops;    /* dropped by the kernel at the port's sockets, mostly
+				    * a full receive buffer: arrived faster than read */
 	uint64_t link_lost;        /* dropped by link emulation */
 	uint64_t link_duplicated;
 	uint64_t link_reordered;

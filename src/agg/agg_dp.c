@@ -95,6 +95,12 @@
  * to its length) up to a multiple of AGG_RUN in the register, runs of
  * AGG_RUN, and a tail of pieces. */
 #define AGG_RUN 32u
+/* Stateless work (innet_alu; docs/resources.md, "What innet_alu counts"):
+ * each span reports the ALU operations its eBPF code executes per element
+ * and per span, a piece the choice of its length; the ALU check
+ * (INNET_TEST_TARGET=alu build/tests/golden/test_agg) fails when a pass's
+ * report and its count drift apart. */
+#define AGG_ALU_PIECE 8u
 
 /* A straggler timer whose job lookup was busy looks again this much later. */
 #define AGG_BUSY_RETRY_NS 1000000u
@@ -154,6 +160,7 @@ static inline __attribute__((always_inline)) bool add_plain_span(struct agg_elem
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		acc[i] += innet_be32(el[i]);
+	innet_alu(e->ctx, 2 * n + 6);
 	return true;
 }
 
@@ -167,6 +174,7 @@ static inline __attribute__((always_inline)) bool add_atomic_span(struct agg_ele
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		__atomic_fetch_add(&acc[i], innet_be32(el[i]), __ATOMIC_RELAXED);
+	innet_alu(e->ctx, n + 6);
 	return true;
 }
 
@@ -184,6 +192,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 	if (!e->b_used) {
 		for (uint32_t i = 0; i < n; i++)
 			el[i] = innet_be32(a[i]);
+		innet_alu(e->ctx, n + 6);
 		return true;
 	}
 	const volatile uint32_t *b = innet_reg_span(e->ctx, R_VAL2, e->base + p, n);
@@ -191,6 +200,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		el[i] = innet_be32(a[i] + b[i]);
+	innet_alu(e->ctx, 2 * n + 9);
 	return true;
 }
 
@@ -204,6 +214,7 @@ static inline __attribute__((always_inline)) bool zero_a_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		a[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -215,6 +226,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		b[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -225,6 +237,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 	{                                                                          \
 		struct agg_elems *e = arg;                                         \
 		uint32_t n = agg_piece(e);                                         \
+		innet_alu(e->ctx, AGG_ALU_PIECE);                                  \
 		bool ok;                                                           \
 		switch (n) {                                                       \
 		case 0: return 1;                                                  \
@@ -332,7 +345,7 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, str
 	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k, .k = c->k };
 	e.b_used = put_result_hdr(ctx, c, h, r);
 	AGG_ELEMENTS(&e, put_sum_piece, put_sum_run);
-	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
+	innet_alu(ctx, 4);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
 
@@ -628,7 +641,7 @@ static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
 	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;
-	innet_alu(ctx, 2 * k + 4);
+	innet_alu(ctx, 4);
 	if (done == job->n_workers)
 		innet_reg_fetch_or(ctx, R_STATE, idx, ST_CLOSED); /* complete: nobody else can claim */
 	return try_finish(ctx, idx, &r->w);
@@ -639,6 +652,7 @@ static AGG_STEP enum innet_action agg_stale(struct innet_ctx *ctx, struct innet_
 					    const struct agg_res *r, uint64_t w)
 {
 	answer_len(ctx, pkt, fill_stale(pkt, r, st_tag(w)));
+	innet_alu(ctx, 5);
 	return innet_reflect(pkt);
 }
 
@@ -698,11 +712,13 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	unsigned why = agg_sender(ctx, pkt, true, &job);
 	if (why != 0)
 		return innet_drop(pkt, why);
-	innet_alu(ctx, 16);
+	innet_alu(ctx, 3);
 	r.n_workers = job.n_workers;
 	r.idx = 2 * (job.slot_base + r.slot) + (r.round & 1);
 	uint64_t w;
-	switch (agg_claim(ctx, &r, &w)) {
+	enum agg_claim got = agg_claim(ctx, &r, &w);
+	innet_alu(ctx, 10);
+	switch (got) {
 	case CLAIM_OK:
 		break;
 	case CLAIM_EARLY:

@@ -637,9 +637,9 @@ static void render_stats(const json_t *r)
 	json_t *p;
 	json_array_foreach(json_object_get(r, "ports"), i, p) {
 		char extra[512] = "";
-		static const char *const more[] = { "tx_errors", "tx_gso", "link_lost", "link_duplicated",
-						    "link_reordered", "link_delayed", "link_queue_full",
-						    "xdp_rx_pkts", "xdp_tx_pkts" };
+		static const char *const more[] = { "tx_errors", "tx_gso", "rx_sock_drops", "link_lost",
+						    "link_duplicated", "link_reordered", "link_delayed",
+						    "link_queue_full", "xdp_rx_pkts", "xdp_tx_pkts" };
 		for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
 		const char *key;

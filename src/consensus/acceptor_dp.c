@@ -61,7 +61,7 @@ static enum innet_action nack(struct innet_ctx *ctx, struct innet_pkt *pkt, uint
 	p->hi = innet_be64(innet_reg_read(ctx, ACC_R_HI, 0));
 	swap_nodes(h);
 	innet_pkt_resize(ctx, pkt, PAXOS_HDR_LEN);
-	innet_alu(ctx, 6);
+	innet_alu(ctx, 3); /* the window and the slot, on most paths here */
 	return innet_reflect(pkt);
 }
 
@@ -171,7 +171,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return innet_drop(pkt, AC_BAD_LENGTH);
 	if (c->check_peer && pkt->src.ip != innet_port_peer_ip(ctx, pkt->in_port))
 		return innet_drop(pkt, AC_SPOOFED);
-	innet_alu(ctx, 10);
+	innet_alu(ctx, 3);
 
 	uint64_t trim = innet_reg_read(ctx, ACC_R_TRIM, 0);
 	if (type == PAXOS_TRIM)
@@ -200,11 +200,14 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			return INNET_DROP;
 		p = (struct paxos_hdr *)(h + 1);
 		p->ballot = p->vballot;
+		innet_alu(ctx, 10); /* the window, the slot, the reply's length */
 		return reply(ctx, pkt, h, PAXOS_2B, trim);
 	}
 
-	if (ballot == 0)
+	if (ballot == 0) {
+		innet_alu(ctx, 5); /* the window, the slot */
 		return innet_drop(pkt, AC_BAD_BALLOT);
+	}
 	uint32_t promised = (uint32_t)innet_reg_read(ctx, ACC_R_PROMISED, 0);
 	uint32_t join_ballot = (uint32_t)innet_reg_read(ctx, ACC_R_JOIN_BALLOT, 0);
 	promised = join_ballot > promised ? join_ballot : promised;
@@ -217,6 +220,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			struct acc_vote none = { 0, 0 };
 			if ((h = vote_put(ctx, pkt, slot, &none)) == NULL)
 				return INNET_DROP;
+			innet_alu(ctx, 5); /* the window, the slot */
 			return promise(ctx, pkt, h, ballot, trim);
 		}
 		/* Remember that the instance exists, so learners fill the holes
@@ -258,6 +262,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			innet_reg_fetch_max(ctx, ACC_R_PROMISED, 0, ballot);
 		if ((h = vote_put(ctx, pkt, slot, &v)) == NULL)
 			return INNET_DROP;
+		innet_alu(ctx, 10); /* the window, the slot, the reply's length */
 		return promise(ctx, pkt, h, ballot, trim);
 	}
 
@@ -275,7 +280,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	p->trim = innet_be64(trim);
 	p->hi = innet_be64(hi);
 	h->flags = 0;
-	innet_alu(ctx, 8);
+	innet_alu(ctx, 10); /* the window, the slot, inst + 1 */
 	return innet_multicast(pkt, 0);
 }
 

@@ -737,10 +737,12 @@ static void check_pisa_alu_ops(struct checker *c)
 		    "nothing measured yet");
 	else if (max == 0)
 		add(c, INNET_RES_OK, "alu ops/pass", 0, limit, "ops",
-		    "none reported (programs report stateless work with innet_alu())");
+		    "none reported (programs report stateless work with innet_alu(); "
+		    "a path of at most 4 operations may report none)");
 	else if (max <= limit)
 		add(c, INNET_RES_OK, "alu ops/pass", max, limit, "ops",
-		    "max %u, mean %.1f per pass (estimate: %u per stage, one per PHV container)",
+		    "max %u, mean %.1f per pass, as innet_alu() reports them (estimate: %u per "
+		    "stage, one per PHV container)",
 		    max, mean_per_pass(u, u->m.alu_ops), c->p->valus_per_stage);
 	else
 		add(c, INNET_RES_FAIL, "alu ops/pass", max, limit, "ops",

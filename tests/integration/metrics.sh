@@ -211,6 +211,7 @@ sw = st["switch"]
 assert get(m, "innet_switch_info", switch=sw, target="udp") == 1
 port_keys = {"rx_pkts": "received_packets", "rx_bytes": "received_bytes", "tx_pkts": "sent_packets",
              "tx_bytes": "sent_bytes", "tx_errors": "send_errors", "tx_gso": "sent_gso_packets",
+             "rx_sock_drops": "socket_dropped_packets",
              "link_lost": "link_lost_packets", "link_duplicated": "link_duplicated_packets",
              "link_reordered": "link_reordered_packets", "link_delayed": "link_delayed_packets",
              "link_queue_full": "link_queue_full_packets"}

@@ -70,6 +70,7 @@ struct innet_sock {
 	uint16_t udp;         /* bound UDP port; 0 for a raw port */
 	uint16_t worker;      /* worker that receives on it */
 	bool raw;             /* AF_PACKET socket of a raw port */
+	_Atomic uint32_t drops_base; /* the kernel's drop count at the last stats reset */
 };
 
 /* One queued send. */
