@@ -54,10 +54,9 @@ def arch_of(p4_path):
             src = f.read()
     except OSError:
         return "?"
-    for a in ("psa", "pna", "v1model"):
-        if "<%s.p4>" % a in src or '"%s.p4"' % a in src:
-            return a
-    return "?"
+    # <psa.p4>, "bmv2/psa.p4" (p4c's PSA tests for psa_switch), <v1model.p4>
+    m = re.search(r'^\s*#\s*include\s*[<"](?:[\w./-]*/)?(psa|pna|v1model)\.p4[>"]', src, re.M)
+    return m.group(1) if m else "?"
 
 
 def max_port(t):
