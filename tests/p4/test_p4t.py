@@ -199,12 +199,14 @@ class Diff(unittest.TestCase):
                 self.assertTrue(c.split()[-1].isdigit())   # a priority
 
     def test_compare(self):
-        a = [(0, b"x"), (1, b"y"), (0, b"z")]
-        self.assertIsNone(diff.compare(a, [(1, b"y"), (0, b"x"), (0, b"z")]))   # per port
-        self.assertIn("reordered", diff.compare(a, [(0, b"z"), (0, b"x"), (1, b"y")]))
-        self.assertIsNone(diff.compare(a, [(0, b"z"), (0, b"x"), (1, b"y")], reorder_ok=True))
+        x, y, z = b"x" * 14, b"y" * 14, b"z" * 60   # frames: a MAC header at least
+        a = [(0, x), (1, y), (0, z)]
+        self.assertIsNone(diff.compare(a, [(1, y), (0, x), (0, z)]))   # per port
+        self.assertIn("reordered", diff.compare(a, [(0, z), (0, x), (1, y)]))
+        self.assertIsNone(diff.compare(a, [(0, z), (0, x), (1, y)], reorder_ok=True))
         self.assertIn("frames vs", diff.compare(a, a[:2]))
-        self.assertIsNone(diff.compare(a + [(200, b"cpu")], a))    # a port innet does not have
+        self.assertIsNone(diff.compare(a + [(200, b"cpu" * 10)], a))    # a port innet does not have
+        self.assertIsNone(diff.compare(a + [(0, b"short")], a))          # under 14 bytes: not compared
 
     def test_mutate_never_empty(self):
         rnd = random.Random(3)
