@@ -17,14 +17,17 @@
  *            list 0 (meta.loops, which counts the passes in metadata too);
  *            the last pass leaves with `flags` bit 7 set if meta.loops
  *            agrees with `done`
- *            passes > 32 on arrival: dropped (too_many_passes)
+ *            passes > 15 on arrival: dropped (too_many_passes) — innet
+ *            recirculates a packet at most 16 times (INNET_MAX_RECIRC, a
+ *            resubmit included; BMv2 has no limit), so a program that must
+ *            give the same answer on both keeps its passes under it
  *   frames without the loop header are forwarded unchanged.
  */
 #include <core.p4>
 #include <v1model.p4>
 
 const bit<16> ETHERTYPE_LOOP = 0x88B6;
-const bit<8>  PASSES_MAX = 32;
+const bit<8>  PASSES_MAX = 15;
 
 header ethernet_t {
     bit<48> dst;
