@@ -1234,6 +1234,8 @@ static const struct {
 	/* P4_14 primitives some p4c outputs still use */
 	{ "modify_field", P4P_ASSIGN, 2 }, { "copy_header", P4P_ASSIGN_HEADER, 2 },
 	{ "add_header_fast", P4P_ADD_HEADER, 1 },
+	/* dst = dst + v / dst - v (BMv2 truncates to dst's width, as assign) */
+	{ "add_to_field", P4P_ASSIGN, 2 }, { "subtract_from_field", P4P_ASSIGN, 2 },
 };
 
 static int load_prim(struct ld *l, json_t *o, struct p4_prim *pr, const char *where)
@@ -1263,6 +1265,16 @@ static int load_prim(struct ld *l, json_t *o, struct p4_prim *pr, const char *wh
 	for (uint32_t i = 0; i < pr->n_args; i++)
 		if ((pr->args[i] = parse_tv(l, json_array_get(params, i), where)) == NULL)
 			return -EINVAL;
+	bool add = !strcmp(op, "add_to_field");
+	if (add || !strcmp(op, "subtract_from_field")) {
+		struct p4_expr *e = expr_new(l, P4E_OP);
+		if (e == NULL)
+			return -EINVAL;
+		e->op = add ? P4OP_ADD : P4OP_SUB;
+		e->a = pr->args[0];
+		e->b = pr->args[1];
+		pr->args[1] = e;
+	}
 	return 0;
 }
 

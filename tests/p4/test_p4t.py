@@ -199,14 +199,15 @@ class Diff(unittest.TestCase):
                 self.assertTrue(c.split()[-1].isdigit())   # a priority
 
     def test_compare(self):
-        x, y, z = b"x" * 14, b"y" * 14, b"z" * 60   # frames: a MAC header at least
+        x, y, z = b"x" * 14, b"y" * 14, b"z" * 14
         a = [(0, x), (1, y), (0, z)]
         self.assertIsNone(diff.compare(a, [(1, y), (0, x), (0, z)]))   # per port
         self.assertIn("reordered", diff.compare(a, [(0, z), (0, x), (1, y)]))
         self.assertIsNone(diff.compare(a, [(0, z), (0, x), (1, y)], reorder_ok=True))
         self.assertIn("frames vs", diff.compare(a, a[:2]))
-        self.assertIsNone(diff.compare(a + [(200, b"cpu" * 10)], a))    # a port innet does not have
-        self.assertIsNone(diff.compare(a + [(0, b"short")], a))          # under 14 bytes: not compared
+        self.assertIsNone(diff.compare(a + [(200, b"cpu" * 5)], a))    # a port innet does not have
+        # a frame shorter than a MAC header leaves by no port (innet: p4_runt)
+        self.assertIsNone(diff.compare(a + [(1, b"r" * 13)], a))
 
     def test_mutate_never_empty(self):
         rnd = random.Random(3)

@@ -294,6 +294,34 @@ static void test_refusals(void **state)
 	}
 }
 
+/* P4_14's add_to_field and subtract_from_field (p4c-bm2-ss --std p4-14,
+ * BMv2's own simple_router.json): an assign of dst + v, dst - v. */
+static void test_p4_14_arith(void **state)
+{
+	const char *ops[] = { "add_to_field", "subtract_from_field" };
+	for (int i = 0; i < 2; i++) {
+		json_t *j = load_fixture();
+		json_t *a = first_with(json_object_get(j, "actions"), "primitives");
+		json_object_set_new(a, "primitives",
+				    json_pack("[{s:s, s:[{s:s, s:[ss]}, {s:s, s:s}]}]", "op", ops[i],
+					      "parameters", "type", "field", "value", "ipv4", "ttl",
+					      "type", "hexstr", "value", "0x01"));
+		int rc = load_json(j);
+		json_decref(j);
+		if (rc != 0)
+			fail_msg("%s: %s", ops[i], err);
+	}
+	/* the wrong number of parameters is refused, named */
+	json_t *j = load_fixture();
+	json_t *a = first_with(json_object_get(j, "actions"), "primitives");
+	json_object_set_new(a, "primitives",
+			    json_pack("[{s:s, s:[{s:s, s:[ss]}]}]", "op", "add_to_field", "parameters", "type",
+				      "field", "value", "ipv4", "ttl"));
+	assert_int_equal(load_json(j), -EINVAL);
+	assert_non_null(strstr(err, "primitive 'add_to_field' takes 2 parameters, not 1"));
+	json_decref(j);
+}
+
 static void test_malformed(void **state)
 {
 	json_t *j = load_fixture();
@@ -320,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_fixture_loads),
 		cmocka_unit_test(test_all_fixtures_load),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_p4_14_arith),
 		cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
