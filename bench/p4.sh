@@ -140,24 +140,23 @@ p4b_commands() {
 	} >"$out"
 }
 
-p4b_pin_napi() { # ns dev cpu [fifo|other]
-	local ns=$1 dev=$2 cpu=$3 policy=${4:-fifo} pid
+p4b_pin_napi() {
+	local ns=$1 dev=$2 cpu=$3 pid
 	ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$dev/threaded" 2>/dev/null ||
 		bench_die "cannot thread $dev's NAPI"
 	pid=$(pgrep -n "^napi/$dev-") || bench_die "no NAPI thread for $dev"
 	taskset -p -c "$cpu" "$pid" >/dev/null || bench_die "cannot pin $dev's NAPI thread"
-	[ "$policy" = other ] && return 0
 	chrt -f -p 50 "$pid" || bench_die "cannot make $dev's NAPI thread real-time"
 }
 
-# Every thread of a process on CPU cpu, SCHED_FIFO 50 (BMv2 starts threads
+# Every thread of a process on CPU cpu, SCHED_FIFO P4B_UPRIO (BMv2 starts threads
 # after it starts: this runs once it is ready).
-p4b_pin_all() { # pid cpu [fifo|other]
-	local pid=$1 cpu=$2 policy=${3:-fifo} t
+p4b_pin_all() {
+	local pid=$1 cpu=$2 t
 	for t in /proc/"$pid"/task/*; do
 		t=${t##*/}
 		taskset -p -c "$cpu" "$t" >/dev/null 2>&1 || true
-		[ "$policy" = other ] || chrt -f -p "$P4B_UPRIO" "$t" 2>/dev/null || true
+		chrt -f -p "$P4B_UPRIO" "$t" 2>/dev/null || true
 	done
 }
 

@@ -26,8 +26,9 @@ if [ -n "${P4_DIFF_LONG:-}" ]; then
 fi
 # p4/paxos_acceptor on XDP is a known refusal (tests/integration/p4_golden.sh
 # lists it: the verifier's 1M instructions): compared on the other targets.
+shopt -s nullglob
 progs=() gap=()
-for j in p4/*.json; do
+for j in p4/*.json tests/p4/*.json; do   # the project's programs and the test programs
 	case $j in p4/paxos_acceptor.json) gap+=("$j") ;; *) progs+=("$j") ;; esac
 done
 INNET=$INNET $PY tools/p4/p4test diff --targets "$targets" "${args[@]}" --seed "$seed" "${progs[@]}" ||

@@ -44,6 +44,7 @@ known_target() {   # the target on which program $1 has a known refusal, or ""
 }
 bad=0 gaps=0
 for stf in tests/p4/*.stf; do
+	[ -e "$stf" ] || skip "no tests/p4/*.stf in this tree (the project's P4 programs' golden tests)"
 	name=$(basename "$stf" .stf)
 	[ -f "p4/$name.json" ] || fail "no p4/$name.json for $stf"
 	cmds=()

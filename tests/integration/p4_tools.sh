@@ -9,4 +9,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 $PY tests/p4/test_p4t.py || fail "tools/p4 unit tests"
-$PY tests/p4/mkstf.py --check || fail "tests/p4/*.stf are not what tests/p4/mkstf.py writes"
+if [ -f tests/p4/mkstf.py ]; then   # (with the project's P4 programs, branch p4test)
+	$PY tests/p4/mkstf.py --check || fail "tests/p4/*.stf are not what tests/p4/mkstf.py writes"
+fi
+echo "ok: tools/p4 unit tests"

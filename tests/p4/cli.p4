@@ -136,8 +136,8 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
     action mcast(bit<16> grp) { sm.mcast_grp = grp; }
     action mirror(bit<32> session) { clone(CloneType.I2E, session); }
     action remember(bit<32> idx) {
-        r8.write(idx, h.ipv4.ttl);
-        r32.write(idx, h.ipv4.src);
+        r8.write((bit<32>)idx[3:0], h.ipv4.ttl);   // (in range: BMv2 crashes beyond)
+        r32.write((bit<32>)idx[3:0], h.ipv4.src);
         r64.write((bit<32>)idx[2:0], (bit<64>)h.eth.src);
         r128.write((bit<32>)idx[1:0], h.ipv6.src);
     }
