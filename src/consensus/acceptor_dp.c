@@ -12,6 +12,8 @@
  *   TRIM         lwm[l] = max(lwm[l], w); trim = max(trim, min(lwm)); reply
  *   below trim   NACK/trimmed
  *   joining      NACK/joining (silent restart, or instance < join_inst)
+ *   READ         READ_ACK back with the read bound max(hi, join_inst), or
+ *                status joining (no state changes: a read round's answer)
  *   RECOVER(i)   2B back with the slot's vote (status empty if none)
  *   1A / 2A      ballot 0: bad_ballot; outside the window: NACK/ring_full
  *                (a range 1A is promised anyway); ballot below the promise:
@@ -149,6 +151,31 @@ static enum innet_action acc_trim(struct innet_ctx *ctx, struct innet_pkt *pkt, 
 	return reply(ctx, pkt, h, PAXOS_TRIM, max_u64(before, min));
 }
 
+/* READ from a learner (a read round): READ_ACK with this acceptor's read
+ * bound, max(hi, join_inst) — above every instance it ever voted in, also
+ * across a restart (its join instance is above those: docs/consensus.md,
+ * "Acceptor restart") — or status joining while it is silent. Changes
+ * nothing. */
+static enum innet_action acc_read(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h,
+				  uint64_t trim)
+{
+	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
+	uint64_t bound = 0;
+	p->status = PAXOS_OK;
+	if (innet_reg_read(ctx, ACC_R_JOINING, 0) != 0)
+		p->status = PAXOS_ST_JOINING;
+	else
+		bound = max_u64(innet_reg_read(ctx, ACC_R_HI, 0),
+				innet_reg_read(ctx, ACC_R_JOIN_INST, 0));
+	p->ballot = 0;
+	p->vballot = 0;
+	p->reserved = 0;
+	p->instance = innet_be64(bound);
+	h->flags = 0;
+	innet_alu(ctx, 4);
+	return reply(ctx, pkt, h, PAXOS_READ_ACK, trim);
+}
+
 static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
 	const struct acc_conf *c = innet_conf(ctx);
@@ -163,7 +190,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (h->service != INNET_SVC_PAXOS)
 		return innet_drop(pkt, AC_WRONG_SERVICE);
 	uint8_t type = p->type;
-	if (type != PAXOS_2A && type != PAXOS_1A && type != PAXOS_RECOVER && type != PAXOS_TRIM)
+	if (type != PAXOS_2A && type != PAXOS_1A && type != PAXOS_RECOVER && type != PAXOS_TRIM &&
+	    type != PAXOS_READ)
 		return innet_drop(pkt, AC_UNEXPECTED_TYPE);
 	uint32_t vlen = innet_be16(p->vlen);
 	if (vlen > PAXOS_VALUE_MAX || pkt->len != PAXOS_HDR_LEN + vlen ||
@@ -176,6 +204,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	uint64_t trim = innet_reg_read(ctx, ACC_R_TRIM, 0);
 	if (type == PAXOS_TRIM)
 		return acc_trim(ctx, pkt, h);
+	if (type == PAXOS_READ)
+		return acc_read(ctx, pkt, h, trim);
 
 	uint64_t inst = innet_be64(p->instance);
 	uint32_t ballot = innet_be32(p->ballot);
