@@ -35,7 +35,7 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
 	# every tracked file with a shebang, anywhere in the tree (scripts/,
 	# bench/, tools/, tests/, src/): run directly, it must not be refused
 	bad=$(git ls-files -s | awk '$1 == "100644" { print $4 }' | while IFS= read -r g; do
-		[ "$(head -c 2 "$g" 2>/dev/null)" = '#!' ] && echo "$g"; done; true)
+		[ "$(head -c 2 "$g" 2>/dev/null | tr -d '\000')" = '#!' ] && echo "$g"; done; true)
 	[ -z "$bad" ] || fail "starts with #! but is not executable in git (git update-index --chmod=+x): $bad"
 else
 	skip_part "the git modes (not a git checkout)"
