@@ -34,6 +34,8 @@ usage: bench/run failover [options]
   --clients N       kvload.py clients (default 12, spread over the 3 replicas)
   --rates L,D,R     loss, duplication, reordering on the acceptor links
                     (default: examples/kv-faults.json's 0.05,0.05,0.05)
+  --faults RATE     the same RATE of loss, duplication and reordering on every
+                    faulty link (--faults 0.2 is --rates 0.2,0.2,0.2)
   --quick           3 kills
 EOF2
 }
@@ -115,6 +117,9 @@ bench_main() {
 		--kill-at) fo_kill_at=$2; shift 2 ;;
 		--clients) fo_clients=$2; shift 2 ;;
 		--rates) fo_rates=$2; shift 2 ;;
+		--faults)
+			[[ $2 =~ ^(0(\.[0-9]+)?|1(\.0*)?)$ ]] || bench_usage_error "--faults: expected a rate in [0, 1], got '$2'"
+			fo_rates="$2,$2,$2"; shift 2 ;;
 		--quick) fo_kills=3; shift ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
