@@ -166,7 +166,9 @@ static void send_acceptors(struct innet_paxos *p, const struct paxos_msg *m, uin
 
 static struct entry *entry_get(struct innet_paxos *p, uint64_t inst)
 {
-	if (inst < p->next || inst - p->next >= p->c.window)
+	/* (instance 2^64 - 1 has no entry: inst1 would be 0, "unused", and
+	 * the slot's last instance would pass for it) */
+	if (inst < p->next || inst - p->next >= p->c.window || inst == UINT64_MAX)
 		return NULL;
 	struct entry *e = &p->ring[inst % p->c.window];
 	if (e->inst1 != inst + 1) {
@@ -244,8 +246,12 @@ static bool dd_seen(struct innet_paxos *p, uint64_t req)
 
 /* ---- proposer ----------------------------------------------------------- */
 
+/* The pending request req, or NULL. Request id 0 is never one (a free slot
+ * holds 0: a NACK or 2B naming request 0 must not end a free slot). */
 static struct pending *pend_find(struct innet_paxos *p, uint64_t req)
 {
+	if (req == 0)
+		return NULL;
 	for (uint32_t i = 0; i < MAX_PENDING && p->n_pend > 0; i++)
 		if (p->pend[i].req == req)
 			return &p->pend[i];
@@ -367,6 +373,7 @@ static void deliver_ready(struct innet_paxos *p)
 			break;
 		uint64_t inst = p->next;
 		e->inst1 = 0;
+		e->chosen = false;   /* (a free slot must not pass for a chosen one) */
 		p->next++;
 		p->stall_ns = 0;
 		if (e->req == 0) {
