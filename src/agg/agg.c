@@ -23,7 +23,7 @@
 static const char *const agg_drop_names[] = {
 	"too_short", "bad_magic", "bad_version", "wrong_service", "is_result", "bad_op",
 	"bad_length", "unknown_job", "bad_worker", "bad_slot", "bad_ver", "spoofed",
-	"duplicate", "pending", "early", "contended",
+	"duplicate", "pending", "early", "contended", "resetting", "not_registered",
 };
 
 /* A job from the settings (installed by init). */
@@ -186,6 +186,7 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	if (conf == NULL)
 		return -ENOMEM;
 	conf->k = (uint32_t)k;
+	conf->slots = c->slots;
 	uint32_t copies = 2 * c->slots;
 	if ((rc = innet_decl_reg(d, R_STATE, "state", 8, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_COUNT, "count", 4, copies)) != 0 ||
@@ -195,11 +196,13 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_VAL2, "values_b", 4, copies * conf->k)) != 0 ||
 	    (rc = innet_decl_reg(d, R_ADDER, "adder", 1, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_CALL, "call", 4, copies)) != 0 ||
+	    (rc = innet_decl_reg(d, R_RUN, "run", 8, c->max_jobs)) != 0 ||
+	    (rc = innet_decl_reg(d, R_INC, "handles", 8, c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||
 	    (rc = innet_decl_table(d, T_JOBS, "jobs", 4, sizeof(struct agg_job), c->max_jobs)) != 0 ||
 	    (rc = innet_decl_table(d, T_MEMBERS, "members", 4, sizeof(struct agg_member),
 				   c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||
 	    (rc = innet_decl_groups(d, c->max_jobs)) != 0 ||
-	    (rc = innet_decl_timers(d, copies)) != 0)
+	    (rc = innet_decl_timers(d, copies + c->max_jobs)) != 0)
 		return rc;
 	return 0;
 }
