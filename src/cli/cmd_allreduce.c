@@ -79,6 +79,7 @@ struct ar_worker {
 	long last_partial;    /* last iteration with partial results, -1: none */
 	uint64_t partial_blocks, unchecked;
 	struct innet_agg_stats st;
+	char why[256];        /* the library's explanation of a failure */
 };
 
 static int32_t gen_i32(uint32_t w, uint32_t it, size_t i)
@@ -237,6 +238,8 @@ static void *ar_main(void *arg)
 	r->seconds = secs;
 done:
 	innet_agg_get_stats(a, &r->st);
+	if (r->rc != 0)
+		snprintf(r->why, sizeof(r->why), "%s", innet_agg_error(a));
 	innet_agg_close(a);
 	free(in);
 	free(out);
@@ -413,7 +416,8 @@ int cmd_allreduce(int argc, char **argv)
 		double med = median(r->per_call, r->done); /* sorts per_call */
 		double mx = r->done ? max_of(r->per_call, r->done) : 0.0;
 		if (r->rc != 0) {
-			fprintf(stderr, "innet allreduce: worker %u: %s\n", w, strerror(-r->rc));
+			fprintf(stderr, "innet allreduce: worker %u: %s%s%s%s\n", w, strerror(-r->rc),
+				r->why[0] ? " (" : "", r->why, r->why[0] ? ")" : "");
 			status = 1;
 		}
 		if (o.check && !r->check_ok)
