@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # bench: p99 latency against offered load for lb policies none, maglev, wrr (static weights at the units' known capacities) and accel (P4Mite, with agents); a fast CPU unit and a slow accelerator unit, at fixed capacities and with the accelerator slowed for part of each step
-# timeout: 900
+# timeout: 3000
 #
 # bench/lb-policies.sh — sourced by bench/run (see bench/lib.sh). The paper's
 # (P4Mite's) experiment:
@@ -51,11 +51,15 @@
 # the highest R it sustains. (Not "and every lower R too": on a shared
 # machine, noise — the client or a unit descheduled for milliseconds — only
 # ever adds latency, so a step that passes is a real pass, while a failed
-# low step is often noise.) RESULT: per scenario each policy's highest
-# sustained rate, the best baseline and the gain against it:
+# low step is often noise.) The whole sweep runs --rounds times (default 3),
+# the policies in alternating order; one run per policy cannot tell 1.08
+# from 1.17 on a shared machine. RESULT: per scenario each policy's highest
+# sustained rate (the median over the rounds), the best baseline and the
+# gain against it (medians), and the spread of the per-round gains:
 #   gain_static  = accel / best baseline, static   (target >= 0.95)
 #   gain_varying = accel / best baseline, varying  (target >= 1.15)
 #   gain         = the smaller of the two
+#   gain_S_min, gain_S_max: the smallest and largest per-round gain
 # The curves go to bench/results/lb-policies-<stamp>-curves.json and a PNG
 # next to it (tools/lb/plot.py, Debian's python3-matplotlib).
 
@@ -80,7 +84,9 @@ usage: bench/run lb-policies [options]
   --policies LIST   default none,maglev,wrr,accel (also: ecmp, p2c); wrr_worst
                     is added to the varying scenario unless --no-worst
   --no-worst        do not run wrr_worst
-  --quick           5 steps of 1.5 s, 1 run each
+  --rounds R        sweeps of every policy, in alternating order; medians and
+                    the spread of the gains (default 3)
+  --quick           5 steps of 1.5 s, 1 run each, 1 round
 EOF2
 }
 
@@ -98,6 +104,7 @@ lbp_acc_queue=64
 lbp_bound=20
 lbp_policies="none,maglev,wrr,accel"
 lbp_worst=1
+lbp_rounds=3
 # Addresses: 127.62.2.0/23 (bench/lb-qps uses 127.62.0.0/23: the two can run
 # at the same time); LBP_NET=127.N moves them to another /16, for a private run.
 LBP_NET=${LBP_NET:-127.62}
@@ -219,6 +226,7 @@ bench_main() {
 		--policies) lbp_policies=$2; shift 2 ;;
 		--no-worst) lbp_worst=0; shift ;;
 		--reps) lbp_reps=$2; shift 2 ;;
+		--rounds) lbp_rounds=$2; lbp_rounds_set=1; shift 2 ;;
 		--cpu-queue) lbp_cpu_queue=$2; shift 2 ;;
 		--accel-queue) lbp_acc_queue=$2; shift 2 ;;
 		--quick) lbp_quick=1; shift ;;
@@ -262,8 +270,10 @@ bench_main() {
 	if [ "${lbp_quick:-0}" = 1 ]; then
 		lbp_step=1.5
 		lbp_reps=1
+		[ "${lbp_rounds_set:-0}" = 1 ] || lbp_rounds=1
 	fi
 	[[ $lbp_reps =~ ^[1-9]$ ]] || bench_usage_error "--reps must be 1..9"
+	[[ $lbp_rounds =~ ^[1-9]$ ]] || bench_usage_error "--rounds must be 1..9"
 	[[ $lbp_cpu_queue =~ ^[1-9][0-9]*$ ]] && [[ $lbp_acc_queue =~ ^[1-9][0-9]*$ ]] ||
 		bench_usage_error "--cpu-queue and --accel-queue must be positive integers"
 	lbp_rate_list=()
@@ -325,8 +335,13 @@ bench_main() {
 
 	lbp_curves="$BENCH_TMP/curves.jsonl"
 	: >"$lbp_curves"
-	declare -A maxr
-	for pol in "${pols[@]}"; do
+	declare -A maxr rmax
+	local round order=()
+	bench_param rounds "$lbp_rounds (the policies in alternating order; each figure the median of the rounds')"
+	for ((round = 1; round <= lbp_rounds; round++)); do
+	if [ $((round % 2)) -eq 1 ]; then order=("${pols[@]}"); else
+		order=(); for ((i = ${#pols[@]} - 1; i >= 0; i--)); do order+=("${pols[$i]}"); done; fi
+	for pol in "${order[@]}"; do
 		if [ "$pol" = wrr_worst ]; then
 			lbp_switch "$pol" "$wwc" "$wwa"
 		else
@@ -359,12 +374,13 @@ bench_main() {
 		for scen in "${scens[@]}"; do
 			[ "$pol" = wrr_worst ] && [ "$scen" = static ] && continue
 			lbp_sweep "$pol" "$scen"
-			maxr[$pol.$scen]=$LBP_MAX
-			bench_log "$pol ($scen): sustains $LBP_MAX q/s (p99 <= $lbp_bound ms)"
+			maxr[$pol.$scen]="${maxr[$pol.$scen]:-} $LBP_MAX"
+			rmax[$round.$pol.$scen]=$LBP_MAX
+			bench_log "round $round: $pol ($scen): sustains $LBP_MAX q/s (p99 <= $lbp_bound ms)"
 		done
 		# The switch's drop counters for this policy's sweeps (diagnostics).
 		"$BENCH_INNET_BIN" ctl -s "$BENCH_TMP/sw.sock" --json stats >"$BENCH_TMP/stats-$pol.json" 2>/dev/null || true
-		bench_record policy="$pol" switch_drops="$(/usr/bin/python3 -c 'import json,sys
+		bench_record round="$round" policy="$pol" switch_drops="$(/usr/bin/python3 -c 'import json,sys
 try:
     s = json.load(open(sys.argv[1]))
     print(json.dumps({k: v for p in s["programs"] for k, v in p.get("drops", {}).items()}))
@@ -374,6 +390,8 @@ except Exception as e:
 		bench_stop "$a1" || true
 		bench_stop "$lbp_sw" || true
 	done
+	done
+
 	bench_stop "$b0" || true
 	bench_stop "$b1" || true
 
@@ -383,11 +401,19 @@ except Exception as e:
 	out="$BENCH_RESULTS/lb-policies-$stamp-curves.json"
 	png="${out%.json}.png"
 	/usr/bin/python3 - "$lbp_curves" "$out" "$lbp_bound" "$cap_cpu" "$cap_acc" "$cap_acc_v" <<'PYEOF' || bench_die "writing the curves failed"
-import json, sys
+import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-scen = {}
+# one point per (scenario, policy, offered load): the median over the rounds
+steps = {}
 for r in rows:
-    scen.setdefault(r.pop("scenario"), {}).setdefault(r["policy"], []).append(r)
+    steps.setdefault((r["scenario"], r["policy"], r["offered_qps"]), []).append(r)
+scen = {}
+for (sc, pol, off), rs in sorted(steps.items()):
+    scen.setdefault(sc, {}).setdefault(pol, []).append({
+        "policy": pol, "offered_qps": off, "rounds": len(rs),
+        "p99_us": statistics.median(r["p99_us"] for r in rs),
+        "loss_pct": statistics.median(r["loss_pct"] for r in rs),
+        "achieved_qps": statistics.median(r["achieved_qps"] for r in rs)})
 json.dump({"p99_bound_ms": float(sys.argv[3]), "cpu_capacity_qps": int(sys.argv[4]),
            "accel_capacity_qps": int(sys.argv[5]), "accel_slowed_capacity_qps": int(sys.argv[6]),
            "curves": scen.get("static", {}), "curves_varying": scen.get("varying", {})},
@@ -406,33 +432,54 @@ PYEOF
 
 	# Per scenario: each policy's figure, the best baseline (not accel, not
 	# wrr_worst), and accel's gain against it.
-	local res=() gains=() sfx best best_name gain
+	# (medians over the rounds; a round's gain is accel / that round's best
+	# baseline, and their smallest and largest are the spread)
+	local res=() gains=() sfx best best_name gain med rg rgains lo hi
+	declare -A medr
 	for scen in "${scens[@]}"; do
 		sfx=""
 		[ "$scen" = varying ] && sfx="_varying"
 		best=0 best_name=""
 		for pol in "${pols[@]}"; do
 			[ -n "${maxr[$pol.$scen]:-}" ] || continue
-			res+=("${pol}${sfx}_max_qps=${maxr[$pol.$scen]}")
+			# shellcheck disable=SC2086 # the rounds' figures, split on purpose
+			med=$(bench_calc %d "$(bench_median ${maxr[$pol.$scen]})")
+			medr[$pol.$scen]=$med
+			res+=("${pol}${sfx}_max_qps=$med")
 			case $pol in accel | wrr_worst) continue ;; esac
-			if [ -z "$best_name" ] || [ "${maxr[$pol.$scen]}" -gt "$best" ]; then
-				best=${maxr[$pol.$scen]} best_name=$pol
+			if [ -z "$best_name" ] || [ "$med" -gt "$best" ]; then
+				best=$med best_name=$pol
 			fi
 		done
-		if [ -n "$best_name" ] && [ "$best" -gt 0 ] && [ -n "${maxr[accel.$scen]:-}" ]; then
-			gain=$(bench_calc %.2f "${maxr[accel.$scen]} / $best")
+		if [ -n "$best_name" ] && [ "$best" -gt 0 ] && [ -n "${medr[accel.$scen]:-}" ]; then
+			gain=$(bench_calc %.2f "${medr[accel.$scen]} / $best")
 			gains+=("$gain")
 		else
 			gain=nan
 		fi
-		res+=("best_baseline_$scen=$best_name" "gain_$scen=$gain")
-		bench_log "$scen: accel ${maxr[accel.$scen]:-not run} q/s, best baseline ${best_name:-none run} $best q/s: gain $gain"
+		rgains=()
+		for ((round = 1; round <= lbp_rounds; round++)); do
+			rg=0
+			for pol in "${pols[@]}"; do
+				case $pol in accel | wrr_worst) continue ;; esac
+				[ "${rmax[$round.$pol.$scen]:-0}" -gt "$rg" ] && rg=${rmax[$round.$pol.$scen]}
+			done
+			[ "$rg" -gt 0 ] && [ -n "${rmax[$round.accel.$scen]:-}" ] &&
+				rgains+=("$(bench_calc %.2f "${rmax[$round.accel.$scen]} / $rg")")
+		done
+		lo=nan hi=nan
+		if [ ${#rgains[@]} -gt 0 ]; then
+			lo=$(printf '%s\n' "${rgains[@]}" | sort -g | head -n 1)
+			hi=$(printf '%s\n' "${rgains[@]}" | sort -g | tail -n 1)
+		fi
+		res+=("best_baseline_$scen=$best_name" "gain_$scen=$gain" "gain_${scen}_min=$lo" "gain_${scen}_max=$hi")
+		bench_log "$scen: accel ${medr[accel.$scen]:-not run} q/s, best baseline ${best_name:-none run} $best q/s (medians of $lbp_rounds rounds): gain $gain, per round ${rgains[*]:-none}"
 	done
 	if [ ${#gains[@]} -gt 0 ]; then
 		gain=$(printf '%s\n' "${gains[@]}" | sort -g | head -n 1)
 	else
 		gain=nan
 	fi
-	bench_result "${res[@]}" "weights=$wc:$wa" "p99_bound_ms=$lbp_bound" "capacity_qps=$cap" \
+	bench_result "${res[@]}" "rounds=$lbp_rounds" "weights=$wc:$wa" "p99_bound_ms=$lbp_bound" "capacity_qps=$cap" \
 		"capacity_slowed_qps=$((cap_cpu + cap_acc_v))" "gain=$gain" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
 }

@@ -71,6 +71,11 @@ xf_parse() {
 }
 
 XF_NS=""
+# Device names carry the run's tag (another run, or a test suite, may have
+# its own g0/s0/k0 in other namespaces: the NAPI threads are found by device
+# name, and those names are global).
+XF_G=g0 XF_S0=s0 XF_S1=s1 XF_K=k0
+XF_SKIPPED=0
 xf_cleanup() {
 	local n
 	for n in gen sw sink; do
@@ -80,34 +85,58 @@ xf_cleanup() {
 
 xf_setup() {
 	XF_NS="innet-xf$$"
+	local tag
+	tag=$(printf '%x' $(($$ % 65536)))
+	XF_G="xg$tag" XF_S0="xs0$tag" XF_S1="xs1$tag" XF_K="xk$tag"
 	trap 'xf_cleanup' EXIT
 	local G="$XF_NS-gen" S="$XF_NS-sw" K="$XF_NS-sink"
 	ip netns add "$G" && ip netns add "$S" && ip netns add "$K" || bench_die "cannot make namespaces"
-	ip link add g0 netns "$G" address 02:91:00:00:00:01 type veth peer name s0 netns "$S" address 02:91:00:00:00:02
-	ip link add s1 netns "$S" address 02:91:00:00:00:03 type veth peer name k0 netns "$K" address 02:91:00:00:00:04
+	ip link add "$XF_G" netns "$G" address 02:91:00:00:00:01 type veth peer name "$XF_S0" netns "$S" address 02:91:00:00:00:02
+	ip link add "$XF_S1" netns "$S" address 02:91:00:00:00:03 type veth peer name "$XF_K" netns "$K" address 02:91:00:00:00:04
 	ip -n "$G" link set lo up; ip -n "$S" link set lo up; ip -n "$K" link set lo up
-	ip -n "$G" link set g0 up; ip -n "$S" link set s0 up; ip -n "$S" link set s1 up; ip -n "$K" link set k0 up
-	ip -n "$G" addr add 10.91.1.1 peer 10.91.1.2 dev g0
-	ip -n "$S" addr add 10.91.1.2 peer 10.91.1.1 dev s0
-	ip -n "$S" addr add 10.91.2.2 peer 10.91.2.1 dev s1
-	ip -n "$K" addr add 10.91.2.1 peer 10.91.2.2 dev k0
-	ip -n "$G" neigh replace 10.91.1.2 lladdr 02:91:00:00:00:02 dev g0 nud permanent
-	ip -n "$S" neigh replace 10.91.1.1 lladdr 02:91:00:00:00:01 dev s0 nud permanent
-	ip -n "$S" neigh replace 10.91.2.1 lladdr 02:91:00:00:00:04 dev s1 nud permanent
-	ip -n "$K" neigh replace 10.91.2.2 lladdr 02:91:00:00:00:03 dev k0 nud permanent
+	ip -n "$G" link set "$XF_G" up; ip -n "$S" link set "$XF_S0" up; ip -n "$S" link set "$XF_S1" up; ip -n "$K" link set "$XF_K" up
+	ip -n "$G" addr add 10.91.1.1 peer 10.91.1.2 dev "$XF_G"
+	ip -n "$S" addr add 10.91.1.2 peer 10.91.1.1 dev "$XF_S0"
+	ip -n "$S" addr add 10.91.2.2 peer 10.91.2.1 dev "$XF_S1"
+	ip -n "$K" addr add 10.91.2.1 peer 10.91.2.2 dev "$XF_K"
+	ip -n "$G" neigh replace 10.91.1.2 lladdr 02:91:00:00:00:02 dev "$XF_G" nud permanent
+	ip -n "$S" neigh replace 10.91.1.1 lladdr 02:91:00:00:00:01 dev "$XF_S0" nud permanent
+	ip -n "$S" neigh replace 10.91.2.1 lladdr 02:91:00:00:00:04 dev "$XF_S1" nud permanent
+	ip -n "$K" neigh replace 10.91.2.2 lladdr 02:91:00:00:00:03 dev "$XF_K" nud permanent
 	ip -n "$G" route add 10.91.2.0/24 via 10.91.1.2
 }
 
 XT=""
 # One run: contender, frame size -> "delivered offered" (Mpps)
 # Run dev's receive work (NAPI) in a kthread pinned to cpu (XDP attached first).
+# 0, or 1 with the reason logged: the kernel refuses now and then to thread a
+# veth's NAPI that was re-created moments before (a new XDP program): retried
+# for a while, then the run is given up, not the benchmark.
 xf_pin_napi() {
-	local ns=$1 dev=$2 cpu=$3 pid
-	ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$dev/threaded" 2>/dev/null ||
-		bench_die "cannot thread $dev's NAPI"
-	pid=$(pgrep -n "^napi/$dev-") || bench_die "no NAPI thread for $dev"
-	taskset -p -c "$cpu" "$pid" >/dev/null || bench_die "cannot pin $dev's NAPI thread"
-	chrt -f -p 50 "$pid" || bench_die "cannot make $dev's NAPI thread real-time"
+	local ns=$1 dev=$2 cpu=$3 pid="" i
+	for i in $(seq 1 20); do
+		if ip netns exec "$ns" sh -c "echo 1 > /sys/class/net/$dev/threaded" 2>/dev/null; then
+			pid=$(pgrep -n "^napi/$dev-") && break
+		fi
+		sleep 0.1
+	done
+	if [ -z "$pid" ]; then
+		bench_log "cannot thread $dev's NAPI (tried for 2 s): this run is skipped"
+		return 1
+	fi
+	taskset -p -c "$cpu" "$pid" >/dev/null || { bench_log "cannot pin $dev's NAPI thread"; return 1; }
+	chrt -f -p 50 "$pid" || { bench_log "cannot make $dev's NAPI thread real-time"; return 1; }
+}
+
+# A run whose setup failed: stop what it started; it reports "skip".
+xf_abort_run() {
+	local who=$1 size=$2 p
+	shift 2
+	for p in "$@"; do
+		[ -n "$p" ] && bench_stop "$p"
+	done
+	[ "$who" = kernel ] && ip netns exec "$XF_NS-sw" sysctl -qw net.ipv4.ip_forward=0
+	echo "skip skip"
 }
 
 xf_run() {
@@ -117,7 +146,7 @@ xf_run() {
 	case $who in
 	xdp)
 		bench_spawn pid_sw "sw-$who-$size" 1 $((total + 10)) ip netns exec "$S" "$BENCH_INNET_BIN" switch \
-			--target xdp --port 10.91.1.2=10.91.1.1@s0 --port 10.91.2.2=10.91.2.1@s1 \
+			--target xdp --port 10.91.1.2=10.91.1.1@$XF_S0 --port 10.91.2.2=10.91.2.1@$XF_S1 \
 			--program forward@9000 --args '{"map": [1, 0]}' --ctl ""
 		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch (xdp) did not start"
 		;;
@@ -128,7 +157,7 @@ xf_run() {
 		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch did not start"
 		;;
 	handwritten)
-		bench_spawn pid_sw "sw-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" fwd s0 s1 \
+		bench_spawn pid_sw "sw-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" fwd "$XF_S0" "$XF_S1" \
 			--my 10.91.1.2:9000 --from 10.91.2.2 --to 10.91.2.1:9000 --to-mac 02:91:00:00:00:04 \
 			--seconds $((total + 5))
 		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "xdptool fwd did not start"
@@ -139,16 +168,16 @@ xf_run() {
 		;;
 	esac
 	if [ "$who" = userspace ] || [ "$who" = kernel ]; then
-		bench_spawn pid_pass "pass-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" pass s0 \
+		bench_spawn pid_pass "pass-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" pass "$XF_S0" \
 			--seconds $((total + 5))
 		bench_wait_ready "$pid_pass" "pass-$who-$size" ready 20 || bench_die "xdptool pass did not start"
 	fi
-	xf_pin_napi "$S" s0 1
-	bench_spawn pid_sink "sink-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-sink" "$XT" sink k0 \
+	xf_pin_napi "$S" "$XF_S0" 1 || { xf_abort_run "$who" "$size" "$pid_sw" "$pid_pass"; return 0; }
+	bench_spawn pid_sink "sink-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-sink" "$XT" sink "$XF_K" \
 		--warmup 1 --seconds "$xf_secs"
 	bench_wait_ready "$pid_sink" "sink-$who-$size" ready 20 || bench_die "xdptool sink did not start"
-	xf_pin_napi "$XF_NS-sink" k0 0
-	bench_spawn pid_gen "gen-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-gen" "$XT" gen g0 \
+	xf_pin_napi "$XF_NS-sink" "$XF_K" 0 || { xf_abort_run "$who" "$size" "$pid_sw" "$pid_pass" "$pid_sink"; return 0; }
+	bench_spawn pid_gen "gen-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-gen" "$XT" gen "$XF_G" \
 		--src-mac 02:91:00:00:00:01 --dst-mac 02:91:00:00:00:02 --src 10.91.1.1:40000 --dst "$dst" \
 		--size "$size" --warmup 1 --seconds "$xf_secs"
 	bench_wait "$pid_gen" || bench_die "the generator failed ($(tail -n 2 "$BENCH_TMP/gen-$who-$size.err"))"
@@ -181,6 +210,11 @@ bench_main() {
 				order=(kernel userspace handwritten xdp); fi
 			for who in "${order[@]}"; do
 				read -r got off < <(xf_run "$who" "$size")
+				if [ "$got" = skip ]; then
+					XF_SKIPPED=$((XF_SKIPPED + 1))
+					bench_log "$size B round $r: $who skipped (its setup failed; see above)"
+					continue
+				fi
 				bench_log "$size B round $r: $who delivered $got Mpps (offered $off)"
 				bench_record contender="$who" size="$size" round="$r" delivered_mpps="$got" offered_mpps="$off"
 				vals[$who]="${vals[$who]:-} $got"
@@ -204,5 +238,5 @@ bench_main() {
 	done
 	# the headline ratios: the smallest frames, where packet rate is all
 	bench_result "ratio_handwritten=$XF_HEAD_H" "ratio_userspace=$XF_HEAD_U" \
-		"loadavg=$(cut -d' ' -f1 /proc/loadavg)"
+		"skipped_runs=$XF_SKIPPED" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
 }

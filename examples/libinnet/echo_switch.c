@@ -68,6 +68,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("libinnet %s\n", INNET_VERSION_STRING);
+	printf("programs:");   /* the shipped ones and ours, however we were linked */
+	for (const struct innet_program *const *p = innet_program_list(); *p != NULL; p++)
+		printf(" %s", (*p)->name);
+	printf("\n");
 
 	struct innet_switch_conf c;
 	memset(&c, 0, sizeof(c));

@@ -401,14 +401,30 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* against concurrent writers (seqlock per slot).                            */
 
 /* Copy the value for *key into *val; 0 if found, -1 if not. */
-#define innet_table_lookup(ctx, t, key, val) \
-	innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val)))
+/* (A key or value larger than any table holds is refused at compile time:
+ * on XDP a table's slots are a map's values, and such a value never fits.) */
+#define INNET__TABLE_SIZES(key, val)                                                     \
+	_Static_assert(sizeof(*(key)) <= INNET_TABLE_KEY_MAX,                            \
+		       "table key larger than INNET_TABLE_KEY_MAX bytes");               \
+	_Static_assert(sizeof(*(val)) <= INNET_TABLE_VALUE_MAX,                          \
+		       "table value larger than INNET_TABLE_VALUE_MAX bytes")
+#define innet_table_lookup(ctx, t, key, val)                                             \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, val);                                            \
+		innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
+	})
 /* Insert or replace (Trio only): 0, or -1 when the table is full (counted). */
-#define innet_table_insert(ctx, t, key, val) \
-	innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val)))
+#define innet_table_insert(ctx, t, key, val)                                             \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, val);                                            \
+		innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
+	})
 /* Delete (Trio only): 0, or -1 when absent. */
-#define innet_table_delete(ctx, t, key) \
-	innet__table_delete((ctx), (t), (key), sizeof(*(key)))
+#define innet_table_delete(ctx, t, key)                                                  \
+	({                                                                               \
+		INNET__TABLE_SIZES(key, key);                                            \
+		innet__table_delete((ctx), (t), (key), sizeof(*(key)));                  \
+	})
 
 /* ------------------------------------------------------------------------ */
 /* Other helpers.                                                             */

@@ -241,6 +241,40 @@ static char *conn_request(struct conn *c, const char *line)
 /* ------------------------------------------------------------------------ */
 /* Finding the socket                                                         */
 
+/* 0 if the topology `topo` (read from file) has a switch called name; else
+ * -1 with a message that says what name is (a host, or nothing) and which
+ * switches there are. A topology without a "switches" array is not judged. */
+static int topo_has_switch(json_t *topo, const char *file, const char *name)
+{
+	json_t *sws = json_object_get(topo, "switches");
+	if (!json_is_array(sws))
+		return 0;
+	size_t i;
+	json_t *n;
+	json_array_foreach(sws, i, n) {
+		const char *sn = json_string_value(json_object_get(n, "name"));
+		if (sn != NULL && strcmp(sn, name) == 0)
+			return 0;
+	}
+	json_t *hosts = json_object_get(topo, "hosts");
+	json_array_foreach(hosts, i, n) {
+		const char *hn = json_string_value(json_object_get(n, "name"));
+		if (hn != NULL && strcmp(hn, name) == 0) {
+			fprintf(stderr, "innet ctl: '%s' is a host of the topology %s, not a switch\n",
+				name, file);
+			return -1;
+		}
+	}
+	fprintf(stderr, "innet ctl: the topology %s has no switch named '%s' (its switches:", file,
+		name);
+	json_array_foreach(sws, i, n) {
+		const char *sn = json_string_value(json_object_get(n, "name"));
+		fprintf(stderr, "%s %s", i ? "," : "", sn ? sn : "?");
+	}
+	fprintf(stderr, ")\n");
+	return -1;
+}
+
 /* The socket of switch `name` in the fabric `arg` (a state directory or a
  * topology file) into out. 0, or -1 with a message. */
 static int fabric_socket(const char *arg, const char *name, char *out, size_t outlen)
@@ -257,11 +291,25 @@ static int fabric_socket(const char *arg, const char *name, char *out, size_t ou
 	char dir[4096];
 	if (S_ISDIR(st.st_mode)) {
 		snprintf(dir, sizeof(dir), "%s", arg);
+		/* An up fabric's state file lists its switches (fabric_json.c). */
+		char sf[4200];
+		snprintf(sf, sizeof(sf), "%s/fabric.json", arg);
+		json_t *state = json_load_file(sf, 0, NULL);
+		if (state != NULL) {
+			int rc = topo_has_switch(state, sf, name);
+			json_decref(state);
+			if (rc != 0)
+				return -1;
+		}
 	} else {
 		json_error_t jerr;
 		json_t *topo = json_load_file(arg, JSON_REJECT_DUPLICATES, &jerr);
 		if (topo == NULL) {
 			fprintf(stderr, "innet ctl: %s:%d:%d: %s\n", arg, jerr.line, jerr.column, jerr.text);
+			return -1;
+		}
+		if (topo_has_switch(topo, arg, name) != 0) {
+			json_decref(topo);
 			return -1;
 		}
 		const char *sd = json_string_value(json_object_get(topo, "state_dir"));

@@ -349,7 +349,8 @@ static int fabric_status(const struct opts *o)
 	char dir[4096];
 	int rc = innet_fabric_status(o->file, &lo, &sws, &n, dir, sizeof(dir));
 	if (rc == -ENOENT) {
-		printf("fabric down: no %s/%s\n", dir, o->machine ? "fabric.TAG.json" : "fabric.json");
+		printf("fabric %s is not up (no state file %s/%s): start it with 'innet fabric up %s'\n",
+		       o->file, dir, o->machine ? "fabric.TAG.json" : "fabric.json", o->file);
 		return 1;
 	}
 	if (rc != 0)

@@ -5,7 +5,8 @@
  *   innet kv up FILE [--port P]     innet fabric up FILE, then one replica per
  *                                   host linked to the acceptors, in the
  *                                   background (logs and pids in state_dir)
- *   innet kv down FILE              stop those replicas, then the fabric
+ *   innet kv down FILE [--keep-logs] stop those replicas, then the fabric;
+ *                                   remove the logs and state files
  *   innet kv serve --topology FILE --name HOST [--port P] [--metrics IP:PORT]
  *                                   run one replica in the foreground (and
  *                                   serve its INFO counters to Prometheus)
@@ -37,6 +38,7 @@
  * innet-FABRIC-HOST redis-cli -h ADDR -p P`.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -86,7 +88,7 @@ static void on_signal(int sig)
 static void kv_usage(FILE *f)
 {
 	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
-		   "       innet kv down FILE\n"
+		   "       innet kv down FILE [--keep-logs]\n"
 		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
 		   "                      [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
@@ -765,7 +767,37 @@ out:
 
 static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now);
 
-static int kv_down(const char *file)
+/* What kv up and fabric up leave in a state directory once everything is
+ * down (logs, pid files, sockets, the fabric's state files): removed, and the
+ * directory too when nothing else is in it (a user's own files stay). */
+static void remove_state(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return;
+	struct dirent *e;
+	unsigned removed = 0, kept = 0;
+	while ((e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		size_t l = strlen(n);
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		bool ours = (l > 4 && (!strcmp(n + l - 4, ".log") || !strcmp(n + l - 4, ".pid"))) ||
+			    (l > 5 && (!strcmp(n + l - 5, ".sock") || !strcmp(n + l - 5, ".json")));
+		char p[PATH_MAX];
+		if (ours && snprintf(p, sizeof(p), "%s/%s", dir, n) < (int)sizeof(p) && unlink(p) == 0)
+			removed++;
+		else
+			kept++;
+	}
+	closedir(d);
+	if (kept == 0 && rmdir(dir) == 0)
+		printf("removed %s (logs included; --keep-logs keeps them)\n", dir);
+	else if (removed > 0)
+		printf("removed the logs and state files in %s (--keep-logs keeps them)\n", dir);
+}
+
+static int kv_down(const char *file, bool keep_logs)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -775,9 +807,14 @@ static int kv_down(const char *file)
 	}
 	for (uint32_t h = t->n_switches; h < t->n_nodes; h++)
 		stop_host(t, h, false);
-	innet_topology_free(t);
 	char *argv[] = { "innet", "fabric", "down", (char *)file, NULL };
-	return run_self(argv) == 0 ? 0 : 1;
+	int rc = run_self(argv) == 0 ? 0 : 1;
+	if (rc == 0 && !keep_logs)
+		remove_state(t->state_dir);
+	else if (rc == 0)
+		printf("logs kept in %s/\n", t->state_dir);
+	innet_topology_free(t);
+	return rc;
 }
 
 /* Start `innet kv serve` (a replica) or `innet kv leader` (a backup
@@ -924,7 +961,7 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 			rc = spawn_host(t, file, h, port, window, true);
 	innet_topology_free(t);
 	if (rc != 0)
-		kv_down(file);
+		kv_down(file, true);   /* keep the logs: they say why up failed */
 	return rc;
 }
 
@@ -1115,21 +1152,52 @@ out:
 	return rc;
 }
 
+/* After the usage: what is wrong with `innet kv VERB` given nargs operands
+ * (and --topology/--name for serve and leader). */
+static void kv_usage_why(const char *verb, int nargs, const char *file, const char *name)
+{
+	static const struct {
+		const char *verb;
+		int nargs;          /* operands after the verb */
+		const char *want;
+	} verbs[] = {
+		{ "up", 1, "FILE (the topology)" },     { "down", 1, "FILE (the topology)" },
+		{ "start", 2, "FILE HOST" },            { "stop", 2, "FILE HOST" },
+		{ "rejoin", 2, "FILE ACCEPTOR" },       { "remove", 2, "FILE HOST" },
+		{ "add", 2, "FILE HOST" },              { "serve", 0, "--topology FILE --name HOST" },
+		{ "leader", 0, "--topology FILE --name HOST" },
+	};
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(verbs[i].verb, verb) != 0)
+			continue;
+		if (verbs[i].nargs == 0 && nargs == 0)
+			fprintf(stderr, "innet kv %s: missing %s%s%s\n", verb, file ? "" : "--topology FILE",
+				!file && !name ? " and " : "", name ? "" : "--name HOST");
+		else if (nargs < verbs[i].nargs)
+			fprintf(stderr, "innet kv %s: missing operand%s: wants %s\n", verb,
+				verbs[i].nargs - nargs > 1 ? "s" : "", verbs[i].want);
+		else
+			fprintf(stderr, "innet kv %s: too many operands: wants %s\n", verb, verbs[i].want);
+		return;
+	}
+	fprintf(stderr, "innet kv: unknown command '%s'\n", verb);
+}
+
 int cmd_kv(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
-		{ "metrics", required_argument, NULL, 'M' },
+		{ "metrics", required_argument, NULL, 'M' },  { "keep-logs", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
 	unsigned long port = 6379, window = 0;
-	bool kill_now = false;
+	bool kill_now = false, keep_logs = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "t:n:p:w:kh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:n:p:w:khK", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': file = optarg; break;
 		case 'n': name = optarg; break;
@@ -1150,6 +1218,7 @@ int cmd_kv(int argc, char **argv)
 			break;
 		}
 		case 'k': kill_now = true; break;
+		case 'K': keep_logs = true; break;
 		case 'M': metrics = optarg; break;
 		case 'h': kv_usage(stdout); return 0;
 		default: goto bad;
@@ -1169,7 +1238,7 @@ int cmd_kv(int argc, char **argv)
 	if (!strcmp(verb, "up") && optind + 2 == argc)
 		return kv_up(argv[optind + 1], (uint16_t)port, (uint32_t)window);
 	if (!strcmp(verb, "down") && optind + 2 == argc)
-		return kv_down(argv[optind + 1]);
+		return kv_down(argv[optind + 1], keep_logs);
 	if ((!strcmp(verb, "start") || !strcmp(verb, "stop")) && optind + 3 == argc)
 		return kv_one(argv[optind + 1], argv[optind + 2], verb[2] == 'a', (uint16_t)port,
 			      (uint32_t)window, kill_now);
@@ -1177,6 +1246,9 @@ int cmd_kv(int argc, char **argv)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)
 		return kv_membership(argv[optind + 1], argv[optind + 2], verb[0] == 'a', (uint16_t)port);
+	kv_usage(stderr);
+	kv_usage_why(verb, argc - optind - 1, file, name);
+	return 2;
 bad:
 	kv_usage(stderr);
 	return 2;

@@ -83,6 +83,29 @@ static void *echo_main(void *p)
 }
 
 /* The address of the switch port that host node h is linked to. */
+/* 0 if node index i (innet_topology_find of name) is a host of t; else -1
+ * with a message naming the option, what name is and the hosts there are. */
+static int ping_check_host(const struct innet_topology *t, const char *file, const char *opt,
+			   const char *name, int i)
+{
+	if (i >= 0 && t->nodes[i].kind == INNET_TOPO_HOST)
+		return 0;
+	if (i >= 0) {
+		fprintf(stderr, "innet ping: %s %s: a switch of %s, not a host\n", opt, name, file);
+		return -1;
+	}
+	fprintf(stderr, "innet ping: %s %s: %s has no node of that name (its hosts:", opt, name, file);
+	const char *sep = " ";
+	for (uint32_t k = 0; k < t->n_nodes; k++) {
+		if (t->nodes[k].kind == INNET_TOPO_HOST) {
+			fprintf(stderr, "%s%s", sep, t->nodes[k].name);
+			sep = ", ";
+		}
+	}
+	fprintf(stderr, ")\n");
+	return -1;
+}
+
 static int host_uplink(const struct innet_topology *t, uint32_t h, uint32_t *ip)
 {
 	const struct innet_topo_node *n = &t->nodes[h];
@@ -222,6 +245,12 @@ int cmd_ping(int argc, char **argv)
 	}
 	if (!topo || !from || !to || optind < argc) {
 		ping_usage(stderr);
+		if (optind < argc)
+			fprintf(stderr, "innet ping: unexpected argument '%s'\n", argv[optind]);
+		else
+			fprintf(stderr, "innet ping: missing %s%s%s%s%s\n", !topo ? "--topology FILE" : "",
+				!topo && (!from || !to) ? ", " : "", !from ? "--from HOST" : "",
+				!from && !to ? ", " : "", !to ? "--to HOST" : "");
 		return 2;
 	}
 	char err[2048];
@@ -233,10 +262,9 @@ int cmd_ping(int argc, char **argv)
 	int rc = 2;
 	int ia = innet_topology_find(t, from), ib = innet_topology_find(t, to);
 	uint32_t swa = 0, swb = 0;
-	if (ia < 0 || ib < 0 || t->nodes[ia].kind != INNET_TOPO_HOST || t->nodes[ib].kind != INNET_TOPO_HOST) {
-		fprintf(stderr, "innet ping: --from and --to must name hosts of %s\n", topo);
+	if (ping_check_host(t, topo, "--from", from, ia) != 0 ||
+	    ping_check_host(t, topo, "--to", to, ib) != 0)
 		goto out_topo;
-	}
 	if (host_uplink(t, (uint32_t)ia, &swa) != 0 || host_uplink(t, (uint32_t)ib, &swb) != 0) {
 		fprintf(stderr, "innet ping: a host is not linked to any switch\n");
 		goto out_topo;

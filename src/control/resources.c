@@ -926,6 +926,12 @@ static int verdict_of(const struct innet_res_usage *u, enum innet_res_target t,
 	if (fail != NULL)
 		return snprintf(buf, len, "%s: does not fit: %s: %s", name, fail->resource,
 				fail->why);
+	/* eBPF: what decides is the verifier, not the packets seen so far. */
+	if (t == INNET_RES_EBPF && !u->ebpf.loaded)
+		return snprintf(buf, len, "%s: not checked (the eBPF object was not loaded here: run "
+				"the switch on the XDP target, or innet switch --check as root)", name);
+	if (t == INNET_RES_EBPF)
+		return snprintf(buf, len, "%s: fits (the kernel's verifier accepted it)", name);
 	if (!measured(u))
 		return snprintf(buf, len, "%s: fits (declared only: nothing measured yet)", name);
 	return snprintf(buf, len, "%s: fits", name);

@@ -1,9 +1,13 @@
 /*
- * load.c — load one eBPF object of the data-path contract tests into the
- * kernel (the verifier's half of the contract: bounded loops, the stack,
- * every access checked) with its maps at their placeholder sizes. Prints
- * "loaded" or the verifier's last words; exit 0 / 1.
+ * load.c — load one eBPF object of a data path into the kernel (the
+ * verifier's half of the contract: bounded loops, the stack, every access
+ * checked) with its maps at their placeholder sizes: the contract tests'
+ * fixtures and, in tests/integration/contract.sh, every shipped program's
+ * object. Prints "loaded" or "the verifier refused program NAME: " and the
+ * verifier's last words (or libbpf's, when the object cannot even be
+ * opened); exit 0 / 1.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,31 @@
 #include "innet/xdp_abi.h"
 
 static char vlog[1 << 20];
+static char lbuf[8192];   /* what libbpf said (warnings and errors) */
+static size_t llen;
+
+static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static int on_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || llen >= sizeof(lbuf) - 1)
+		return 0;
+	int n = vsnprintf(lbuf + llen, sizeof(lbuf) - llen, fmt, ap);
+	if (n > 0)
+		llen = llen + (size_t)n < sizeof(lbuf) ? llen + (size_t)n : sizeof(lbuf) - 1;
+	return 0;
+}
+
+/* The program's name: the object's file name without ".bpf.o". */
+static const char *prog_name(const char *path, char *out, size_t len)
+{
+	const char *b = strrchr(path, '/');
+	snprintf(out, len, "%s", b ? b + 1 : path);
+	char *dot = strstr(out, ".bpf.o");
+	if (dot != NULL)
+		*dot = '\0';
+	return out;
+}
 
 int main(int argc, char **argv)
 {
@@ -20,10 +49,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: load OBJECT.bpf.o\n");
 		return 2;
 	}
-	libbpf_set_print(NULL);
+	char name[256];
+	prog_name(argv[1], name, sizeof(name));
+	libbpf_set_print(on_libbpf);
 	struct bpf_object *obj = bpf_object__open_file(argv[1], NULL);
 	if (obj == NULL) {
-		fprintf(stderr, "cannot open %s\n", argv[1]);
+		printf("cannot open the eBPF object of program %s (%s): %s\n", name, argv[1],
+		       llen ? lbuf : "libbpf said nothing");
 		return 1;
 	}
 	/* A switch of one port, the program on one UDP port: enough that the
@@ -54,7 +86,11 @@ int main(int argc, char **argv)
 	int rc = bpf_object__load(obj);
 	if (rc != 0) {
 		size_t n = strlen(vlog);
-		printf("refused by the verifier: ...%s\n", n > 600 ? vlog + n - 600 : vlog);
+		if (n == 0)   /* refused before the verifier ran: libbpf says why */
+			printf("libbpf refused program %s: %s\n", name, llen ? lbuf : "(nothing said)");
+		else
+			printf("the verifier refused program %s: ...%s\n", name,
+			       n > 600 ? vlog + n - 600 : vlog);
 		bpf_object__close(obj);
 		return 1;
 	}

@@ -9,6 +9,8 @@
 #   2. nothing to do: silent, exit 0
 #   3. a compiler that fails (an unknown -W option): its error is shown and
 #      the exit status is not 0
+#   4. steps that are not compiles (the contract check of a data path, a man
+#      page): only progress lines, never make's raw command lines
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 O=$(mktemp -d /tmp/innet-build-progress.XXXXXX)
@@ -35,4 +37,12 @@ echo "$out"
 [ $rc -ne 0 ] || fail "a failed build exited 0"
 grep -q "this-option-does-not-exist" <<<"$out" || fail "the compiler's error was not shown"
 grep -q "make failed" <<<"$out" || fail "no closing failure line"
+
+echo "--- 4. the contract check and a man page: progress lines only"
+out=$(BUILD_EVERY=1 scripts/build O="$O" "$O/src/programs/l2fwd_dp.o" "$O/man/innet-ping.1" 2>&1) ||
+	fail "scripts/build failed: $out"
+echo "$out"
+[ -f "$O/man/innet-ping.1" ] || fail "the man page was not built"
+raw=$(grep -v '^build: ' <<<"$out" || true)
+[ -z "$raw" ] || fail "raw command lines among the progress: $raw"
 echo PASS

@@ -53,7 +53,22 @@ expect 2 "--workers wants 1 to 256" fabric up examples/single.json --workers 0
 expect 2 "--machine wants a name" fabric status examples/single.json --machine 'a/b'
 expect 2 "no command given" ctl
 expect 2 "usage: innet ping" ping --topology examples/single.json --from h0
-expect 2 "must name hosts" ping --topology examples/single.json --from s0 --to h1
+expect 2 "missing --to HOST" ping --topology examples/single.json --from h0
+expect 2 "missing --topology FILE, --from HOST" ping --to h1
+expect 2 "--from s0: a switch of examples/single.json, not a host" ping --topology examples/single.json --from s0 --to h1
+expect 2 "--to hXX: examples/single.json has no node of that name (its hosts: h0, h1)" ping --topology examples/single.json --from h0 --to hXX
+expect 2 "unexpected argument 'x'" ping --topology examples/single.json --from h0 --to h1 x
+expect 2 "innet kv up: missing operand: wants FILE" kv up
+expect 2 "innet kv start: missing operand: wants FILE HOST" kv start examples/kv.json
+expect 2 "innet kv down: too many operands" kv down a b
+expect 2 "innet kv serve: missing --topology FILE and --name HOST" kv serve
+expect 2 "innet kv: unknown command 'frob'" kv frob
+# A fabric that is not up: said so, with what to do (state in a fresh directory).
+st=$(mktemp -d /tmp/innet-clierr.XXXXXX)
+cleanup() { rm -rf "$st"; }
+sed "s#\"addr_base\"#\"state_dir\": \"$st\", \"addr_base\"#" examples/single.json >"$st/t.json"
+expect 1 "is not up (no state file $st/fabric.json): start it with 'innet fabric up $st/t.json'" fabric status "$st/t.json"
+rm -rf "$st"
 expect 2 "usage: innet counter" counter inc 1
 expect 2 "usage: innet counter" counter --to 127.0.0.1 frob 1
 expect 2 "usage: innet programs" programs --bogus

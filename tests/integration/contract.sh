@@ -10,12 +10,20 @@
 #   global_dp.c     mutable global state             tools/contract/check-dp (nm)
 #   stack_dp.c      1 KiB of stack                   -Wframe-larger-than=512
 #   args_dp.c       six arguments                    clang -target bpf
+#   externlibc_dp.c a libc function declared by hand tools/contract/check-dp (nm)
+#   memcpy_dp.c     memcpy declared by hand, called  tools/contract/check-bpf (the eBPF
+#                   with a length only known at run  object's unresolved call, with its
+#                                                    source line)
+#   bigvalue_dp.c   a table value over the limit     a _Static_assert in innet/dp.h
 #   loop_dp.c       a loop without a bound           the kernel's verifier (load)
 #   userspace_dp.c  (declares itself user-space)     not refused: the build says so
 #   ok_dp.c         (keeps the contract)             builds both ways and loads
 #
 # The verifier step needs root (loading eBPF); without it that part is
-# skipped and said so.
+# skipped and said so. (Every shipped program's object goes through the
+# verifier with its real map sizes in the golden tests on the XDP target,
+# tests/run's golden layer as root; a refusal there reads "the verifier
+# refused program NAME (instance I): ..." with the verifier's last words.)
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 O=$(mktemp -d /tmp/innet-contract.XXXXXX)
@@ -39,6 +47,9 @@ check call_dp.c refused "breaks the data-path contract: uses malloc"
 check global_dp.c refused "mutable global state packets_seen"
 check stack_dp.c refused "larger than 512 bytes"
 check args_dp.c refused "too many args"
+check externlibc_dp.c refused "breaks the data-path contract: uses strlen"
+check memcpy_dp.c refused "its eBPF object calls 'memcpy', which is not part of the program (first call: tests/contract/memcpy_dp.c:12)"
+check bigvalue_dp.c refused "table value larger than INNET_TABLE_VALUE_MAX bytes"
 check userspace_dp.c ok "is user-space only"
 out=$(make -s --no-print-directory O="$O" dp-check DP=tests/contract/ok_dp.c 2>&1) ||
 	fail "ok_dp.c should build: $out"
@@ -56,5 +67,6 @@ fi
 out=$("$O/tests/contract-load" "$O/contract/ok_dp.bpf.o") || fail "ok_dp.c refused: $out"
 echo "ok    ok_dp.c: loaded"
 out=$("$O/tests/contract-load" "$O/contract/loop_dp.bpf.o") && fail "the verifier took an unbounded loop"
-grep -q "refused by the verifier" <<<"$out" || fail "loop_dp.c: $out"
-echo "ok    loop_dp.c: refused by the verifier ($(tail -n 2 <<<"$out" | head -n 1 | cut -c1-80))"
+grep -q "^the verifier refused program loop_dp: " <<<"$out" || fail "loop_dp.c: $out"
+echo "ok    loop_dp.c: the verifier refused it ($(tail -n 2 <<<"$out" | head -n 1 | cut -c1-80))"
+

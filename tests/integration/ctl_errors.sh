@@ -361,6 +361,18 @@ out=$(timeout 10 "$INNET" ctl --fabric "$TMP" --switch errs ping) || fail "--fab
 printf '{"name": "t", "state_dir": "%s"}\n' "$TMP" >"$TMP/topo.json"
 out=$(timeout 10 "$INNET" ctl --fabric "$TMP/topo.json" --switch errs ping) || fail "--fabric FILE"
 [[ $out == *"switch errs"* ]] || fail "--fabric FILE: $out"
+# A name the topology does not have as a switch: said so, not "is it running?".
+printf '{"name": "t", "state_dir": "%s", "switches": [{"name": "errs"}], "hosts": [{"name": "h0"}]}\n' \
+	"$TMP" >"$TMP/topo2.json"
+out=$(timeout 10 "$INNET" ctl --fabric "$TMP/topo2.json" --switch errs ping) || fail "--fabric FILE with switches"
+rc=0
+err=$(timeout 10 "$INNET" ctl --fabric "$TMP/topo2.json" --switch nosuch ping 2>&1) || rc=$?
+[[ $rc -eq 1 && $err == *"has no switch named 'nosuch' (its switches: errs)"* ]] ||
+	fail "--switch nosuch: rc $rc: $err"
+rc=0
+err=$(timeout 10 "$INNET" ctl --fabric "$TMP/topo2.json" --switch h0 ping 2>&1) || rc=$?
+[[ $rc -eq 1 && $err == *"'h0' is a host"* ]] || fail "--switch h0: rc $rc: $err"
+checks=$((checks + 3))
 
 alive "at the end"
 if grep -Eqi 'sanitizer|segmentation|abort' "$TMP/switch.log"; then

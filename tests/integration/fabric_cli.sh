@@ -26,6 +26,13 @@ cleanup() {
 n=$(($$ % 200 + 20))
 /usr/bin/python3 tools/topology/relocate.py examples/single.json "$TOPO" --name "fabric-cli-$$" \
 	--state-dir "$STATE" --addr-base "127.93.$n.0" --hosts "127.94.$n"
+# A copy renamed without --state-dir gets its own name's state directory,
+# never the original's (which two fabrics would then share).
+/usr/bin/python3 tools/topology/relocate.py examples/spine-leaf.json "$TMP/sl.json" --name "sl-$$" --target xdp
+sd=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("state_dir", "-"))' "$TMP/sl.json")
+[ "$sd" = "-" ] || fail "relocate.py --name kept the original state_dir '$sd'"
+out=$("$INNET" fabric show --json "$TMP/sl.json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
+[ "$out" = "/tmp/innet-sl-$$" ] || fail "the renamed copy's state directory is '$out', not /tmp/innet-sl-$$"
 
 step "1. ping before up"
 t0=$SECONDS

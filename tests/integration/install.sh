@@ -50,6 +50,19 @@ out=$(LD_LIBRARY_PATH=$D$P/lib timeout 20 "$tmp/echo_switch" "127.204.$net.1" 47
 echo "$out" | sed 's/^/    /'
 grep -q 'came back; count = 1' <<<"$out" || fail "echo_switch output"
 
+echo "--- the same program linked statically against libinnet.a finds every shipped program"
+pkg-config --static --libs innet >/dev/null 2>"$tmp/pc.err" || fail "pkg-config --static --libs innet: $(cat "$tmp/pc.err")"
+make -s -C examples/libinnet OUT="$tmp" static >"$tmp/static.log" 2>&1 || fail "static build: $(cat "$tmp/static.log")"
+ldd "$tmp/echo_switch_static" | grep -q libinnet && fail "echo_switch_static is linked to a libinnet.so"
+out=$(timeout 20 "$tmp/echo_switch_static" "127.204.$net.2" 47991) || fail "echo_switch_static: $out"
+grep -q 'came back; count = 1' <<<"$out" || fail "echo_switch_static output: $out"
+progs=$(LD_LIBRARY_PATH=$D$P/lib "$D$P/bin/innet" programs | awk 'NR > 1 { print $1 }')
+[ -n "$progs" ] || fail "innet programs listed nothing"
+for p in $progs echo; do
+	grep -q "^programs:.* $p\( \|$\)" <<<"$out" || fail "the static program does not know the program '$p': $out"
+done
+echo "    echo_switch_static (libinnet.a) runs and lists every shipped program"
+
 echo "--- man and completion"
 MANWIDTH=80 man -M "$D$P/share/man" innet-kv 2>/dev/null | grep -q "replicated by Paxos" || fail "man innet-kv"
 comp() { # words...: what completion offers for the last one

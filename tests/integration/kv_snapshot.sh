@@ -98,4 +98,8 @@ for h in "${R[@]}"; do
 	[ "$got" = "$ref" ] || fail "$h: keys/digest $got, ${R[0]}: $ref"
 done
 echo "keys/digest: $ref"
+# kv down leaves nothing behind: the logs, pid files and the state directory go.
+out=$(timeout 30 "$INNET" kv down "$TOPO" 2>&1) || fail "kv down: $out"
+[[ $out == *"removed $STATE"* ]] || fail "kv down did not say it removed $STATE: $out"
+[ ! -e "$STATE" ] || fail "kv down left $STATE: $(ls "$STATE")"
 echo "PASS"

@@ -467,6 +467,18 @@ static void test_declared_only(void **state)
 	assert_int_equal(innet_res_verdict(&u, INNET_RES_TOFINO1, line, sizeof(line)),
 			 (int)strlen("tofino1: fits (declared only: nothing measured yet)"));
 	assert_string_equal(line, "tofino1: fits (declared only: nothing measured yet)");
+	/* eBPF: the verifier decides. Not loaded: not checked, never "fits". */
+	memset(&u.ebpf, 0, sizeof(u.ebpf));
+	innet_res_verdict(&u, INNET_RES_EBPF, line, sizeof(line));
+	assert_non_null(strstr(line, "ebpf: not checked (the eBPF object was not loaded here"));
+	u.ebpf.loaded = true;
+	u.ebpf.verified_insns = 100;
+	u.ebpf.insns = 50;
+	u.ebpf.stack_bytes = 64;
+	u.ebpf.tail_calls = 1;
+	innet_res_verdict(&u, INNET_RES_EBPF, line, sizeof(line));
+	assert_string_equal(line, "ebpf: fits (the kernel's verifier accepted it)");
+	memset(&u.ebpf, 0, sizeof(u.ebpf));
 
 	/* A budget above Tofino1's ALUs cannot be judged without measuring. */
 	u.pisa_reg_ops_per_pass = 64;

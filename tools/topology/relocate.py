@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """relocate.py — a copy of a topology file (docs/topology.md) that can run
 beside the original: its own name, state directory and addresses, and
-optionally other link-emulation rates.
+optionally other link-emulation rates. With --name and no --state-dir the copy's
+state directory is the default for its name (/tmp/innet-NAME), never the
+original's.
 
     relocate.py IN OUT [--name NAME] [--state-dir DIR] [--addr-base A.B.C.D]
                 [--hosts A.B.C] [--rates LOSS,DUP,REORDER [--links A:B]]
@@ -44,6 +46,11 @@ def main():
     t.pop("comment", None)
     if o.name:
         t["name"] = o.name
+        # A copy with a name of its own gets the state directory of that name
+        # (/tmp/innet-NAME) unless one is given: keeping the original's would
+        # make the two fabrics share sockets and fabric.json.
+        if not o.state_dir:
+            t.pop("state_dir", None)
     if o.state_dir:
         t["state_dir"] = o.state_dir
     if o.addr_base:

@@ -449,12 +449,21 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 {
 	const struct innet_bpf_object *bo = xp->bo;
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = cp->program->name);
+	char lbuf[8192];
+	pthread_once(&print_once, print_init);
+	log_buf = lbuf;   /* what libbpf says about a failure is the useful part */
+	log_len = 0;
+	log_cap = sizeof(lbuf);
+	lbuf[0] = '\0';
 	xp->obj = bpf_object__open_mem(bo->start, (size_t)(bo->end - bo->start), &opts);
 	if (xp->obj == NULL) {
-		snprintf(err, errlen, "program '%s': cannot open its eBPF object: %s", cp->name,
-			 strerror(errno));
-		return -errno;
+		int e = errno;
+		snprintf(err, errlen, "program '%s' (%s): libbpf cannot open its eBPF object: %s%s%s",
+			 cp->program->name, cp->name, strerror(e), log_len ? ": " : "", log_tail());
+		log_buf = NULL;
+		return -e;
 	}
+	log_buf = NULL;
 	int rc = shape_object(x, cp, xp->obj);
 	if (rc != 0) {
 		snprintf(err, errlen, "program '%s': cannot size its eBPF maps: %s", cp->name, strerror(-rc));
@@ -481,7 +490,6 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 	vlog[0] = '\0';
 	bpf_program__set_log_buf(main_p, vlog, vlog_size);
 	bpf_program__set_log_level(main_p, getenv("INNET_XDP_VERIFIER_LOG") ? 1 | 4 : 4);
-	char lbuf[8192];
 	log_buf = lbuf;
 	log_len = 0;
 	log_cap = sizeof(lbuf);
@@ -499,9 +507,12 @@ static int load_prog(struct innet_xdp *x, struct innet_cp *cp, struct xdp_prog *
 		/* the verifier's own words are the useful part */
 		size_t vl = strlen(vlog);
 		const char *tail = vl > 1500 ? vlog + vl - 1500 : vlog;
-		snprintf(err, errlen, "program '%s' (%s): the kernel refused its eBPF object (%s)%s%s%s",
-			 cp->name, cp->program->name, strerror(-rc), vl ? "; verifier: ...\n" : "",
-			 vl ? tail : "", vl ? "" : log_tail());
+		if (vl != 0)
+			snprintf(err, errlen, "the verifier refused program '%s' (instance %s): %s; its "
+				 "log ends: ...\n%s", cp->program->name, cp->name, strerror(-rc), tail);
+		else   /* refused before the verifier ran (a map, an extern): libbpf says why */
+			snprintf(err, errlen, "libbpf refused program '%s' (instance %s): %s: %s",
+				 cp->program->name, cp->name, strerror(-rc), log_tail());
 		log_buf = NULL;
 		free(vlog);
 		return rc;
