@@ -846,9 +846,7 @@ enum agg_added {
 /* The claimed contribution. First the job's run again, read after the
  * claim's CAS (a reset of this copy that came before the CAS is seen here):
  * another generation now means the contribution raced with a new run's
- * reset (ADDED_NOT). A member out of the run that contributed in time is
- * back in (one CAS: if it loses, the member's next contribution tries
- * again). Then: start the straggler timer if this is the round's first
+ * reset (ADDED_NOT). Then: start the straggler timer if this is the round's first
  * claim, echo its offset and call, add its elements (bank A if free, else
  * B), max its exponent, count it; close the round if every member the run
  * waits for has claimed. ADDED_EMIT: this packet won the emission (the
@@ -857,11 +855,9 @@ static AGG_STEP enum agg_added agg_add(struct innet_ctx *ctx, struct innet_pkt *
 				       const struct agg_job *job, uint64_t w)
 {
 	const struct agg_conf *c = innet_conf(ctx);
-	uint64_t run = innet_reg_read(ctx, R_RUN, job->group), bit = 1ull << (r->worker & 63);
+	uint64_t run = innet_reg_read(ctx, R_RUN, job->group);
 	if ((uint8_t)run_gen(run) != r->gen || (run & RUN_RESETTING))
 		return ADDED_NOT;
-	if ((run & bit) && innet_reg_cas(ctx, R_RUN, job->group, &run, run & ~bit))
-		run &= ~bit;
 	const struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
 	if (a == NULL)
 		return ADDED;
@@ -928,6 +924,12 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 					   struct agg_res *r, uint16_t group)
 {
 	const struct agg_conf *c = innet_conf(ctx);
+	/* members out of the run whose contributions are in this round took
+	 * part in it with the others: they are in step again, back in the run
+	 * (one CAS: if it loses, the next round's emission does it) */
+	uint64_t run = innet_reg_read(ctx, R_RUN, group), back = run & r->w & RUN_OUT;
+	if (back != 0 && (uint8_t)run_gen(run) == r->gen && !(run & RUN_RESETTING))
+		innet_reg_cas(ctx, R_RUN, group, &run, run & ~back);
 	finish_round(ctx, c, r->idx, r->round);
 	r->worker = 0xff;
 	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
@@ -1171,7 +1173,7 @@ static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 		return;
 	/* the members that missed the round are out: later rounds close
 	 * without them, until they contribute in time again or rejoin */
-	run_update_out(ctx, job.group, gen, all_workers(job.n_workers) & ~(w & ST_BITMAP), 0);
+	run_update_out(ctx, job.group, gen, all_workers(job.n_workers) & ~(w & ST_BITMAP), w & ST_BITMAP);
 	if (!try_finish(ctx, idx, r.round, &r.w))
 		return; /* an adder in flight will emit */
 	finish_round(ctx, c, idx, r.round);

@@ -11,7 +11,8 @@
 #   2. workers 0-2 and 3 as four processes; worker 3 is killed (kill -9)
 #      mid-job and restarted with --join: it starts at the others' next call,
 #      every process ends with every call exact, and the others' last calls
-#      are complete again (worker 3 is back);
+#      are complete again (worker 3 is back); with the straggler timer, and
+#      (2b) without one;
 #   3. a straggler that sleeps longer than the timer falls out of step
 #      (-ESTALE: the others do not wait for it once the timer closed it out),
 #      rejoins (--rejoin) and is in the sums again; every call exact.
@@ -78,44 +79,56 @@ pids=()
 for w in 0 1 2; do grep -q "check=ok rc=0" "$TMP/r$w.out" || fail "worker $w: check"; done
 stop_switch
 
-echo "--- 2. worker 3 killed (kill -9) mid-job and restarted with --join"
-start_switch 50000
-ITERS=1500
-for w in 0 1 2 3; do
-	timeout 120 "$INNET" allreduce "${AR[@]}" --worker $w --count 20000 --iters $ITERS --timeout-ms 15000 \
-		--rejoin >"$TMP/w$w.out" 2>&1 &
-	pids+=($!)
-done
-sleep 0.7
-# the worker itself, not its `timeout` wrapper (whose child it is)
-w3=$(pgrep -P "${pids[3]}" || true)
-[ -n "$w3" ] && kill -9 "$w3" || fail "worker 3 had already finished: not mid-job (machine too fast? raise ITERS)"
-wait "${pids[3]}" 2>/dev/null && fail "the killed worker exited 0" || true
-echo "killed worker 3 (pid $w3) with SIGKILL"
-sleep 0.3
-timeout 120 "$INNET" allreduce "${AR[@]}" --worker 3 --count 20000 --iters $ITERS --timeout-ms 15000 --join \
-	--rejoin >"$TMP/w3-restarted.out" 2>&1 || fail "the restarted worker failed"
-for w in 0 1 2; do wait "${pids[$w]}" || fail "worker $w failed"; done
-pids=()
-cat "$TMP/w0.out" "$TMP/w1.out" "$TMP/w2.out" "$TMP/w3-restarted.out"
-j=$(field joined_at "$TMP/w3-restarted.out")
-[ "$j" -gt 0 ] && [ "$j" -lt $ITERS ] || fail "joined at $j: not mid-job"
-[ "$(field done "$TMP/w3-restarted.out")" -eq $((ITERS - j)) ] || [ "$(field rejoins "$TMP/w3-restarted.out")" -gt 0 ] ||
-	fail "restarted worker: not every call from $j done"
-grep -q "check=ok rc=0" "$TMP/w3-restarted.out" || fail "restarted worker: check"
-for w in 0 1 2; do
-	f=$TMP/w$w.out
-	grep -q "check=ok rc=0" "$f" || fail "worker $w: check"
-	# every call, or (a prompt worker that fell out of step once and
-	# rejoined) every call but those it skipped
-	[ "$(field done "$f")" -eq $ITERS ] || [ "$(field rejoins "$f")" -gt 0 ] ||
-		fail "worker $w: not all $ITERS calls done"
-	[ "$(field partial "$f")" -gt 0 ] || fail "worker $w: no partial results while worker 3 was dead?"
-	lp=$(field last_partial "$f")
-	[ "$lp" -lt $((ITERS - 1)) ] || fail "worker $w: the last call was still partial (worker 3 not back)"
-done
-echo "restarted worker joined at call $j of $ITERS; the others' last partial call: $(field last_partial "$TMP/w0.out")"
-stop_switch
+# kill_and_join TIMEOUT_US ITERS TAG: workers 0-3 as four processes; worker 3
+# is killed (kill -9) mid-job and restarted with --join: it starts at the
+# others' next call, every process ends with every call exact, and the
+# others' last calls are complete again (worker 3 is back)
+kill_and_join() {
+	local tmo=$1 iters=$2 tag=$3 w f j lp
+	start_switch "$tmo"
+	for w in 0 1 2 3; do
+		timeout 120 "$INNET" allreduce "${AR[@]}" --worker $w --count 20000 --iters "$iters" --timeout-ms 15000 \
+			--rejoin >"$TMP/$tag-w$w.out" 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.7
+	# the worker itself, not its `timeout` wrapper (whose child it is)
+	w3=$(pgrep -P "${pids[3]}" || true)
+	[ -n "$w3" ] && kill -9 "$w3" || fail "worker 3 had already finished: not mid-job (machine too fast? raise ITERS)"
+	wait "${pids[3]}" 2>/dev/null && fail "the killed worker exited 0" || true
+	echo "killed worker 3 (pid $w3) with SIGKILL"
+	sleep 0.3
+	timeout 120 "$INNET" allreduce "${AR[@]}" --worker 3 --count 20000 --iters "$iters" --timeout-ms 15000 --join \
+		--rejoin >"$TMP/$tag-w3-restarted.out" 2>&1 || fail "the restarted worker failed"
+	for w in 0 1 2; do wait "${pids[$w]}" || fail "worker $w failed"; done
+	pids=()
+	cat "$TMP/$tag-w0.out" "$TMP/$tag-w1.out" "$TMP/$tag-w2.out" "$TMP/$tag-w3-restarted.out"
+	f=$TMP/$tag-w3-restarted.out
+	j=$(field joined_at "$f")
+	[ "$j" -gt 0 ] && [ "$j" -lt "$iters" ] || fail "joined at $j: not mid-job"
+	[ "$(field done "$f")" -eq $((iters - j)) ] || [ "$(field rejoins "$f")" -gt 0 ] ||
+		fail "restarted worker: not every call from $j done"
+	grep -q "check=ok rc=0" "$f" || fail "restarted worker: check"
+	for w in 0 1 2; do
+		f=$TMP/$tag-w$w.out
+		grep -q "check=ok rc=0" "$f" || fail "worker $w: check"
+		# every call, or (a prompt worker that fell out of step once and
+		# rejoined) every call but those it skipped
+		[ "$(field done "$f")" -eq "$iters" ] || [ "$(field rejoins "$f")" -gt 0 ] ||
+			fail "worker $w: not all $iters calls done"
+		[ "$(field partial "$f")" -gt 0 ] || fail "worker $w: no partial results while worker 3 was dead?"
+		lp=$(field last_partial "$f")
+		[ "$lp" -lt $((iters - 1)) ] || fail "worker $w: the last call was still partial (worker 3 not back)"
+	done
+	echo "restarted worker joined at call $j of $iters; the others' last partial call: $(field last_partial "$TMP/$tag-w0.out")"
+	stop_switch
+}
+
+echo "--- 2. worker 3 killed (kill -9) mid-job and restarted with --join (timer 50 ms)"
+kill_and_join 50000 1500 t50
+echo "--- 2b. the same without a straggler timer: the others wait in their call for worker 3; its"
+echo "    JOIN puts it out of the run, and their retransmissions close that call without it"
+kill_and_join 0 800 t0
 
 echo "--- 3. a straggler out of step (-ESTALE) rejoins"
 start_switch 20000
