@@ -1104,7 +1104,7 @@ static long reset_one(uint32_t i, void *arg)
 
 /* The job reset timer (2 * slots + group): a new generation of job
  * (arg >> 32) began (agg_register); reset its copies, then open the run. */
-static void agg_reset_job(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
+static AGG_STEP void agg_reset_job(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 {
 	const struct agg_conf *c = innet_conf(ctx);
 	uint32_t jx = timer - 2 * c->slots, gen = (uint32_t)(arg >> 48) & INNET_AGG_GEN_MASK;

@@ -890,6 +890,7 @@ static int run_start(struct innet_agg *a)
 	}
 	uint64_t start = innet_now_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
 	bool waited = false, have_sig = false, moving = false;
+	uint32_t changes = 0;
 	uint64_t waited_in = 0, sig = 0;
 	uint32_t sig_gen = 0;
 	for (;;) {
@@ -953,7 +954,10 @@ static int run_start(struct innet_agg *a)
 				 * reset: none); rounds that keep finishing mean it is alive */
 				waited = true;
 				if (j.in != 0) {
-					moving |= have_sig && sig_gen == j.gen && h != sig;
+					/* twice: a dead run's last rounds may still be closed
+					 * once by their timers */
+					changes += have_sig && sig_gen == j.gen && h != sig;
+					moving = changes >= 2;
 					waited_in = j.in;
 					sig = h;
 					sig_gen = j.gen;
