@@ -917,9 +917,9 @@ static AGG_STEP enum innet_action agg_resend(struct innet_ctx *ctx, struct innet
 	return innet_reflect(pkt);
 }
 
-/* This packet won the emission of round r->round: cancel the timer, open
- * the other copy for the next round, and turn the packet into the result
- * for the job's workers. */
+/* This packet won the emission of round r->round: turn the packet into the
+ * result for the job's workers, cancel the timer, and open the other copy
+ * for the next round. */
 static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_pkt *pkt,
 					   struct agg_res *r, uint16_t group)
 {
@@ -930,9 +930,12 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 	uint64_t run = innet_reg_read(ctx, R_RUN, group), back = run & r->w & RUN_OUT;
 	if (back != 0 && (uint8_t)run_gen(run) == r->gen && !(run & RUN_RESETTING))
 		innet_reg_cas(ctx, R_RUN, group, &run, run & ~back);
-	finish_round(ctx, c, r->idx, r->round);
+	/* the sums first, then the next round's copy: once it is open, a worker
+	 * that got this result early (a retransmission's answer) can start the
+	 * next round, whose end (a timer, or the members in) resets this copy */
 	r->worker = 0xff;
 	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
+	finish_round(ctx, c, r->idx, r->round);
 	return innet_multicast(pkt, group);
 }
 
@@ -1176,11 +1179,11 @@ static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 	run_update_out(ctx, job.group, gen, all_workers(job.n_workers) & ~(w & ST_BITMAP), w & ST_BITMAP);
 	if (!try_finish(ctx, idx, r.round, &r.w))
 		return; /* an adder in flight will emit */
-	finish_round(ctx, c, idx, r.round);
 	r.idx = idx;
 	r.slot = (uint16_t)(idx / 2 - job.slot_base);
 	r.n_workers = job.n_workers;
-	uint32_t len = fill_result_buf(ctx, c, buf, &r);
+	uint32_t len = fill_result_buf(ctx, c, buf, &r); /* before the next round opens (agg_emit) */
+	finish_round(ctx, c, idx, r.round);
 	struct innet_out out = { .group = job.group };
 	innet_emit(ctx, &out, true, buf, len);
 }

