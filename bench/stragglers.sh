@@ -21,9 +21,12 @@
 # any other (it joins again; `prompt_rejoins` counts it).
 # Figures are the three prompt workers' time per call: mean (their time over
 # the calls they completed), median and max, the worst of the three; how many
-# of their calls the timer closed with a partial sum; and what became of the
-# straggler (calls it completed, chunks it was excluded from, its final
-# status: 0 = still in the job, -116 = -ESTALE, out of the job for good).
+# of their calls had partial sums; how many rounds the switch's timer closed
+# (`timer_fires`, from the switch's counters: each a wait of --timeout-us,
+# a count the machine's load does not blur, out of slots_per_call x calls
+# rounds); and what became of the straggler (calls it completed, chunks it
+# was excluded from, its final status: 0 = still in the job, -116 = -ESTALE,
+# out of the job for good).
 # Targets (issue 23): speedup (none / timer, by the means) >= 1.8, and the
 # prompt workers' median within 10% of base's, with the straggler rejoining or
 # not: *_median_ratio = case median / base median <= 1.10.
@@ -33,7 +36,7 @@ bench_usage() {
 usage: bench/run stragglers [options]
   --delay-ms D      straggler's delay before a delayed call (default 50)
   --every N         delay every N-th call (default 5)
-  --calls C         all-reduce calls (default 40)
+  --calls C         all-reduce calls (default 100)
   --count N         int32 elements per call (default 16384)
   --timeout-us T    straggler timer of the "timer" case (default 5000)
   --rounds R        runs per case, alternated, medians reported (default 5)
@@ -43,7 +46,7 @@ EOF
 
 st_delay=50
 st_every=5
-st_calls=40
+st_calls=100
 st_count=16384
 st_timeout=5000
 st_rounds=5
@@ -83,7 +86,8 @@ st_run() {
 	[ "$c" = rejoin ] && rejoin=(--rejoin)
 	[ "$c" != base ] && delay=(--delay-worker 3 --delay-ms "$st_delay" --delay-every "$st_every")
 	for w in 0 1 2 3; do members+="${members:+,}\"127.0.78.10:$((30000 + w))\""; done
-	bench_spawn sw "switch-$tag" "" 120 "$BENCH_INNET_BIN" switch --name "st$$" --ctl "" --port 127.0.78.1 \
+	rm -f "$BENCH_TMP/ctl.sock"
+	bench_spawn sw "switch-$tag" "" 120 "$BENCH_INNET_BIN" switch --name "st$$" --ctl "$BENCH_TMP/ctl.sock" --port 127.0.78.1 \
 		--program agg@47800 --workers 1 \
 		--args "{\"k\": 256, \"jobs\": [{\"id\": 1, \"workers\": 4, \"slots\": 64, \"timeout_us\": $tmo, \"members\": [$members]}]}"
 	bench_wait_ready "$sw" "switch-$tag" ready 10
@@ -91,6 +95,11 @@ st_run() {
 		--job 1 --workers 4 --all --slots 64 --k 256 --type int32 --count "$st_count" --iters "$st_calls" \
 		--rto-us 1000 --timeout-ms 3000 "${delay[@]}" "${rejoin[@]}"
 	bench_wait "$ar" || true # the straggler may end with -ESTALE: see its fate below
+	# the rounds the straggler timer closed (each a wait of --timeout-us for
+	# the workers in it): the load of the machine does not change this count
+	ST_FIRES=$("$BENCH_INNET_BIN" ctl -s "$BENCH_TMP/ctl.sock" --json stats 2>/dev/null |
+		/usr/bin/python3 -c "import json,sys; print([p for p in json.load(sys.stdin)['programs'] if p['name']=='agg'][0]['timer_fires'])" 2>/dev/null) ||
+		ST_FIRES=nan
 	bench_stop "$sw" || true
 	local out="$BENCH_TMP/ar-$tag.out" line secs med mx ndone rj
 	ST_MEAN=0 ST_MED=0 ST_MAX=0 ST_PROMPT_REJOINS=0
@@ -124,9 +133,10 @@ st_run() {
 	ST_PARTIAL=$(((${partial:-0} + chunks - 1) / chunks))
 	bench_record case="$c" mean_ms="$ST_MEAN" median_ms="$ST_MED" max_ms="$ST_MAX" straggler="$ST_FATE" \
 		straggler_done="$ST_DONE" straggler_excluded_chunks="$ST_EXCL" straggler_rc="$ST_RC" \
-		partial="$partial" partial_calls="$ST_PARTIAL" prompt_rejoins="$ST_PROMPT_REJOINS"
+		partial="$partial" partial_calls="$ST_PARTIAL" prompt_rejoins="$ST_PROMPT_REJOINS" timer_fires="$ST_FIRES"
 	bench_log "$c: prompt workers mean $ST_MEAN ms, median $ST_MED ms, max $ST_MAX ms per call," \
-		"$ST_PARTIAL of $st_calls calls with partial sums, $ST_PROMPT_REJOINS prompt rejoins;" \
+		"$ST_PARTIAL of $st_calls calls with partial sums, $ST_FIRES rounds closed by the timer," \
+		"$ST_PROMPT_REJOINS prompt rejoins;" \
 		"straggler $ST_FATE$([ "$ST_RC" = 0 ] || echo ' (out of the job)')"
 }
 
@@ -140,7 +150,7 @@ bench_main() {
 	bench_param workers 4
 	st_seq=0
 	local r c order
-	local -A mean=() med=() mx=() part=() ndone=() excl=() out=() fate=() prj=()
+	local -A mean=() med=() mx=() part=() ndone=() excl=() out=() fate=() prj=() fires=()
 	local -A rmean=() rmed=() # this round's, per case
 	local sp_r="" spr_r="" mt_r="" mr_r=""
 	for ((r = 0; r < st_rounds; r++)); do
@@ -149,7 +159,7 @@ bench_main() {
 		for c in "${order[@]}"; do
 			st_run "$c"
 			mean[$c]+="$ST_MEAN " med[$c]+="$ST_MED " mx[$c]+="$ST_MAX "
-			part[$c]+="$ST_PARTIAL " ndone[$c]+="$ST_DONE " excl[$c]+="$ST_EXCL "
+			part[$c]+="$ST_PARTIAL " ndone[$c]+="$ST_DONE " excl[$c]+="$ST_EXCL " fires[$c]+="$ST_FIRES "
 			prj[$c]=$((${prj[$c]:-0} + ST_PROMPT_REJOINS))
 			rmean[$c]=$ST_MEAN rmed[$c]=$ST_MED
 			[ "$ST_RC" = 0 ] || out[$c]=$((${out[$c]:-0} + 1))
@@ -165,7 +175,7 @@ bench_main() {
 	local -A m=()
 	local key v
 	for c in base none timer rejoin; do
-		for key in mean med mx part ndone excl; do
+		for key in mean med mx part ndone excl fires; do
 			declare -n arr=$key
 			# shellcheck disable=SC2086 # a list of numbers
 			v=$(bench_calc %.3f "$(bench_median ${arr[$c]})")
@@ -191,6 +201,8 @@ bench_main() {
 		"speedup_median=$(bench_calc %.2f "${m[none.med]} / ${m[timer.med]}")" \
 		"timer_median_ratio=$mratio" $(spread timer_median_ratio "$mt_r") \
 		"timer_partial_calls=$(bench_calc %.0f "${m[timer.part]}")/$st_calls" \
+		"timer_fires=$(bench_calc %.0f "${m[timer.fires]}")" "rejoin_timer_fires=$(bench_calc %.0f "${m[rejoin.fires]}")" \
+		"slots_per_call=$(((st_count + 255) / 256))" \
 		"timer_prompt_rejoins=${prj[timer]:-0}" \
 		"straggler_none=${fate[none]}" "straggler_timer=${fate[timer]}" \
 		"straggler_timer_done=$(bench_calc %.0f "${m[timer.ndone]}")/$st_calls" \
