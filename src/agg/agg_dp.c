@@ -22,6 +22,12 @@
  *                  bit 1 B_USED: some contributor added into bank B
  *   R_CALL   u32   call number the contributors sent (echoed; read by JOIN)
  *
+ * and per job (index: its group), per worker (group * 48 + worker):
+ *
+ *   R_RUN    u64   the job's run (agg.h): OUT (members the rounds do not wait
+ *                  for), generation, RESETTING
+ *   R_INC    u64   the worker's registered handle: nonce, generation, PENDING
+ *
  * Two banks, because an atomic add costs ~8 ns here and a plain one a
  * fraction of that (measured, docs/aggregation.md): a contributor that
  * takes EXCL (fetch_or on R_ADDER: exactly one holder at a time) adds into
@@ -37,16 +43,31 @@
  *
  *   copy tag r, open ── claim bit (CAS on R_STATE: tag checked atomically with
  *     the claim) ── add k elements, max exp ── count++ ──┐
- *   count == n: set CLOSED            timer (timeout_us after the first claim):
- *                                     CAS CLOSED if still open with tag r
- *   then try_finish: CLOSED, !EMITTED and count == popcount(bitmap) (every
- *   claimant finished adding) ── CAS EMITTED (exactly one thread wins) ──
- *   the winner resets the OTHER copy to tag r + 1 (it held round r - 1, which
- *   everyone has seen: they all sent round r) and multicasts the result.
+ *   claims ∪ OUT cover the job: CLOSED   timer (timeout_us after the first claim):
+ *   (the last claimant sees every        CAS CLOSED if still open with tag r; the
+ *   claim; a retransmission closes a     members that missed it go OUT
+ *   round a member's exclusion made
+ *   complete)
+ *   then try_finish: tag r, CLOSED, !EMITTED, a claimant, and count ==
+ *   popcount(bitmap) (every claimant finished adding) ── CAS EMITTED (exactly
+ *   one thread wins) ── the winner writes the result, puts the claimants that
+ *   were OUT back in, resets the OTHER copy to tag r + 1 (it held round
+ *   r - 1, which everyone in the run has seen: they all sent round r) and
+ *   multicasts the result.
  *
  * Round r + 1 can only start after some worker received round r's result,
  * so a copy is never reset while anyone may still add into it; replies read
  * a copy seqlock-style (state before == state after, else STALE).
+ *
+ * Runs (docs/aggregation.md, "Runs"): every packet carries the job's
+ * generation (low 8 bits); a CONTRIB of another is answered RESTARTED. A
+ * JOIN with a nonce registers the handle (agg_register); the START that
+ * finds no member of the run left advances the generation and arms the
+ * job's reset timer (2 * slots + group), which closes every copy of the job
+ * and, once no claimant is adding, zeroes it (round 0, open); meanwhile
+ * contributions are dropped (resetting). A contribution that passed the
+ * generation check before the advance and claimed after re-reads R_RUN
+ * after its claim and takes the claim back (agg_unclaim).
  *
  * THREAD SAFETY: handlers run on several workers (or CPUs, on XDP) and
  * on_timer on the timer thread (in user space on both targets), all
