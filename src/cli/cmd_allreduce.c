@@ -17,8 +17,12 @@
  * --delay-worker W sleeps D ms before every N-th iteration (N = 1 default:
  * every one; iterations 0, N, 2N, ...), outside the timed call: a straggler
  * for bench/stragglers.sh.
+ * Each run is a run of the job on the switch: the workers' first calls start
+ * it (the library's START; a previous run, ended or killed, is replaced).
  * --join: a restarted worker; before its first call it joins the job
- * (innet_agg_join) and starts at the iteration the others make next.
+ * (innet_agg_join) and starts at the iteration the others make next —
+ * without it, a worker restarted alone while the others run fails at once
+ * (-EBUSY, with a message that says to join).
  * --rejoin: a call that fails with -ESTALE (the worker fell a round behind
  * the straggler timer) rejoins and goes on at the others' next iteration;
  * --rejoin-except W: every worker but W (a straggler out for good while the
