@@ -804,7 +804,9 @@ static void expect_run(const char *why, uint8_t w, uint8_t status, uint32_t gen,
  * back once it contributes in time. Malformed asks are counted drops. */
 static void test_runs(void **state)
 {
-	assert_int_equal(innet_switch_start(sw), 0); /* the reset runs on the timer thread */
+	char err[256];
+	if (innet_switch_start(sw, err, sizeof(err)) != 0) /* the reset runs on the timer thread */
+		fail_msg("start: %s", err);
 	const uint64_t P = 1ull << 47; /* a handle waiting (PENDING) */
 	const struct innet_agg_hdr *ah;
 	/* run 1: three handles START on a fresh job: generation 0, every member in */
