@@ -59,7 +59,7 @@ extern "C" {
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 /* Bytes of innet_scratch() memory (declared per target). */
-#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+#define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
 /* A span (innet_reg_span) never crosses a multiple of this many bytes of a
@@ -182,6 +182,9 @@ struct innet_out {
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
 #define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
+#define INNET_PKT_F_RESUMED  0x04 /* handed over by the XDP program with innet_hand_off: the
+                                   * user-space engine runs the handler on, its state at the
+                                   * start of innet_scratch() */
 
 /* Per-packet accounting, filled in by the helpers. */
 struct innet_usage {
@@ -355,8 +358,10 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 }
 #endif
 
-/* The target's struct innet_pkt, struct innet_ctx and primitives. */
-#if defined(__bpf__)
+/* The target's struct innet_pkt, struct innet_ctx and primitives. (The ALU
+ * check compiles a data path for eBPF with the user-space engine's:
+ * INNET_DP_USER_PRIMITIVES, tests/alu/dp_alu.c.) */
+#if defined(__bpf__) && !defined(INNET_DP_USER_PRIMITIVES)
 #include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"
@@ -454,7 +459,11 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* Other helpers.                                                             */
 
 /* Account n stateless ALU operations (the runtime cannot see plain C
- * arithmetic; programs report it so the resource model can check it). */
+ * arithmetic; programs report it so the resource model can check it): the
+ * computing eBPF instructions of the handler's own code — not moves, byte
+ * swaps, address arithmetic, byte-lane moves or the primitives' work
+ * (docs/resources.md, "What innet_alu counts"). The golden tests check each
+ * pass's report against the code under INNET_TEST_TARGET=alu (tests/alu). */
 static inline void innet_alu(struct innet_ctx *ctx, uint32_t n)
 {
 	ctx->use.alu_ops += n;

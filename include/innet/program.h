@@ -134,6 +134,8 @@ int innet_args_u64_array(struct innet_args *a, const char *key, uint64_t *out, u
 struct json_t;
 struct json_t *innet_args_json(struct innet_args *a, const char *key);
 
+struct innet_res_usage;   /* innet/resources.h */
+
 struct innet_program {
 	const char *name;             /* registry name, e.g. "forward" */
 	const char *summary;          /* one line for --list-programs */
@@ -170,6 +172,14 @@ struct innet_program {
 	 * jansson) and return 0, or write a message to err and return -1. */
 	int (*on_ctl)(struct innet_cp *cp, void *priv, int argc, char **argv,
 		      struct json_t *reply, char *err, size_t errlen);
+	/* The resource model's view (innet/resources.h) when the state the
+	 * program declared is not what a hardware target would hold — a P4
+	 * program translated onto innet's registers and tables reports its own
+	 * tables, registers and table dependency chain. innet_res_usage_from_prog
+	 * calls it last, on a usage filled from the declarations, the statistics
+	 * and the eBPF column, which it may change. Control thread; may be NULL.
+	 * 0 or -errno. */
+	int (*resources)(struct innet_cp *cp, void *priv, struct innet_res_usage *u);
 };
 
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */

@@ -116,6 +116,12 @@
  * to its length) up to a multiple of AGG_RUN in the register, runs of
  * AGG_RUN, and a tail of pieces. */
 #define AGG_RUN 32u
+/* Stateless work (innet_alu; docs/resources.md, "What innet_alu counts"):
+ * each span reports the ALU operations its eBPF code executes per element
+ * and per span, a piece the choice of its length; the ALU check
+ * (INNET_TEST_TARGET=alu build/tests/golden/test_agg) fails when a pass's
+ * report and its count drift apart. */
+#define AGG_ALU_PIECE 8u
 
 /* A straggler timer whose job lookup was busy looks again this much later. */
 #define AGG_BUSY_RETRY_NS 1000000u
@@ -175,6 +181,7 @@ static inline __attribute__((always_inline)) bool add_plain_span(struct agg_elem
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		acc[i] += innet_be32(el[i]);
+	innet_alu(e->ctx, 2 * n + 6);
 	return true;
 }
 
@@ -188,6 +195,7 @@ static inline __attribute__((always_inline)) bool add_atomic_span(struct agg_ele
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		__atomic_fetch_add(&acc[i], innet_be32(el[i]), __ATOMIC_RELAXED);
+	innet_alu(e->ctx, n + 6);
 	return true;
 }
 
@@ -205,6 +213,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 	if (!e->b_used) {
 		for (uint32_t i = 0; i < n; i++)
 			el[i] = innet_be32(a[i]);
+		innet_alu(e->ctx, n + 6);
 		return true;
 	}
 	const volatile uint32_t *b = innet_reg_span(e->ctx, R_VAL2, e->base + p, n);
@@ -212,6 +221,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		el[i] = innet_be32(a[i] + b[i]);
+	innet_alu(e->ctx, 2 * n + 9);
 	return true;
 }
 
@@ -225,6 +235,7 @@ static inline __attribute__((always_inline)) bool zero_a_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		a[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -236,6 +247,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		b[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -246,6 +258,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 	{                                                                          \
 		struct agg_elems *e = arg;                                         \
 		uint32_t n = agg_piece(e);                                         \
+		innet_alu(e->ctx, AGG_ALU_PIECE);                                  \
 		bool ok;                                                           \
 		switch (n) {                                                       \
 		case 0: return 1;                                                  \
@@ -354,7 +367,7 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, str
 	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k, .k = c->k };
 	e.b_used = put_result_hdr(ctx, c, h, r);
 	AGG_ELEMENTS(&e, put_sum_piece, put_sum_run);
-	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
+	innet_alu(ctx, 4);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
 
@@ -453,6 +466,7 @@ static bool try_finish(struct innet_ctx *ctx, uint32_t idx, uint32_t tag, uint64
 	if (!innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_EMITTED))
 		return false; /* only EMITTED can change a closed word: someone else won */
 	*wout = w | ST_EMITTED;
+	innet_alu(ctx, 23);
 	return true;
 }
 
@@ -510,6 +524,7 @@ static long close_try(uint32_t i, void *arg)
 	if (i == 0)
 		z->w = innet_reg_read(z->ctx, R_STATE, z->idx);
 	uint64_t w = z->w;
+	innet_alu(z->ctx, 4);
 	if (st_tag(w) != z->tag || (w & ST_CLOSED) || (((w & ST_BITMAP) | z->out) & z->all) != z->all ||
 	    innet_faulted(z->ctx))
 		return 1;
@@ -652,6 +667,7 @@ static long register_try(uint32_t i, void *arg)
 	if (innet_faulted(ctx) || (run & RUN_RESETTING))
 		return 1; /* dropped with the fault's reason; or WAIT */
 	q->done = false;
+	innet_alu(ctx, 7);
 	uint32_t g = run_gen(run);
 	uint64_t mine = ((uint64_t)g << INC_GEN_SHIFT) | q->nonce;
 	bool here = (uint32_t)inc != 0 && ((inc >> INC_GEN_SHIFT) & INNET_AGG_GEN_MASK) == g;
@@ -802,7 +818,7 @@ static AGG_STEP enum innet_action agg_join(struct innet_ctx *ctx, struct innet_p
 	a->k = innet_be16((uint16_t)jr.n);
 	a->call = 0;
 	a->bitmap = innet_be64((run & RUN_RESETTING) ? 0 : run_in(run, job.n_workers));
-	innet_alu(ctx, 24 + 6 * jr.n);
+	innet_alu(ctx, 18 + 7 * jr.n);
 	return innet_reflect(pkt);
 }
 
@@ -907,7 +923,7 @@ static AGG_STEP enum agg_added agg_add(struct innet_ctx *ctx, struct innet_pkt *
 	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
 	innet_reg_fetch_add(ctx, R_COUNT, idx, 1);
-	innet_alu(ctx, 2 * k + 8);
+	innet_alu(ctx, 4); /* the elements are counted by their spans */
 	close_if_covered(ctx, idx, r->round & ST_TAG_MASK, all_workers(job->n_workers), run & RUN_OUT);
 	return try_finish(ctx, idx, r->round, &r->w) ? ADDED_EMIT : ADDED;
 }
@@ -917,6 +933,7 @@ static AGG_STEP enum innet_action agg_stale(struct innet_ctx *ctx, struct innet_
 					    const struct agg_res *r, uint64_t w)
 {
 	answer_len(ctx, pkt, fill_stale(pkt, r, st_tag(w)));
+	innet_alu(ctx, 5);
 	return innet_reflect(pkt);
 }
 
@@ -925,6 +942,7 @@ static AGG_STEP enum innet_action agg_restarted(struct innet_ctx *ctx, struct in
 						const struct agg_res *r)
 {
 	answer_len(ctx, pkt, fill_restarted(pkt, r));
+	innet_alu(ctx, 5);
 	return innet_reflect(pkt);
 }
 
@@ -961,6 +979,7 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 	 * that got this result early (a retransmission's answer) can start the
 	 * next round, whose end (a timer, or the members in) resets this copy */
 	r->worker = 0xff;
+	innet_alu(ctx, 2);
 	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
 	finish_round(ctx, c, r->idx, r->round);
 	return innet_multicast(pkt, group);
@@ -1050,7 +1069,7 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	unsigned why = agg_sender(ctx, pkt, true, &job);
 	if (why != 0)
 		return innet_drop(pkt, why);
-	innet_alu(ctx, 16);
+	innet_alu(ctx, 3);
 	r.n_workers = job.n_workers;
 	r.idx = 2 * (job.slot_base + r.slot) + (r.round & 1);
 	/* the job's run: a contribution of another generation is from a run
@@ -1062,7 +1081,9 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (why != 0)
 		return innet_drop(pkt, why);
 	uint64_t w;
-	switch (agg_claim(ctx, &r, &w)) {
+	enum agg_claim got = agg_claim(ctx, &r, &w);
+	innet_alu(ctx, 10);
+	switch (got) {
 	case CLAIM_OK:
 		break;
 	case CLAIM_EARLY:
@@ -1073,12 +1094,14 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		/* open, counted; but a member may have left the run meanwhile */
 		if (agg_nudge(ctx, &r, &job))
 			return agg_emit(ctx, pkt, &r, job.group);
+		innet_alu(ctx, 8); /* the run read, the covered check's tail, try_finish's */
 		return innet_drop(pkt, AGG_DUPLICATE);
 	case CLAIM_CONTENDED:
 		return innet_drop(pkt, AGG_CONTENDED);
 	case CLAIM_PENDING:
 		if (agg_nudge(ctx, &r, &job))
 			return agg_emit(ctx, pkt, &r, job.group);
+		innet_alu(ctx, 16);
 		return innet_drop(pkt, AGG_PENDING);
 	case CLAIM_FINISHED:
 		r.w = w;

@@ -56,6 +56,8 @@ static void usage(FILE *f)
 		"  --switch NAME         the switch in the fabric (with --fabric)\n"
 		"  --json                print the raw JSON response\n"
 		"  --timeout SECONDS     connection and response timeout (default 5)\n"
+		"  --commands FILE       send each line of FILE ('-': stdin) as a command\n"
+		"                        (a P4 switch: a simple_switch_CLI commands.txt)\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"commands (numbers are decimal or 0x-hex; KEYHEX/VALHEX are hex strings):\n"
@@ -70,6 +72,9 @@ static void usage(FILE *f)
 		"  capture start PORT PATH [MAXPKTS]   capture stop PORT\n"
 		"  resources [PROG]\n"
 		"  prog PROG WORD...                   the program's own commands ('prog PROG help')\n"
+		"  table_add, table_dump, counter_read, register_read, mc_node_create, ...\n"
+		"                                      a P4 switch: simple_switch_CLI's commands\n"
+		"                                      (docs/p4.md)\n"
 		"\n"
 		"exit status: 0 ok, 1 error response or connection failure, 2 usage error\n");
 }
@@ -664,9 +669,9 @@ static void render_stats(const json_t *r)
 	json_t *p;
 	json_array_foreach(json_object_get(r, "ports"), i, p) {
 		char extra[512] = "";
-		static const char *const more[] = { "tx_errors", "tx_gso", "link_lost", "link_duplicated",
-						    "link_reordered", "link_delayed", "link_queue_full",
-						    "xdp_rx_pkts", "xdp_tx_pkts" };
+		static const char *const more[] = { "tx_errors", "tx_gso", "rx_sock_drops", "link_lost",
+						    "link_duplicated", "link_reordered", "link_delayed",
+						    "link_queue_full", "xdp_rx_pkts", "xdp_tx_pkts" };
 		for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
 		const char *key;
@@ -779,8 +784,9 @@ static void render(const json_t *r, char **words, int n)
 		render_resources(r);
 	else if (!strcmp(w0, "help"))
 		render_help(r);
-	else if (!strcmp(w0, "prog") && json_is_string(json_object_get(r, "text")))
-		fputs(js(r, "text", ""), stdout); /* the program rendered it itself */
+	else if (json_is_string(json_object_get(r, "text")))
+		fputs(js(r, "text", ""), stdout); /* the program rendered it itself (a P4
+		                                   * switch: as simple_switch_CLI prints it) */
 	else if (json_object_size(r) <= 1)
 		printf("ok\n");
 	else {
@@ -827,7 +833,9 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 		fprintf(stderr, "innet ctl: %s\n", js(r, "error", "the switch reported an error"));
 	} else {
 		render(r, words, n);
-		rc = 0;
+		/* a P4 command BMv2 would refuse: its message is printed, as
+		 * simple_switch_CLI prints it; the status says it failed */
+		rc = json_is_true(json_object_get(r, "failed")) ? 1 : 0;
 	}
 	if (raw && r == NULL)
 		fprintf(stderr, "innet ctl: %s: the response is not JSON: %s\n", c->path, jerr.text);
@@ -978,9 +986,56 @@ static const char *optval(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
+/* --commands FILE: each line a request (blank lines and #-comments
+ * skipped), its answer printed; for a P4 switch, the commands.txt of a P4
+ * tutorial, unchanged. Status 1 if any line failed; all are sent. */
+static int run_file(const char *sock, const char *path, double timeout, bool raw)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (f == NULL) {
+		fprintf(stderr, "innet ctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	struct conn c;
+	if (conn_open(&c, sock, timeout) != 0) {
+		if (f != stdin)
+			fclose(f);
+		return 1;
+	}
+	char line[CTL_LINE_MAX];
+	int rc = 0;
+	unsigned ln = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		ln++;
+		char *w[256];
+		int n = 0;
+		for (char *p = line; n < 256;) {
+			while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+				p++;
+			if (*p == '\0' || *p == '#')
+				break;
+			w[n++] = p;
+			while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+				p++;
+			if (*p)
+				*p++ = '\0';
+		}
+		if (n == 0)
+			continue;
+		if (run_one(&c, w, n, raw) != 0) {
+			fprintf(stderr, "innet ctl: %s, line %u failed\n", path, ln);
+			rc = 1;
+		}
+	}
+	conn_close(&c);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
-	const char *sock = NULL, *fabric = NULL, *swname = NULL;
+	const char *sock = NULL, *fabric = NULL, *swname = NULL, *cmdfile = NULL;
 	bool raw = false;
 	double timeout = 5.0;
 	int i = 1;
@@ -1000,6 +1055,9 @@ int cmd_ctl(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(a, "--json")) {
 			raw = true;
+		} else if (!strcmp(a, "--commands")) {
+			if ((cmdfile = optval(argc, argv, &i)) == NULL)
+				return 2;
 		} else if (!strcmp(a, "--timeout")) {
 			const char *v = optval(argc, argv, &i);
 			if (v == NULL)
@@ -1021,7 +1079,7 @@ int cmd_ctl(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (i >= argc) {
+	if (i >= argc && cmdfile == NULL) {
 		fprintf(stderr, "innet ctl: no command given\n");
 		usage(stderr);
 		return 2;
@@ -1060,6 +1118,14 @@ int cmd_ctl(int argc, char **argv)
 		fprintf(stderr, "innet ctl: which switch? give -s SOCKET or --fabric ... --switch NAME "
 				"(or set INNET_CTL_SOCKET)\n");
 		return 2;
+	}
+
+	if (cmdfile != NULL) {
+		if (i < argc) {
+			fprintf(stderr, "innet ctl: --commands FILE takes no command words\n");
+			return 2;
+		}
+		return run_file(sock, cmdfile, timeout, raw);
 	}
 
 	/* The words travel as one line: none may contain a separator. */

@@ -62,6 +62,7 @@
 #include "innet/metrics.h"
 #include "innet/topology.h"
 #include "cli/cmds.h"
+#include "consensus/learnfilter.h"
 
 static volatile sig_atomic_t kv_stop;
 
@@ -85,14 +86,24 @@ static void on_signal(int sig)
 	kv_stop = 1;
 }
 
+/* A replica's options, from `kv up|start|serve` to the replicas spawned. */
+struct kv_opts {
+	uint32_t window;          /* --window (0: the replica's default) */
+	bool reads_log;           /* --reads log */
+	char max_bulk[24];        /* --proto-max-bulk-len, as given ("" = the default) */
+	const char *filter;       /* --learner-filter IFACES|all|none, or NULL: in netns mode
+	                           * all, if it attaches (else a warning), none on loopback */
+	bool filter_redundant;    /* --filter-mode redundant (else quorum) */
+};
+
 static void kv_usage(FILE *f)
 {
-	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
+	fprintf(f, "usage: innet kv up FILE [--port P] [REPLICA OPTIONS]\n"
 		   "       innet kv down FILE [--keep-logs]\n"
-		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
+		   "       innet kv serve --topology FILE --name HOST [--port P] [REPLICA OPTIONS]\n"
 		   "                      [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
-		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
+		   "       innet kv start|stop FILE HOST [--port P] [REPLICA OPTIONS] [--kill]\n"
 		   "       innet kv rejoin FILE ACCEPTOR\n"
 		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
@@ -104,12 +115,24 @@ static void kv_usage(FILE *f)
 		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
 		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
+		   "replica options:\n"
 		   "  --window N  entries of a replica in flight (1..32; default 8 full-size entries'\n"
 		   "              worth of bytes: 8, more when netns links make entries smaller)\n"
+		   "  --reads index|log  read-only commands (GET, MGET, EXISTS, ...): answered from\n"
+		   "              a read index — no log entry, still linearizable — (index, the\n"
+		   "              default) or through the log like writes (log)\n"
+		   "  --proto-max-bulk-len N  the longest argument (value) a client may send, as\n"
+		   "              redis's setting: 1mb .. 1gb, default 512mb; a write over one log\n"
+		   "              entry goes through the log in chunks (CONFIG SET changes it too)\n"
+		   "  --learner-filter IFACES|all|none  (netns mode) the learner filter on the\n"
+		   "              replica's interfaces: XDP counts the 2Bs and passes one per quorum\n"
+		   "              (docs/consensus.md); default in netns mode: all, if it attaches;\n"
+		   "              --filter-mode redundant only drops the 2Bs after a quorum\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
-		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
+		   "redis-benchmark). Writes go through the consensus log, reads are answered once the\n"
+		   "replica applied it up to a read index from a majority; see docs/consensus.md.\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
 
@@ -353,7 +376,7 @@ static int leader(const char *file, const char *name)
 	return 0;
 }
 
-static int serve(const char *file, const char *name, uint16_t port, uint32_t window,
+static int serve(const char *file, const char *name, uint16_t port, const struct kv_opts *o,
 		 const char *metrics)
 {
 	char err[8192];
@@ -368,8 +391,20 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		innet_topology_free(t);
 		return 2;
 	}
-	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
-			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name };
+	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = o->window,
+			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name,
+			     .reads_log = o->reads_log };
+	if (o->max_bulk[0] != '\0') {
+		unsigned long long v;
+		if (kv_parse_memory(o->max_bulk, strlen(o->max_bulk), &v) != 0 ||
+		    v < (1u << 20) || v > (1ull << 30)) {
+			fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from 1mb to "
+					"1gb, not '%s'\n", o->max_bulk);
+			innet_topology_free(t);
+			return 2;
+		}
+		c.max_bulk = v;
+	}
 	if (metrics != NULL) {
 		char merr[160];
 		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,
@@ -390,16 +425,60 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && kv_topology_is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
+	/* the learner filter: asked for, or by default in netns mode (where it
+	 * takes a fifth of the CPU a replica spends per write: docs/consensus.md) */
+	const char *filter = o->filter;
+	bool filter_auto = filter == NULL && t->netns;
+	if (filter_auto)
+		filter = "all";
+	if (filter != NULL && !strcmp(filter, "none"))
+		filter = NULL;
+	if (filter != NULL && !t->netns) {
+		fprintf(stderr, "innet kv: --learner-filter needs a topology in netns mode (the "
+				"replica's own interfaces)\n");
+		innet_topology_free(t);
+		return 2;
+	}
 	if (kv_enter(t, (uint32_t)h) != 0) {
 		innet_topology_free(t);
 		return 1;
 	}
 	innet_topology_free(t);
+	struct learnfilter *lf = NULL;
+	if (filter != NULL) {
+		lf = learnfilter_attach(filter, c.paxos.bind_udp, c.paxos.n_acceptors,
+					!o->filter_redundant, err, sizeof(err));
+		if (lf == NULL && !filter_auto) {
+			fprintf(stderr, "innet kv: learner filter: %s\n", err);
+			return 1;
+		}
+		if (lf == NULL) {
+			fprintf(stderr, "innet kv: warning: no learner filter (%s): every 2B reaches the "
+					"replica\n", err);
+		} else {
+			/* every 2B to the replica's socket now comes through it */
+			c.trust_filter = !o->filter_redundant;
+			fprintf(stderr, "innet kv: learner filter on %s (mode %s)\n", filter,
+				o->filter_redundant ? "redundant" : "quorum");
+		}
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return kv_serve(&c) == 0 ? 0 : 1;
+	int rc = kv_serve(&c) == 0 ? 0 : 1;
+	if (lf != NULL) {
+		struct lf_stats fs;
+		learnfilter_stats(lf, &fs);
+		int drc = learnfilter_detach(lf);
+		fprintf(stderr, "innet kv: learner_filter seen=%llu passed_quorum=%llu dropped_before=%llu "
+				"dropped_redundant=%llu passed_before=%llu passed_other=%llu%s\n",
+			(unsigned long long)fs.seen, (unsigned long long)fs.passed_quorum,
+			(unsigned long long)fs.dropped_before, (unsigned long long)fs.dropped_redundant,
+			(unsigned long long)fs.passed_before, (unsigned long long)fs.passed_other,
+			drc != 0 ? " (detach failed)" : "");
+	}
+	return rc;
 }
 
 static int run_self(char *const argv[])
@@ -821,11 +900,11 @@ static int kv_down(const char *file, bool keep_logs)
  * coordinator) for host h in the background: log and pid file in the state
  * dir; a replica is waited for until it accepts connections. 0 or 1. */
 static int spawn_host(const struct innet_topology *t, const char *file, uint32_t h, uint16_t port,
-		      uint32_t window, bool fresh_log)
+		      const struct kv_opts *o, bool fresh_log)
 {
 	char portstr[8], winstr[16];
 	snprintf(portstr, sizeof(portstr), "%u", port);
-	snprintf(winstr, sizeof(winstr), "%u", window); /* 0: the replica's default */
+	snprintf(winstr, sizeof(winstr), "%u", o->window); /* 0: the replica's default */
 	bool lead = kv_topology_is_leader_host(t, h);
 	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
 	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
@@ -844,9 +923,28 @@ static int spawn_host(const struct innet_topology *t, const char *file, uint32_t
 		}
 		if (nul >= 0)
 			dup2(nul, 0);
-		char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
-				 (char *)file, "--name", t->nodes[h].name, "--port", portstr,
-				 lead || window == 0 ? NULL : "--window", winstr, NULL };
+		char *argv[24] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
+				   (char *)file, "--name", t->nodes[h].name, "--port", portstr };
+		int n = 9;
+		if (!lead && o->window != 0) {
+			argv[n++] = "--window";
+			argv[n++] = winstr;
+		}
+		if (!lead && o->reads_log) {
+			argv[n++] = "--reads";
+			argv[n++] = "log";
+		}
+		if (!lead && o->max_bulk[0] != '\0') {
+			argv[n++] = "--proto-max-bulk-len";
+			argv[n++] = (char *)o->max_bulk;
+		}
+		if (!lead && o->filter != NULL) {
+			argv[n++] = "--learner-filter";
+			argv[n++] = (char *)o->filter;
+			argv[n++] = "--filter-mode";
+			argv[n++] = o->filter_redundant ? "redundant" : "quorum";
+		}
+		argv[n] = NULL;
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
@@ -918,7 +1016,7 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 
 /* innet kv start|stop FILE HOST: one replica (or backup coordinator) of a
  * running KV fabric. */
-static int kv_one(const char *file, const char *name, bool start, uint16_t port, uint32_t window,
+static int kv_one(const char *file, const char *name, bool start, uint16_t port, const struct kv_opts *o,
 		  bool kill_now)
 {
 	char err[8192];
@@ -936,13 +1034,13 @@ static int kv_one(const char *file, const char *name, bool start, uint16_t port,
 	}
 	rc = stop_host(t, (uint32_t)h, kill_now);
 	if (rc == 0 && start)
-		rc = spawn_host(t, file, (uint32_t)h, port, window, false);
+		rc = spawn_host(t, file, (uint32_t)h, port, o, false);
 out:
 	innet_topology_free(t);
 	return rc;
 }
 
-static int kv_up(const char *file, uint16_t port, uint32_t window)
+static int kv_up(const char *file, uint16_t port, const struct kv_opts *o)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -958,7 +1056,7 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	int rc = 0;
 	for (uint32_t h = t->n_switches; h < t->n_nodes && rc == 0; h++)
 		if (kv_topology_is_replica(t, h) || kv_topology_is_leader_host(t, h))
-			rc = spawn_host(t, file, h, port, window, true);
+			rc = spawn_host(t, file, h, port, o, true);
 	innet_topology_free(t);
 	if (rc != 0)
 		kv_down(file, true);   /* keep the logs: they say why up failed */
@@ -1105,7 +1203,7 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 			target = n > target ? n : target;
 		}
 		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
-		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
+		    spawn_host(t, file, (uint32_t)h, port, &(struct kv_opts){ 0 }, false) != 0)
 			goto out;
 		long long at = -1;
 		for (int i = 0; i < 300; i++) {
@@ -1189,11 +1287,15 @@ int cmd_kv(int argc, char **argv)
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
-		{ "metrics", required_argument, NULL, 'M' },  { "keep-logs", no_argument, NULL, 'K' },
+		{ "metrics", required_argument, NULL, 'M' }, { "reads", required_argument, NULL, 'r' },
+		{ "proto-max-bulk-len", required_argument, NULL, 'B' },
+		{ "learner-filter", required_argument, NULL, 'L' },
+		{ "filter-mode", required_argument, NULL, 'F' }, { "keep-logs", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
-	unsigned long port = 6379, window = 0;
+	unsigned long port = 6379;
+	struct kv_opts o = { 0 };
 	bool kill_now = false, keep_logs = false;
 	int c;
 	optind = 1;
@@ -1210,13 +1312,40 @@ int cmd_kv(int argc, char **argv)
 		}
 		case 'w': {
 			char *end;
-			window = strtoul(optarg, &end, 10);
+			unsigned long window = strtoul(optarg, &end, 10);
 			if (*end || window == 0 || window > KV_MAX_WINDOW) {
 				fprintf(stderr, "innet kv: --window wants 1..%u\n", KV_MAX_WINDOW);
 				goto bad;
 			}
+			o.window = (uint32_t)window;
 			break;
 		}
+		case 'r':
+			if (strcmp(optarg, "index") != 0 && strcmp(optarg, "log") != 0) {
+				fprintf(stderr, "innet kv: --reads wants index or log, not '%s'\n", optarg);
+				goto bad;
+			}
+			o.reads_log = !strcmp(optarg, "log");
+			break;
+		case 'B': {
+			unsigned long long v;
+			if (kv_parse_memory(optarg, strlen(optarg), &v) != 0 || v < (1u << 20) ||
+			    v > (1ull << 30) || strlen(optarg) >= sizeof(o.max_bulk)) {
+				fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from "
+						"1mb to 1gb, not '%s'\n", optarg);
+				goto bad;
+			}
+			snprintf(o.max_bulk, sizeof(o.max_bulk), "%s", optarg);
+			break;
+		}
+		case 'L': o.filter = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "quorum") != 0 && strcmp(optarg, "redundant") != 0) {
+				fprintf(stderr, "innet kv: --filter-mode wants quorum or redundant\n");
+				goto bad;
+			}
+			o.filter_redundant = !strcmp(optarg, "redundant");
+			break;
 		case 'k': kill_now = true; break;
 		case 'K': keep_logs = true; break;
 		case 'M': metrics = optarg; break;
@@ -1232,16 +1361,16 @@ int cmd_kv(int argc, char **argv)
 		goto bad;
 	}
 	if (!strcmp(verb, "serve") && optind + 1 == argc && file && name)
-		return serve(file, name, (uint16_t)port, window, metrics);
+		return serve(file, name, (uint16_t)port, &o, metrics);
 	if (!strcmp(verb, "leader") && optind + 1 == argc && file && name)
 		return leader(file, name);
 	if (!strcmp(verb, "up") && optind + 2 == argc)
-		return kv_up(argv[optind + 1], (uint16_t)port, (uint32_t)window);
+		return kv_up(argv[optind + 1], (uint16_t)port, &o);
 	if (!strcmp(verb, "down") && optind + 2 == argc)
 		return kv_down(argv[optind + 1], keep_logs);
 	if ((!strcmp(verb, "start") || !strcmp(verb, "stop")) && optind + 3 == argc)
 		return kv_one(argv[optind + 1], argv[optind + 2], verb[2] == 'a', (uint16_t)port,
-			      (uint32_t)window, kill_now);
+			      &o, kill_now);
 	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)

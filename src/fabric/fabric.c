@@ -249,7 +249,7 @@ static int fabric_up(const struct opts *o)
 				(int)prev[i].pid, o->file);
 			goto out;
 		}
-	if (fab_find_exe(o, exe, sizeof(exe)) != 0)
+	if (fab_find_exe(o, exe, sizeof(exe)) != 0 || fab_p4_prebuild(exe, t, procs) != 0)
 		goto out;
 	int r = innet_mkdir_p(t->state_dir);
 	if (r < 0) {

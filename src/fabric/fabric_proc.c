@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -291,5 +292,74 @@ int fab_stop_one(struct proc *p, bool kill_now)
 		return 1;
 	}
 	fab_say(false, "stopped switch %s (pid %d%s)\n", p->name, (int)p->pid, kill_now ? ", killed" : "");
+	return 0;
+}
+
+/* `exe p4 build json`, its output into out; the exit status or -1. */
+static int run_p4_build(const char *exe, const char *json, char *out, size_t len)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
+			_exit(127);
+		close(fds[0]);
+		execl(exe, exe, "p4", "build", json, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	size_t n = 0;
+	ssize_t r;
+	while ((r = read(fds[0], out + n, len - 1 - n)) > 0 && n + (size_t)r < len - 1)
+		n += (size_t)r;
+	if (r > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(fds[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int fab_p4_prebuild(const char *exe, const struct innet_topology *t, const struct proc *procs)
+{
+	for (uint32_t i = 0; i < t->n_switches; i++) {
+		const struct innet_topo_node *n = &t->nodes[i];
+		if (!n->p4 || procs[i].pid >= 0 || n->conf->progs[0].args_json == NULL)
+			continue;
+		json_t *a = json_loads(n->conf->progs[0].args_json, 0, NULL);
+		const char *json = json_string_value(json_object_get(a, "json"));
+		bool seen = false;
+		for (uint32_t j = 0; json != NULL && j < i && !seen; j++) {
+			const struct innet_topo_node *m = &t->nodes[j];
+			if (!m->p4 || procs[j].pid >= 0 || m->conf->progs[0].args_json == NULL)
+				continue;
+			json_t *b = json_loads(m->conf->progs[0].args_json, 0, NULL);
+			const char *other = json_string_value(json_object_get(b, "json"));
+			seen = other != NULL && !strcmp(other, json);
+			json_decref(b);
+		}
+		int rc = 0;
+		if (json != NULL && !seen) {
+			char out[4096];
+			rc = run_p4_build(exe, json, out, sizeof(out));
+			if (rc != 0)
+				fab_say(true, "switch %s: cannot build its P4 program %s:\n%s", n->name, json,
+					out);
+		}
+		json_decref(a);
+		if (rc != 0)
+			return -1;
+	}
 	return 0;
 }

@@ -120,6 +120,12 @@ void fab_print_log_tail(const char *path, int lines);
 pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
 		       uint64_t workers, const sigset_t *mask, bool append,
 		       const struct innet_topology *t);
+/* Build the P4 programs of the selected switches (procs[i].pid < 0) once
+ * each, before any starts: `innet p4 build JSON` into the cache the switches
+ * then load from (a program is compiled when first loaded: seconds, not
+ * something N switches should each do against the start timeout). 0, or -1
+ * (reported, with the build's own message). */
+int fab_p4_prebuild(const char *exe, const struct innet_topology *t, const struct proc *procs);
 /* How child p ended: "exited with status N", "was killed by SIGNAL". */
 void fab_describe_exit(const struct proc *p, char *out, size_t len);
 

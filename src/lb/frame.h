@@ -47,6 +47,8 @@ struct lb_frame {
 	uint8_t proto;      /* LB_PROTO_TCP or LB_PROTO_UDP */
 	uint8_t tcp_flags;  /* TCP: LB_TCP_FIN, _SYN, _RST, _ACK */
 	uint8_t ttl;        /* IPv4 TTL */
+	uint8_t parse_alu;  /* stateless operations lb_fr_parse did, as far as it got
+	                     * (innet_alu: docs/resources.md) */
 	uint32_t opaque;    /* lb_fr_opaque's cell */
 };
 
@@ -215,6 +217,7 @@ static inline uint16_t lb_fr_csum_l4(struct innet_pkt *pkt, const struct lb_fram
  * FRAGMENT, BAD_L4, NOT_VIP for another protocol). */
 LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 {
+	out->parse_alu = 1;
 	const uint8_t *eth = innet_pkt_ptr(pkt, 0, 14);
 	if (eth == NULL)
 		return LB_DR_BAD_FRAME;
@@ -236,8 +239,10 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 	uint32_t len = pkt->len;
 	uint32_t ihl = (uint32_t)(ip[0] & 0x0f) * 4;
 	uint32_t tot = lb_rd16(ip + 2);
+	out->parse_alu = 6;
 	if (ip[0] >> 4 != 4 || ihl < 20 || l3 + ihl > len || tot < ihl || l3 + tot > len)
 		return LB_DR_BAD_IP;
+	out->parse_alu = 22;
 	uint32_t hsum = lb_sum_fixed(ip, 20, 0);
 	uint16_t frag = lb_rd16(ip + 6);
 	out->l3_off = l3;
@@ -275,6 +280,7 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 	}
 	out->sport = lb_rd16(l4);
 	out->dport = lb_rd16(l4 + 2);
+	out->parse_alu = 25;
 	return 0;
 }
 

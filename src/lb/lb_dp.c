@@ -112,6 +112,15 @@
 #define LB_STEP __attribute__((noinline))
 #define LB_INLINE static inline __attribute__((always_inline))
 
+/* Stateless work (innet_alu; docs/resources.md, "What innet_alu counts"):
+ * each step reports the ALU operations its eBPF code executes, as the ALU
+ * check counts them (INNET_TEST_TARGET=alu build/tests/golden/test_lb fails
+ * when a pass's report and its count drift apart; ALU_CHECK_VERBOSE=1 shows
+ * every innet_alu call against the operations counted since the one
+ * before). Loop bodies report per iteration. Completing a partial L4
+ * checksum sums the segment: about 2 operations a byte. */
+#define LB_ALU_CSUM(l4_len) (27u + 2u * (uint32_t)(l4_len))
+
 /* The handler's working state: in innet_scratch() memory, not on the stack.
  * On XDP the engine's frame and the deepest chain of calls (a new
  * connection's pick: step, policy, probe loop, a server's units) share 512
@@ -244,7 +253,7 @@ LB_INLINE uint32_t unit_state(struct innet_ctx *ctx, const struct lb_conf *c, ui
 	uint32_t l = (st >> 8) & 0xff;
 	uint32_t th = LB_META_KIND(m) == INNET_LB_KIND_ACCEL ? c->threshold[INNET_LB_KIND_ACCEL]
 							     : c->threshold[INNET_LB_KIND_CPU];
-	innet_alu(ctx, 6);
+	innet_alu(ctx, 8);
 	bool busy = (st & INNET_LB_ST_BUSY) || l >= th;
 	return LB_USABLE | (busy ? LB_BUSY : 0u) | l << 8;
 }
@@ -279,6 +288,7 @@ static long list_probe_one(uint32_t i, void *arg)
 		return 1;
 	uint32_t slot = (uint32_t)innet_reg_read(a->ctx, R_LIST,
 						 s->pick.base + (uint32_t)((s->pick.start + i) % n));
+	innet_alu(a->ctx, 16);
 	if (unit_state(a->ctx, a->c, slot) != 0)
 		return found(a, slot, i > 0);
 	return innet_faulted(a->ctx);
@@ -305,6 +315,7 @@ static long maglev_probe_one(uint32_t k, void *arg)
 	struct lb_scratch *s = a->s;
 	uint32_t slot = maglev_at(a->ctx, a->c, s->pick.pool, LB_MG_UNITS, s->pick.buf,
 				  s->flow.h + (uint64_t)k * 7919u);
+	innet_alu(a->ctx, 13);
 	if (slot != LB_NONE && unit_state(a->ctx, a->c, slot) != 0)
 		return found(a, slot, k > 0);
 	return innet_faulted(a->ctx);
@@ -321,6 +332,7 @@ static long wrr_probe_one(uint32_t i, void *arg)
 		return 1;
 	uint32_t slot = (uint32_t)innet_reg_read(a->ctx, R_WRR,
 						 s->pick.base + (uint32_t)((s->pick.start + i) % n));
+	innet_alu(a->ctx, 14);
 	if (unit_state(a->ctx, a->c, slot) != 0)
 		return found(a, slot, false);
 	return innet_faulted(a->ctx);
@@ -337,6 +349,7 @@ static long dip_unit_one(uint32_t u, void *arg)
 		s->dip.avail |= 1u << u;
 		s->dip.busy |= (uint32_t)((us & LB_BUSY) != 0) << u;
 		s->dip.levels |= (uint64_t)LB_LEVEL(us) << (8u * u);
+		innet_alu(a->ctx, 9);
 	}
 	return innet_faulted(a->ctx);
 }
@@ -365,6 +378,7 @@ static long dip_weight_one(uint32_t u, void *arg)
 	else
 		s->dip.w_hi |= w << (16u * (u - 4));
 	s->dip.total += dip_rem(s, u);
+	innet_alu(a->ctx, 18);
 	return innet_faulted(a->ctx);
 }
 
@@ -374,6 +388,7 @@ static long dip_draw_one(uint32_t u, void *arg)
 	struct lb_scratch *s = a->s;
 	u &= LB_UNITS_PER_SERVER - 1;
 	uint32_t rem = dip_rem(s, u);
+	innet_alu(a->ctx, 9);
 	if (s->dip.x < rem) {
 		s->dip.found = s->dip.srv * LB_UNITS_PER_SERVER + u;
 		return 1;
@@ -397,11 +412,11 @@ LB_INLINE uint32_t dip_split(struct lb_cb *a)
 	s->dip.w_lo = s->dip.w_hi = 0;
 	s->dip.total = 0;
 	innet_loop(LB_UNITS_PER_SERVER, dip_weight_one, a);
-	innet_alu(a->ctx, 3 * LB_UNITS_PER_SERVER);
 	LB_STOP_IF_FAULTED(a->ctx, LB_NONE);
 	if (s->dip.total == 0)
 		return LB_NONE;
 	s->dip.x = (uint32_t)(((uint64_t)innet_random(a->ctx) * s->dip.total) >> 32);
+	innet_alu(a->ctx, 31);
 	s->dip.found = LB_NONE;
 	innet_loop(LB_UNITS_PER_SERVER, dip_draw_one, a);
 	return s->dip.found;
@@ -422,6 +437,7 @@ LB_INLINE uint32_t dip_pick(struct lb_cb *a)
 		return LB_NONE;
 	uint32_t dv = (uint32_t)innet_reg_read(a->ctx, R_DIP,
 					       srv * LB_DIP_STATES + (s->dip.busy << 8 | avail));
+	innet_alu(a->ctx, 28);
 	if (dv == LB_DIP_SPLIT)
 		return dip_split(a);
 	if (dv >= LB_UNITS_PER_SERVER || !(avail >> dv & 1))
@@ -436,6 +452,7 @@ static long accel_probe_one(uint32_t k, void *arg)
 	struct lb_scratch *s = a->s;
 	uint32_t srv = maglev_at(a->ctx, a->c, s->pick.pool, LB_MG_SERVERS, s->pick.buf,
 				 s->flow.h + (uint64_t)k * 7919u);
+	innet_alu(a->ctx, 15);
 	if (srv >= INNET_LB_MAX_SERVERS)
 		return innet_faulted(a->ctx);
 	s->dip.srv = srv;
@@ -455,6 +472,7 @@ static LB_STEP uint32_t p2c_pick(struct innet_ctx *ctx, const struct lb_conf *c,
 	uint32_t base = (pool * 2 + buf) * LB_MAX_UNIT_SLOTS;
 	uint32_t a = (uint32_t)innet_reg_read(ctx, R_LIST, base + innet_random(ctx) % n);
 	uint32_t b = (uint32_t)innet_reg_read(ctx, R_LIST, base + innet_random(ctx) % n);
+	innet_alu(ctx, 16);
 	uint32_t sa = unit_state(ctx, c, a), sb = unit_state(ctx, c, b);
 	bool ua = sa != 0, ub = sb != 0;
 	if (ua && ub) {
@@ -558,9 +576,11 @@ LB_INLINE uint32_t bloom_idx(const struct lb_conf *c, uint64_t h, unsigned i)
 
 LB_INLINE bool bloom_maybe(struct innet_ctx *ctx, const struct lb_conf *c, uint64_t h)
 {
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < 3; i++) {
+		innet_alu(ctx, 2);
 		if (innet_reg_read(ctx, R_BLOOM, bloom_idx(c, h, i)) == 0)
 			return false;
+	}
 	return true;
 }
 
@@ -589,6 +609,7 @@ static long bloom_add_one(uint32_t i, void *arg)
 	struct lb_cb *a = arg;
 	struct lb_scratch *s = a->s;
 	s->bloom.idx = bloom_idx(a->c, s->flow.h, i);
+	innet_alu(a->ctx, 6);
 	s->bloom.seen = innet_reg_read(a->ctx, R_BLOOM, s->bloom.idx);
 	if (innet_faulted(a->ctx))
 		return 1;
@@ -630,12 +651,15 @@ static long nat_word_one(uint32_t i, void *arg)
 		return 1;
 	uint32_t w = (uint32_t)((s->flow.h + i) % nw);
 	uint32_t idx = s->nat.unit * nw + w;
+	innet_alu(a->ctx, 4);
 	uint64_t v = innet_reg_read(a->ctx, R_NATMAP, idx);
 	for (int tries = 0; tries < 4; tries++) {
 		uint64_t free_ = ~v & nat_mask(a->c, w);
+		innet_alu(a->ctx, 7);
 		if (free_ == 0)
 			break;
 		unsigned bit = lowest_bit(free_);
+		innet_alu(a->ctx, 4);
 		if (innet_reg_cas(a->ctx, R_NATMAP, idx, &v, v | 1ull << bit)) {
 			s->nat.port = (int32_t)(w * 64 + bit);
 			return 1;
@@ -797,6 +821,7 @@ static LB_STEP int conn_find(struct lb_cb *a)
 		s->flow.v.seen_ms = now;
 		conn_insert(a);   /* (busy: refreshed another time) */
 	}
+	innet_alu(ctx, 6);
 	return LB_FIND_LIVE;
 }
 
@@ -825,6 +850,7 @@ static LB_STEP int conn_new(struct lb_cb *a, uint32_t slot, unsigned *why)
 		s->flow.v.nat = (uint16_t)nat;
 	}
 	rev_key_of(c, &s->flow.k, &s->flow.v, &s->flow.rk);
+	innet_alu(ctx, c->mode == LB_MODE_PROXY ? 16 : 1);
 	int rc = conn_insert(a);
 	if (rc == INNET_TABLE_OK) {
 		rc = rev_insert(a);
@@ -839,10 +865,13 @@ static LB_STEP int conn_new(struct lb_cb *a, uint32_t slot, unsigned *why)
 	innet_reg_fetch_add(ctx, R_UNIT_CONNS, slot, 1);
 	innet_reg_fetch_add(ctx, R_UNIT_NEW, slot, 1);
 	stat_inc(ctx, LB_ST_CONN_NEW);
+	innet_alu(ctx, 1);
 	return LB_CONN_ENTRY;
 err_free_nat:
-	if (c->mode == LB_MODE_PROXY)
+	if (c->mode == LB_MODE_PROXY) {
 		nat_free(ctx, c, slot, s->flow.v.nat);
+		innet_alu(ctx, 8);
+	}
 	if (rc == INNET_TABLE_BUSY) {
 		*why = LB_DR_CONN_BUSY;
 	} else {
@@ -860,7 +889,6 @@ err_free_nat:
 LB_INLINE int conn_get(struct lb_cb *a, unsigned *why)
 {
 	a->s->flow.h = innet_hash(&a->s->flow.k, sizeof(a->s->flow.k), LB_FLOW_SEED);
-	innet_alu(a->ctx, 8);
 	int found = conn_find(a);
 	if (found == LB_FIND_IDLE && conn_release(a) == INNET_TABLE_BUSY)
 		found = LB_FIND_BUSY;   /* the idle entry is still there: not a new flow yet */
@@ -954,6 +982,7 @@ LB_INLINE void proxy_flow(struct lb_cb *a, struct innet_pkt *pkt)
 	s->flow.rv = (struct lb_rev_val){ .cip = pkt->src.ip, .cport = pkt->src.udp,
 					  .vip = (uint8_t)i, .swport = (uint8_t)pkt->in_port };
 	s->flow.may_create = 1;
+	innet_alu(a->ctx, 5);
 }
 
 /* Client -> VIP, its connection in s->flow.v: to the unit, from its NAT port. */
@@ -970,6 +999,7 @@ static LB_STEP enum innet_action proxy_to_unit(struct lb_cb *a, struct innet_pkt
 		return innet_drop(pkt, LB_DR_NAT_EXHAUSTED); /* (setup refuses it) */
 	innet_forward_to(pkt, (uint16_t)addr, (uint32_t)(addr >> 32), (uint16_t)(addr >> 16));
 	pkt->out.src_udp = c->nat_ports[innet_index(s->flow.v.nat % n_nat, INNET_MAX_PROG_UDP)];
+	innet_alu(ctx, 5);
 	return INNET_FORWARD;
 }
 
@@ -987,6 +1017,7 @@ static LB_STEP enum innet_action proxy_to_client(struct lb_cb *a, struct innet_p
 		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? INNET_DROP_TABLE_BUSY : LB_DR_UNKNOWN_SOURCE);
 	s->flow.rk = (struct lb_rev_key){ .kind = LB_REV_PROXY, .proto = LB_PROTO_UDP,
 					  .unit = (uint16_t)s->flow.unit, .port = (uint16_t)(ni - 1) };
+	innet_alu(a->ctx, 5);
 	rc = rev_lookup(a);
 	if (rc != INNET_TABLE_OK)
 		return innet_drop(pkt, rc == INNET_TABLE_BUSY ? LB_DR_CONN_BUSY : LB_DR_NO_CONNECTION);
@@ -994,6 +1025,7 @@ static LB_STEP enum innet_action proxy_to_client(struct lb_cb *a, struct innet_p
 		return innet_drop(pkt, LB_DR_NOT_VIP); /* (setup refuses it) */
 	innet_forward_to(pkt, s->flow.rv.swport, s->flow.rv.cip, s->flow.rv.cport);
 	pkt->out.src_udp = c->vips[innet_index(s->flow.rv.vip % n_vips, INNET_LB_MAX_VIPS)].port;
+	innet_alu(a->ctx, 5);
 	return INNET_FORWARD;
 }
 
@@ -1018,7 +1050,7 @@ LB_INLINE enum innet_action frame_out(struct lb_cb *a, struct innet_pkt *pkt, ui
 	}
 	lb_fr_set_macs(pkt, dmac, smac);
 	lb_fr_dec_ttl(pkt, &a->s->fr);
-	innet_alu(ctx, 16);
+	innet_alu(ctx, 10);
 	bool due = sweep_due(ctx, a->c);
 	LB_STOP_IF_FAULTED(ctx, INNET_DROP);
 	if (due) {
@@ -1048,6 +1080,7 @@ static LB_STEP void frame_flow(struct lb_cb *a, struct innet_pkt *pkt)
 		__builtin_memcpy(s->flow.rv.cmac, cmac, 6);
 	s->flow.may_create = proto == LB_PROTO_UDP ||
 			     (proto == LB_PROTO_TCP && (flags & (LB_TCP_SYN | LB_TCP_ACK)) == LB_TCP_SYN);
+	innet_alu(a->ctx, 5);
 }
 
 /* A frame for a VIP, its connection in s->flow.v (conn LB_CONN_ENTRY, or
@@ -1068,9 +1101,13 @@ static LB_STEP enum innet_action frame_to_unit(struct lb_cb *a, struct innet_pkt
 	uint64_t addr = innet_reg_read(ctx, R_UNIT_ADDR, unit);
 	uint64_t mac = innet_reg_read(ctx, R_UNIT_MAC, unit);
 	LB_STOP_IF_FAULTED(ctx, INNET_DROP);
-	if (lb_fr_complete_csum(pkt, fr))
+	if (lb_fr_complete_csum(pkt, fr)) {
 		stat_inc(ctx, LB_ST_CSUM_COMPLETED);
+		innet_alu(ctx, LB_ALU_CSUM(fr->l4_len));
+	}
+	bool l4_csum = lb_fr_l4_csum(pkt, fr) != NULL;
 	lb_fr_set_dst(pkt, fr, (uint32_t)(addr >> 32), (uint16_t)(addr >> 16));
+	innet_alu(ctx, l4_csum ? 45 : 15);
 	innet_reg_fetch_add(ctx, R_UNIT_PKTS, unit, 1);
 	return frame_out(a, pkt, (uint16_t)addr, mac);
 }
@@ -1097,9 +1134,13 @@ static LB_STEP enum innet_action frame_from_unit(struct lb_cb *a, struct innet_p
 	if (n_vips == 0 || n_vips > INNET_LB_MAX_VIPS)
 		return innet_drop(pkt, LB_DR_NOT_VIP); /* (setup refuses it) */
 	const struct lb_vip *vip = &c->vips[innet_index(s->flow.rv.vip % n_vips, INNET_LB_MAX_VIPS)];
-	if (lb_fr_complete_csum(pkt, fr))
+	if (lb_fr_complete_csum(pkt, fr)) {
 		stat_inc(ctx, LB_ST_CSUM_COMPLETED);
+		innet_alu(ctx, LB_ALU_CSUM(fr->l4_len));
+	}
+	bool l4_csum = lb_fr_l4_csum(pkt, fr) != NULL;
 	lb_fr_set_src(pkt, fr, vip->ip, vip->port);
+	innet_alu(ctx, l4_csum ? 52 : 22);
 	if (fr->proto == LB_PROTO_TCP && (fr->tcp_flags & (LB_TCP_FIN | LB_TCP_RST))) {
 		s->flow.k = (struct lb_conn_key){ .cip = s->flow.rv.cip, .vip_ip = vip->ip,
 						  .cport = s->flow.rv.cport, .vport = vip->port,
@@ -1130,7 +1171,7 @@ static LB_STEP int frame_parse(struct lb_cb *a, struct innet_pkt *pkt, unsigned 
 	struct lb_scratch *s = a->s;
 	struct lb_frame *fr = &s->fr;
 	unsigned bad = lb_fr_parse(pkt, fr);
-	innet_alu(a->ctx, 24);
+	innet_alu(a->ctx, fr->parse_alu);
 	if (bad != 0) {
 		*why = bad;
 		return LB_FRAME_BAD;

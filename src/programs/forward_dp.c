@@ -54,7 +54,7 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 				uint64_t flow[2] = { ((uint64_t)pkt->src.ip << 16) | pkt->src.udp,
 						     ((uint64_t)node << 16) | pkt->dst_udp };
 				hash = innet_hash(flow, sizeof(flow), 0);
-				innet_alu(ctx, 2);
+				innet_alu(ctx, 5); /* innet_route_pick's choice among r.n */
 			}
 			return innet_forward(pkt, innet_route_pick(&r, hash));
 		}

@@ -10,7 +10,10 @@
 #   - allreduce: several rounds, medians and the spread;
 #   - stragglers: medians and the straggler's fate beside the means;
 #   - lb-qps (root): the XDP/nftables/dnsdist part, its keys and ratio, and
-#     that it removes its namespaces.
+#     that it removes its namespaces;
+#   - xdp-forwarding (root): the user-space engine's sweep over paced offered
+#     rates, its keys, a pace that never exceeds the rate asked for, the
+#     overload ratio, no namespaces left; bad --rates/--contenders refused.
 # Loopback only; addresses moved off the benchmarks' defaults where they
 # can be (forwarding --udp-port, LBP_NET) so a real benchmark run elsewhere
 # on the machine does not collide with this one.
@@ -117,5 +120,35 @@ if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1 && command -v nft >/dev
 	echo "ok: lb-qps on XDP against nftables and dnsdist, ratio = xdp / nft, namespaces removed"
 else
 	echo "== lb-qps --target xdp: skipped (needs root, netns, nft, dnsdist, nsd, dnsperf)"
+fi
+for bad in "--rates abc" "--rates 0.1,,0.2" "--contenders xdp,bogus" "--userspace-prio 0"; do
+	rc=0
+	# shellcheck disable=SC2086 # the option and its value
+	bench/run xdp-forwarding $bad >/dev/null 2>"$OUT/bad.err" || rc=$?
+	[ "$rc" -eq 2 ] || fail "xdp-forwarding $bad: exit $rc, not 2 (a usage error)"
+done
+echo "ok: xdp-forwarding refuses bad --rates, --contenders, --userspace-prio"
+if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; then
+	line=$(run xdp-forwarding --seconds 1 --rounds 1 --sizes 64 --contenders userspace --rates 0.05,0.1)
+	echo "$line"
+	need "$line" userspace_mpps_64 offered_mpps_64 userspace_mpps_64_at_0.05 offered_mpps_64_at_0.05 \
+		userspace_mpps_64_at_0.1 offered_mpps_64_at_0.1 userspace_overload_ratio_64 \
+		userspace_sockdrop_frac_64 userspace_ringdrop_frac_64 skipped_runs
+	# paced: never more than asked (a batch of 64 early at most)
+	for r in 0.05 0.1; do
+		awk -v o="$(key "$line" offered_mpps_64_at_$r)" -v r="$r" 'BEGIN { exit !(o > 0 && o <= r * 1.05) }' ||
+			fail "xdp-forwarding: offered $(key "$line" offered_mpps_64_at_$r) Mpps when paced at $r"
+	done
+	want=$(awk -v a="$(key "$line" userspace_mpps_64_at_0.1)" -v b="$(key "$line" userspace_mpps_64_at_0.05)" \
+		'BEGIN { m = (a > b ? a : b); printf "%.3f", (m > 0 ? a / m : 0) }')
+	close "$(key "$line" userspace_overload_ratio_64)" "$want" ||
+		fail "xdp-forwarding: userspace_overload_ratio_64 is not the top rate's goodput over the best ($want)"
+	ns=$(sed -n 's/.*"netns": "\([^"]*\)".*/\1/p' "$OUT/results/xdp-forwarding-latest.json" | head -n 1)
+	[ -n "$ns" ] || fail "xdp-forwarding: no netns parameter in the JSON"
+	left=$(ip netns list | grep -c "^$ns-" || true)
+	[ "$left" -eq 0 ] || fail "xdp-forwarding: $left of its namespaces ($ns-*) left behind"
+	echo "ok: xdp-forwarding's sweep of paced rates, its keys, the overload ratio, namespaces removed"
+else
+	echo "== xdp-forwarding: skipped (needs root and network namespaces)"
 fi
 echo "bench_smoke: all checks passed"

@@ -268,7 +268,7 @@ static uint32_t make_pkt(const struct setup *su, uint8_t *b)
 		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, INNET_SVC_PAXOS, 0, htons(1), htons(9) };
 		struct paxos_hdr p;
 		memset(&p, 0, sizeof(p));
-		p.type = rnd() % 4 ? PAXOS_REQUEST : (uint8_t)(rnd() % 10);
+		p.type = rnd() % 4 ? PAXOS_REQUEST : (uint8_t)(rnd() % 12);
 		p.vlen = htons((uint16_t)vlen);
 		p.req_id = rnd() % 8 ? __builtin_bswap64(((uint64_t)rnd() << 32) | 1) : 0;
 		memcpy(b, &h, 8);
@@ -277,7 +277,7 @@ static uint32_t make_pkt(const struct setup *su, uint8_t *b)
 			b[56 + i] = (uint8_t)rnd();
 		len = 56 + vlen;
 	} else if (!strcmp(program, "paxos_acceptor")) {
-		/* 2A/1A/RECOVER/TRIM over a ring of 8 slots. The stream moves
+		/* 2A/1A/RECOVER/TRIM/READ over a ring of 8 slots. The stream moves
 		 * on: every 300 packets the learners' watermarks (so trim) and
 		 * the instances named go up by one, every 500 the ballots by a
 		 * round; within that, ballots that win and ballots that lose,
@@ -290,11 +290,11 @@ static uint32_t make_pkt(const struct setup *su, uint8_t *b)
 					     (round << 8) + 1, (round + 1) << 8, (round - 1) << 8 };
 		static const uint8_t types[] = { PAXOS_2A, PAXOS_2A, PAXOS_2A, PAXOS_2A, PAXOS_1A,
 						 PAXOS_1A, PAXOS_RECOVER, PAXOS_RECOVER, PAXOS_TRIM,
-						 PAXOS_NACK };
+						 PAXOS_NACK, PAXOS_READ };
 		struct innet_hdr h = { INNET_MAGIC, INNET_VERSION, INNET_SVC_PAXOS, 0, htons(1), htons(9) };
 		struct paxos_hdr p;
 		memset(&p, 0, sizeof(p));
-		p.type = types[rnd() % 10];
+		p.type = types[rnd() % 11];
 		uint32_t vlen = p.type == PAXOS_2A ? rnd() % 400 : 0;
 		p.ballot = htonl(ballots[rnd() % 8]);
 		if (p.type == PAXOS_1A && rnd() % 16 == 0) {   /* a new leader: this round */

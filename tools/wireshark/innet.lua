@@ -234,9 +234,9 @@ services:add(1, counter)
 local paxos = Proto("innet.paxos", "innet consensus (Paxos)")
 local PAXOS_LEN = 48
 local paxos_types = { [1] = "REQUEST", [2] = "1A", [3] = "1B", [4] = "2A", [5] = "2B",
-	[6] = "NACK", [7] = "TRIM", [8] = "RECOVER" }
+	[6] = "NACK", [7] = "TRIM", [8] = "RECOVER", [9] = "READ", [10] = "READ_ACK" }
 local paxos_status = { [0] = "ok", [1] = "ballot", [2] = "ring_full", [3] = "trimmed",
-	[4] = "too_big", [5] = "empty" }
+	[4] = "too_big", [5] = "empty", [6] = "joining" }
 local pf = paxos.fields
 pf.type     = ProtoField.uint8("innet.paxos.type", "Type", base.DEC, paxos_types)
 pf.status   = ProtoField.uint8("innet.paxos.status", "Status", base.DEC, paxos_status)

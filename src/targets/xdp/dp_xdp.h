@@ -112,6 +112,8 @@ struct innet_ctx {
 	uint8_t model;                   /* enum innet_model */
 	uint8_t in_timer;                /* never on XDP (timers run in user space) */
 	uint8_t pass_up;                 /* innet_pass_up: the user-space engine's turn */
+	uint32_t handoff_len;            /* innet_hand_off: bytes of state at handoff_state */
+	const void *handoff_state;
 	const void *conf;                /* the config block (map value) */
 	struct innet_pkt *pkt;           /* the packet being handled */
 };
@@ -292,7 +294,14 @@ INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
 /* Reload the packet pointers after a helper that moved the frame's bounds. */
 INNET__INLINE void innet__pkt_reload(struct innet_pkt *p)
 {
-	p->data = (uint8_t *)(long)p->xdp->data + p->hdr_len;
+	/* hdr_len is 0 or 42; bounded here because the verifier may have lost
+	 * the constant (a 4-byte spill beside headroom's, which push/pull
+	 * rewrite), and a packet pointer with an unbounded offset is checked
+	 * against data_end in vain */
+	uint32_t h = p->hdr_len;
+	if (h > INNET_XDP_HDR_LEN)
+		h = INNET_XDP_HDR_LEN;
+	p->data = (uint8_t *)(long)p->xdp->data + h;
 	p->data_end = (uint8_t *)(long)p->xdp->data_end;
 }
 
@@ -367,6 +376,22 @@ INNET__INLINE enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 {
 	(void)p;
 	ctx->pass_up = 1;
+	return INNET_DROP;
+}
+
+/* Continue the packet in the user-space engine, after the handler changed
+ * state: the packet (as it is now) and the n bytes at state (a pointer into
+ * innet_scratch() memory, n <= INNET_XDP_STATE_MAX) go over the ring, counted
+ * as a `resume` hand-off, and the engine calls the handler again with
+ * INNET_PKT_F_RESUMED in pkt->flags and those bytes at the start of its
+ * innet_scratch(). The handler there carries on from its state: nothing that
+ * ran here runs twice. Return its value. */
+INNET__INLINE enum innet_action innet_hand_off(struct innet_ctx *ctx, struct innet_pkt *p,
+					       const void *state, uint32_t n)
+{
+	(void)p;
+	ctx->handoff_state = state;
+	ctx->handoff_len = n;
 	return INNET_DROP;
 }
 

@@ -1099,12 +1099,44 @@ static int xdp_group_sync(void *priv, struct innet_cp *cp, uint32_t group,
 /* ------------------------------------------------------------------------ */
 /* Hand-offs: what the eBPF side could not finish.                            */
 
+/* innet_hand_off: the handler's state into the worker's scratch, the
+ * packet into a buffer, and the program runs on (natively) from there. */
+static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
+{
+	struct innet_switch *sw = x->sw;
+	struct innet_handoff *h = x->ring_seat;
+	if (r->prog >= sw->n_progs || h == NULL || r->state_len > INNET_XDP_STATE_MAX ||
+	    r->state_len > INNET_SCRATCH_SIZE || r->len > INNET_XDP_HANDOFF_MAX)
+		return;
+	uint8_t buf[INNET_PKT_HEADROOM + INNET_PKT_MAX];
+	struct innet_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.buf_start = buf;
+	pkt.buf_end = buf + sizeof(buf);
+	pkt.data = buf + INNET_PKT_HEADROOM;
+	memcpy(pkt.data, r->data, r->len);
+	pkt.len = r->len;
+	pkt.in_port = r->in_port;
+	pkt.dst_udp = r->dst_udp;
+	pkt.src.ip = r->src_ip;
+	pkt.src.udp = r->src_udp;
+	pkt.recirc = r->recirc;
+	pkt.flags = r->flags;
+	pkt.meta16 = r->meta16;
+	memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
+	innet_handoff_resume(h, &sw->progs[r->prog], &pkt, r->state, r->state_len);
+}
+
 static int handle_rec(void *ctx, void *data, size_t size)
 {
 	struct innet_xdp *x = ctx;
 	struct innet_switch *sw = x->sw;
 	const struct innet_xdp_rec *r = data;
 	struct innet_handoff *h = x->ring_seat;
+	if (size >= sizeof(struct innet_xdp_resume) && r->kind == INNET_XDP_REC_RESUME) {
+		resume_rec(x, data);
+		return 0;
+	}
 	if (size < offsetof(struct innet_xdp_rec, data) || r->prog >= sw->n_progs || h == NULL)
 		return 0;
 	struct innet_cp *cp = &sw->progs[r->prog];
@@ -1316,6 +1348,12 @@ static int inject_ebpf(struct innet_xdp *x, uint16_t port, uint16_t dst_udp,
 	uint32_t olen = opts.data_size_out;
 	res->action = (enum innet_action)t.action;
 	res->drop_reason = t.reason;
+	if (t.handoff == INNET_XDP_HANDOFF_RESUME + 1) {
+		/* the user-space engine finished it (just now, consuming the ring) */
+		uint16_t reason;
+		innet_handoff_verdict(h, &res->action, &reason);
+		res->drop_reason = reason;
+	}
 	if (t.seq == 0) {
 		/* the program passed it to the kernel: the user-space engine's turn */
 		rc = 1;
@@ -1460,6 +1498,7 @@ static void xdp_cpu_drain(void *priv)
 
 static const char *const handoff_names[] = {
 	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
+	"resume",
 };
 _Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
 	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");

@@ -78,6 +78,7 @@ enum innet_xdp_handoff {
 	INNET_XDP_HANDOFF_OVERSIZE,    /* a reply beyond one buffer or frame (innet_pass_up): passed up */
 	INNET_XDP_HANDOFF_USERSPACE,   /* a user-space-only program's packet: passed up */
 	INNET_XDP_HANDOFF_SERIAL,      /* a SERIAL program's lock was held: passed up */
+	INNET_XDP_HANDOFF_RESUME,      /* innet_hand_off: the engine carries on from the handler's state */
 	INNET_XDP_HANDOFF_COUNT
 };
 
@@ -160,6 +161,7 @@ enum innet_xdp_rec_kind {
 	INNET_XDP_REC_SEND,            /* carry out a verdict XDP could not (multicast,
 	                                * unresolved neighbour): data to out / group */
 	INNET_XDP_REC_TIMER,           /* a timer was armed */
+	INNET_XDP_REC_RESUME,          /* a packet and its handler's state (struct innet_xdp_resume) */
 };
 
 struct innet_xdp_rec {
@@ -187,6 +189,29 @@ struct innet_xdp_rec {
 		uint16_t reason;
 		uint16_t pad;
 	} out;
+	uint8_t data[INNET_XDP_HANDOFF_MAX];
+};
+
+/* innet_hand_off's record: the packet as it is and the state the handler
+ * left, for the user-space engine to run the handler on from (the handler
+ * finds the state at the start of its scratch memory, INNET_PKT_F_RESUMED
+ * set). The same first fields as struct innet_xdp_rec. */
+#define INNET_XDP_STATE_MAX    8192u     /* bytes of handler state a hand-off carries */
+struct innet_xdp_resume {
+	uint16_t kind;                 /* INNET_XDP_REC_RESUME */
+	uint16_t prog;
+	uint16_t in_port;
+	uint16_t dst_udp;
+	uint32_t src_ip;
+	uint16_t src_udp;
+	uint8_t recirc;                /* recirculations so far */
+	uint8_t flags;                 /* INNET_PKT_F_* of the packet */
+	uint32_t len;                  /* packet bytes in data */
+	uint32_t state_len;            /* bytes in state */
+	uint16_t meta16;
+	uint16_t pad16;
+	uint32_t meta32[4];
+	uint8_t state[INNET_XDP_STATE_MAX];
 	uint8_t data[INNET_XDP_HANDOFF_MAX];
 };
 
