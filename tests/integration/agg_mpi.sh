@@ -82,11 +82,28 @@ run_innet run2
 run_innet run3
 # a long run (the bench mode: float all-reduces through innet), killed: its
 # ranks die inside MPI_Allreduce, with rounds claimed and never finished
+# ranks_gone: the killed program's ranks are gone (mpirun takes them down
+# after its own TERM; the next program binds the same ports, and a rank still
+# alive would hold them: "cannot open worker: Address already in use").
+# Waits up to 15 s, then kills what is left by PID (the program's path is
+# this run's own).
+ranks_gone() {
+	local i pids
+	for i in $(seq 150); do
+		pids=$(pgrep -f "^$TMP/prog" || true)
+		[ -z "$pids" ] && return 0
+		sleep 0.1
+	done
+	echo "ranks still alive 15 s after the kill: $pids (killed)"
+	kill -KILL $pids 2>/dev/null || true
+	sleep 0.5
+}
 rc=0
 timeout -s TERM 3 "${MPIRUN[@]}" "${ENVS[@]}" -x INNET_AGG_BIND="$NET.10:30000" "$TMP/prog" --bench 65536 100000 \
 	>"$TMP/killed.out" 2>&1 || rc=$?
 [ "$rc" -eq 124 ] || { cat "$TMP/killed.out"; fail "the long run was not killed mid-way (rc $rc)"; }
 echo "killed a run mid-call"
+ranks_gone
 run_innet run4
 run_innet run5
 

@@ -110,10 +110,27 @@ run_innet() {
 echo "--- 1. MPI programs in a row against the switch; one killed mid-call"
 run_innet run1
 run_innet run2
+# ranks_gone: the killed program's ranks are gone (mpirun takes them down
+# after its own TERM; the next program binds the same ports, and a rank still
+# alive would hold them: "cannot open worker: Address already in use").
+# Waits up to 15 s, then kills what is left by PID (the program's path is
+# this run's own).
+ranks_gone() {
+	local i pids
+	for i in $(seq 150); do
+		pids=$(pgrep -f "^$DIR/prog" || true)
+		[ -z "$pids" ] && return 0
+		sleep 0.1
+	done
+	echo "ranks still alive 15 s after the kill: $pids (killed)"
+	kill -KILL $pids 2>/dev/null || true
+	sleep 0.5
+}
 rc=0
 timeout -s TERM 4 "${MPI[@]}" "$DIR/prog" --bench 65536 100000 >"$DIR/killed.err" 2>&1 || rc=$?
 [ "$rc" -eq 124 ] || fail "the long run was not killed mid-way (rc $rc): $(tail -n 5 "$DIR/killed.err")"
 echo "killed a program mid-call"
+ranks_gone
 run_innet run3
 
 echo "--- 2. the fast path: eBPF did it all"
