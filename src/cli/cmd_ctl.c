@@ -10,7 +10,8 @@
  * raw (--json) or rendered as text: aligned tables for ports, programs,
  * registers and table entries; one line per port and per program for stats.
  * `watch` is done here, on the client side: it asks for stats every second and
- * prints rates. docs/man/innet-ctl.md is the manual page.
+ * prints rates. The connection is the library's client, innet/ctl_client.h.
+ * docs/man/innet-ctl.md is the manual page.
  *
  * Exit status: 0 success, 1 an error response or a connection failure (the
  * message on stderr names the socket), 2 a usage error.
@@ -32,12 +33,12 @@
 
 #include <jansson.h>
 
+#include "innet/ctl_client.h"
 #include "innet/switch.h"
 #include "cli/cmds.h"
 
 #define CTL_SUN_MAX    sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CTL_LINE_MAX   65536u               /* the switch's request bound */
-#define CTL_RESP_MAX   (256u << 20)         /* refuse responses larger than this */
 #define CTL_WATCH_MAX  86400u
 
 static void usage(FILE *f)
@@ -103,144 +104,17 @@ static double now_s(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The connection                                                             */
+/* The connection: innet/ctl_client.h (src/control/ctl_client.c)             */
 
-struct conn {
-	int fd;
-	const char *path;      /* for messages */
-	double timeout;        /* seconds per request */
-	char *buf;             /* received bytes not yet returned */
-	size_t len, cap;
-};
-
-/* Connect to path within c->timeout. 0, or -1 with a message on stderr. */
-static int conn_open(struct conn *c, const char *path, double timeout)
+/* One request and its response line (free it), or NULL with the message
+ * printed. */
+static char *request(struct innet_ctl_client *c, const char *line)
 {
-	c->fd = -1;
-	c->path = path;
-	c->timeout = timeout;
-	c->buf = NULL;
-	c->len = c->cap = 0;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "innet ctl: %s: socket path too long (at most %zu bytes)\n", path,
-			sizeof(sun.sun_path) - 1);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0) {
-		fprintf(stderr, "innet ctl: %s: socket: %s\n", path, strerror(errno));
-		return -1;
-	}
-	/* connect() on a Unix socket honours SO_SNDTIMEO when the backlog is full. */
-	struct timeval tv = { .tv_sec = (time_t)timeout,
-			      .tv_usec = (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6) };
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		int e = errno;
-		fprintf(stderr, "innet ctl: cannot connect to %s: %s%s\n", path, strerror(e),
-			(e == ENOENT || e == ECONNREFUSED) ? " (is the switch running?)" : "");
-		close(c->fd);
-		c->fd = -1;
-		return -1;
-	}
-	return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	free(c->buf);
-	c->buf = NULL;
-}
-
-/*
- * Send line (without '\n') and wait for one response line. Returns a new
- * NUL-terminated string (without '\n'; free it), or NULL with a message.
- */
-static char *conn_request(struct conn *c, const char *line)
-{
-	double deadline = now_s() + c->timeout;
-	size_t n = strlen(line), off = 0;
-	char *req = malloc(n + 1);
-	if (req == NULL) {
-		fprintf(stderr, "innet ctl: out of memory\n");
-		return NULL;
-	}
-	memcpy(req, line, n);
-	req[n++] = '\n';
-	while (off < n) {
-		ssize_t w = send(c->fd, req + off, n - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "innet ctl: %s: sending the request: %s\n", c->path,
-				w < 0 ? strerror(errno) : "connection closed");
-			free(req);
-			return NULL;
-		}
-		off += (size_t)w;
-	}
-	free(req);
-
-	for (;;) {
-		char *nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl != NULL) {
-			size_t l = (size_t)(nl - c->buf);
-			char *resp = malloc(l + 1);
-			if (resp == NULL) {
-				fprintf(stderr, "innet ctl: out of memory\n");
-				return NULL;
-			}
-			memcpy(resp, c->buf, l);
-			resp[l] = '\0';
-			c->len -= l + 1;
-			memmove(c->buf, nl + 1, c->len);
-			return resp;
-		}
-		if (c->len >= CTL_RESP_MAX) {
-			fprintf(stderr, "innet ctl: %s: response longer than %u bytes\n", c->path,
-				CTL_RESP_MAX);
-			return NULL;
-		}
-		double left = deadline - now_s();
-		if (left <= 0) {
-			fprintf(stderr, "innet ctl: %s: no response within %.3g s\n", c->path, c->timeout);
-			return NULL;
-		}
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr < 0) {
-			fprintf(stderr, "innet ctl: %s: poll: %s\n", c->path, strerror(errno));
-			return NULL;
-		}
-		if (pr == 0)
-			continue; /* the deadline check above reports it */
-		if (c->cap - c->len < 65536) {
-			size_t cap = c->cap ? c->cap * 2 : 131072;
-			char *p = realloc(c->buf, cap);
-			if (p == NULL) {
-				fprintf(stderr, "innet ctl: out of memory\n");
-				return NULL;
-			}
-			c->buf = p;
-			c->cap = cap;
-		}
-		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			fprintf(stderr, "innet ctl: %s: %s before the response was complete\n", c->path,
-				r < 0 ? strerror(errno) : "the switch closed the connection");
-			return NULL;
-		}
-		c->len += (size_t)r;
-	}
+	char err[512];
+	char *resp = innet_ctl_client_request(c, line, err, sizeof(err));
+	if (resp == NULL)
+		fprintf(stderr, "innet ctl: %s\n", err);
+	return resp;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -803,7 +677,7 @@ static void render(const json_t *r, char **words, int n)
  * Send words as one request and print the answer. Returns the exit status:
  * 0 ok, 1 error response or failure.
  */
-static int run_one(struct conn *c, char **words, int n, bool raw)
+static int run_one(struct innet_ctl_client *c, char **words, int n, bool raw)
 {
 	size_t len = 0;
 	for (int i = 0; i < n; i++)
@@ -816,7 +690,7 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 	line[0] = '\0';
 	for (int i = 0, off = 0; i < n; i++)
 		off += sprintf(line + off, "%s%s", i ? " " : "", words[i]);
-	char *resp = conn_request(c, line);
+	char *resp = request(c, line);
 	free(line);
 	if (resp == NULL)
 		return 1;
@@ -827,7 +701,7 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 		printf("%s\n", resp);
 		rc = json_is_true(json_object_get(r, "ok")) ? 0 : 1;
 	} else if (!json_is_object(r)) {
-		fprintf(stderr, "innet ctl: %s: the response is not a JSON object: %s\n", c->path,
+		fprintf(stderr, "innet ctl: %s: the response is not a JSON object: %s\n", innet_ctl_client_path(c),
 			jerr.text);
 	} else if (!json_is_true(json_object_get(r, "ok"))) {
 		fprintf(stderr, "innet ctl: %s\n", js(r, "error", "the switch reported an error"));
@@ -838,7 +712,7 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 		rc = json_is_true(json_object_get(r, "failed")) ? 1 : 0;
 	}
 	if (raw && r == NULL)
-		fprintf(stderr, "innet ctl: %s: the response is not JSON: %s\n", c->path, jerr.text);
+		fprintf(stderr, "innet ctl: %s: the response is not JSON: %s\n", innet_ctl_client_path(c), jerr.text);
 	json_decref(r);
 	free(resp);
 	return rc;
@@ -852,16 +726,16 @@ struct sample {
 	json_t *stats;
 };
 
-static json_t *get_stats(struct conn *c)
+static json_t *get_stats(struct innet_ctl_client *c)
 {
-	char *resp = conn_request(c, "stats");
+	char *resp = request(c, "stats");
 	if (resp == NULL)
 		return NULL;
 	json_error_t jerr;
 	json_t *r = json_loads(resp, 0, &jerr);
 	free(resp);
 	if (!json_is_true(json_object_get(r, "ok"))) {
-		fprintf(stderr, "innet ctl: %s: %s\n", c->path,
+		fprintf(stderr, "innet ctl: %s: %s\n", innet_ctl_client_path(c),
 			r ? js(r, "error", "bad stats response") : jerr.text);
 		json_decref(r);
 		return NULL;
@@ -919,7 +793,7 @@ static void watch_print(const struct sample *a, const struct sample *b, double e
 }
 
 /* watch [SECONDS]: stats rates every second for SECONDS (default 10). */
-static int run_watch(struct conn *c, char **words, int n, bool raw)
+static int run_watch(struct innet_ctl_client *c, char **words, int n, bool raw)
 {
 	uint64_t secs = 10;
 	if (n > 2) {
@@ -996,8 +870,10 @@ static int run_file(const char *sock, const char *path, double timeout, bool raw
 		fprintf(stderr, "innet ctl: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	struct conn c;
-	if (conn_open(&c, sock, timeout) != 0) {
+	char err[512];
+	struct innet_ctl_client *c = innet_ctl_client_open(sock, timeout, err, sizeof(err));
+	if (c == NULL) {
+		fprintf(stderr, "innet ctl: %s\n", err);
 		if (f != stdin)
 			fclose(f);
 		return 1;
@@ -1022,12 +898,12 @@ static int run_file(const char *sock, const char *path, double timeout, bool raw
 		}
 		if (n == 0)
 			continue;
-		if (run_one(&c, w, n, raw) != 0) {
+		if (run_one(c, w, n, raw) != 0) {
 			fprintf(stderr, "innet ctl: %s, line %u failed\n", path, ln);
 			rc = 1;
 		}
 	}
-	conn_close(&c);
+	innet_ctl_client_close(c);
 	if (f != stdin)
 		fclose(f);
 	return rc;
@@ -1165,11 +1041,14 @@ int cmd_ctl(int argc, char **argv)
 		words[3] = abspath;
 	}
 
-	struct conn c;
-	if (conn_open(&c, sock, timeout) != 0)
+	char err[512];
+	struct innet_ctl_client *c = innet_ctl_client_open(sock, timeout, err, sizeof(err));
+	if (c == NULL) {
+		fprintf(stderr, "innet ctl: %s\n", err);
 		return 1;
-	int rc = !strcmp(words[0], "watch") ? run_watch(&c, words, n, raw) : run_one(&c, words, n, raw);
-	conn_close(&c);
+	}
+	int rc = !strcmp(words[0], "watch") ? run_watch(c, words, n, raw) : run_one(c, words, n, raw);
+	innet_ctl_client_close(c);
 	if (saved != NULL)
 		words[3] = saved;
 	return rc;

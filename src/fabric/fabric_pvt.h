@@ -110,7 +110,6 @@ int fab_stop_procs(struct proc *procs, size_t n);
  * once with --kill. 0 stopped or not running, 1 still running. */
 int fab_stop_one(struct proc *p, bool kill_now);
 /* True if something accepts connections on the unix socket at path. */
-bool fab_ctl_accepts(const char *path);
 /* The last `lines` lines of a log file, indented, to `say`. */
 void fab_print_log_tail(const char *path, int lines);
 /* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with

@@ -46,7 +46,7 @@ start_switch() {
 		--args "{\"k\": 256, \"jobs\": [{\"id\": 3, \"workers\": 4, \"slots\": 32, \"members\": [$members]}]}" \
 		2>"$TMP/switch.err" &
 	sw_pid=$!
-	for _ in $(seq 100); do grep -q ready "$TMP/switch.err" && return 0; sleep 0.05; done
+	for _ in $(seq $(slow 100)); do grep -q ready "$TMP/switch.err" && return 0; sleep 0.05; done
 	cat "$TMP/switch.err"; fail "switch not ready"
 }
 

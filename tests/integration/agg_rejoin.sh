@@ -44,7 +44,7 @@ start_switch() { # timeout_us
 		--args "{\"k\": 256, \"jobs\": [{\"id\": 5, \"workers\": 4, \"slots\": 16, \"timeout_us\": $1, \"members\": [$members]}]}" \
 		2>"$TMP/switch.err" &
 	sw_pid=$!
-	for _ in $(seq 100); do grep -q ready "$TMP/switch.err" && return 0; sleep 0.05; done
+	for _ in $(seq $(slow 100)); do grep -q ready "$TMP/switch.err" && return 0; sleep 0.05; done
 	cat "$TMP/switch.err"; fail "switch not ready"
 }
 stop_switch() { kill "$sw_pid"; wait "$sw_pid" 2>/dev/null || true; sw_pid=""; }

@@ -110,7 +110,7 @@ char LICENSE[] SEC("license") = "GPL";
 EOF
 for o in pass faults; do
 	clang -O2 -target bpf -I/usr/include/x86_64-linux-gnu -c "$DIR/$o.c" -o "$DIR/$o.o" ||
-		skip "clang cannot build eBPF objects here"
+		fail "clang cannot build eBPF objects here (the build's own eBPF objects need it too)"
 done
 
 echo "--- namespaces: sw and w0..w3, veths of MTU 3500"
@@ -150,7 +150,7 @@ start_switch() {
 			{\"id\": 5, \"workers\": 4, \"slots\": 16, \"members\": $(members 34000)}]}" \
 		2>"$DIR/switch.err" &
 	sw_pid=$!
-	for _ in $(seq 200); do grep -qs ready "$DIR/switch.err" && break; sleep 0.05; done
+	for _ in $(seq $(slow 200)); do grep -qs ready "$DIR/switch.err" && break; sleep 0.05; done
 	grep -q ready "$DIR/switch.err" || fail "switch not ready: $(cat "$DIR/switch.err")"
 	for w in 0 1 2 3; do
 		in_ns sw ip link show "s$w" | grep -q "prog/xdp" || fail "s$w has no XDP program"

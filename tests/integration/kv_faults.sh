@@ -100,6 +100,20 @@ print("all links: %d frames, %d lost, %d duplicated, %d reordered" % tuple(tot))
 f = tot[0]
 sys.exit(0 if f > 1000 and all(0.01 * f < x < 0.2 * f for x in tot[1:]) else 1)
 PYEOF
+	# the acceptors that lived ran in eBPF: asserted from their counters, so
+	# that switches which ran on the user-space engine (the target ignored)
+	# fail here instead of passing as kv_faults.sh
+	for a in a0 a2; do
+		"$INNET" ctl --fabric "$TOPO" --switch "$a" --json stats >"$tmp/$a.json" || fail "ctl stats $a"
+		"$PY" - "$tmp/$a.json" "$a" <<'PYEOF' || fail "acceptor $a did not run on XDP"
+import json, sys
+p = json.load(open(sys.argv[1]))["programs"][0]
+if "xdp_rx_pkts" not in p:
+    sys.exit("%s: no XDP counters in its stats: not on the XDP target" % sys.argv[2])
+print("%s: %d of %d packets in eBPF" % (sys.argv[2], p["xdp_rx_pkts"], p["rx_pkts"]))
+sys.exit(0 if p["xdp_rx_pkts"] > 0 and p["xdp_rx_pkts"] * 2 > p["rx_pkts"] else 1)
+PYEOF
+	done
 fi
 grep -q "took over" "$STATE/kv-b0.log" || fail "the backup coordinator did not take over"
 grep "took over" "$STATE/kv-b0.log"

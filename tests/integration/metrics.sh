@@ -286,7 +286,7 @@ timeout 30 "$INNET" fabric up "$KVTOPO" >"$TMP/kvup.log" 2>&1 || fail "kv fabric
 timeout -k 5 120 "$INNET" kv serve --topology "$KVTOPO" --name r0 --port $RESP \
 	--metrics "127.0.0.1:$KPORT" >"$TMP/kv-r0.log" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
+for _ in $(seq $(slow 100)); do
 	grep -q "serving RESP" "$TMP/kv-r0.log" && break
 	kill -0 "${PIDS[-1]}" 2>/dev/null || fail "innet kv serve exited"
 	sleep 0.1

@@ -936,7 +936,7 @@ static void test_multicast_waits_for_group_update(void **state)
 	struct fx *f = *state;
 	cpu_set_t allowed, one;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-		skip();
+		test_skip("needs two CPUs (a worker and a group update really at once)");
 	int cpus[2], k = 0;
 	for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
 		if (CPU_ISSET(c, &allowed))
@@ -1027,7 +1027,7 @@ static void test_multicast_during_group_update(void **state)
 	struct fx *f = *state;
 	cpu_set_t allowed, one;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2)
-		skip();
+		test_skip("needs two CPUs (a worker and a group update really at once)");
 	int cpus[2], k = 0;
 	for (int c = 0; c < CPU_SETSIZE && k < 2; c++)
 		if (CPU_ISSET(c, &allowed))

@@ -19,8 +19,13 @@
  * and TCP to the VIPs, units' replies, reports, partial and zero checksums,
  * TTLs down to 1). lb's policies here are those that draw no random number
  * (the two targets' generators differ), and its registers of clock readings
- * (the sweep's, a unit's last report) are not compared. Needs root (BPF);
- * skips (77) without it.
+ * (the sweep's, a unit's last report) are not compared. lb's timers (idle
+ * and closing timeouts, the sweep) are set far beyond the test's length:
+ * the two switches read the clock at different moments (one is created
+ * seconds after the other on a loaded machine, and a packet reaches one a
+ * little after the other), so a deadline that falls during the run would
+ * fall between them — the golden tests check those paths against a clock.
+ * Needs root (BPF); skips (77) without it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -581,17 +586,19 @@ static void test_l2fwd(void **state)
 
 /* lb's settings: two servers of a CPU unit each behind VIP(s) with
  * policies that draw no random number; proxy units at the addresses run()
- * sends from (so some datagrams to NAT ports are replies). No sweep falls due
- * during the run (sweep_ms an hour): a sweep is timed from each switch's
- * init, and the XDP switch is made seconds after the user-space one (its
- * verifier; longer on a busy machine), so one could fall due on one switch
- * and not the other (a frame to_cpu on one, forwarded on the other). */
+ * sends from (so some datagrams to NAT ports are replies); no deadline
+ * within the run (LB_NO_DEADLINE: a day, an hour for the sweep): a sweep is
+ * timed from each switch's init, and the XDP switch is made seconds after
+ * the user-space one (its verifier; longer on a busy machine), so one could
+ * fall due on one switch and not the other (a frame to_cpu on one,
+ * forwarded on the other). */
 static char lb_args[2048];
+#define LB_NO_DEADLINE "\"idle_timeout_ms\": 86400000, \"tcp_closing_ms\": 86400000, \"sweep_ms\": 3600000, "
 
 static void test_lb_proxy(void **state)
 {
 	snprintf(lb_args, sizeof(lb_args),
-		 "{\"key_file\": \"%s\", \"maglev_size\": 401, \"conn_capacity\": 64, \"sweep_ms\": 3600000,"
+		 "{" LB_NO_DEADLINE "\"key_file\": \"%s\", \"maglev_size\": 401, \"conn_capacity\": 64,"
 		 " \"vips\": [{\"port\": 45105, \"pool\": \"p\", \"policy\": \"maglev\"},"
 		 "           {\"port\": 45106, \"pool\": \"p\", \"policy\": \"wrr\"}],"
 		 " \"pools\": [{\"name\": \"p\", \"servers\": ["
@@ -607,8 +614,8 @@ static void test_lb_proxy(void **state)
 static void test_lb_packet(void **state)
 {
 	snprintf(lb_args, sizeof(lb_args),
-		 "{\"mode\": \"packet\", \"key_file\": \"%s\", \"maglev_size\": 401,"
-		 " \"conn_capacity\": 64, \"sweep_ms\": 3600000,"
+		 "{" LB_NO_DEADLINE "\"mode\": \"packet\", \"key_file\": \"%s\", \"maglev_size\": 401,"
+		 " \"conn_capacity\": 64,"
 		 " \"vips\": [{\"address\": \"10.98.0.100\", \"port\": 53, \"pool\": \"dns\", \"policy\": \"ecmp\"},"
 		 "           {\"address\": \"10.98.0.100\", \"port\": 8080, \"proto\": \"tcp\","
 		 "            \"pool\": \"web\"}],"
