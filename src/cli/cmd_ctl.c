@@ -505,6 +505,38 @@ static void add_nz(char *buf, size_t len, const char *name, uint64_t v)
 	snprintf(buf + off, len - off, ", %s %" PRIu64, name, v);
 }
 
+/* On the XDP target, a program's fast and slow paths at a glance, right
+ * under its counters: what eBPF handled of what the program received, and
+ * the hand-offs to the user-space engine by kind. A timer arm is a hand-off
+ * by design; any other kind is per-packet work in user space — a multicast
+ * group that devmap cannot serve, a neighbour the kernel must resolve, a
+ * packet too big — flagged as the slow path. */
+static void render_xdp_path(const json_t *p)
+{
+	json_t *hand = json_object_get(p, "handoffs");
+	if (hand == NULL)
+		return;
+	uint64_t rx = ju(p, "rx_pkts"), xrx = ju(p, "xdp_rx_pkts"), total = 0, slow = 0;
+	const char *key;
+	json_t *v;
+	char kinds[512] = "";
+	json_object_foreach(hand, key, v) {
+		uint64_t n = ju(hand, key);
+		if (n == 0)
+			continue;
+		total += n;
+		if (strcmp(key, "timer") != 0)
+			slow += n;
+		size_t off = strlen(kinds);
+		snprintf(kinds + off, sizeof(kinds) - off, "%s %s %" PRIu64, off ? "," : ":", key, n);
+	}
+	printf("  xdp      %" PRIu64 " of %" PRIu64 " received handled in eBPF (%.1f%%); hand-offs to user "
+	       "space %" PRIu64 "%s", xrx, rx, rx ? 100.0 * (double)xrx / (double)rx : 100.0, total, kinds);
+	if (ju(p, "handoff_ring_full") != 0)
+		printf("; ring full %" PRIu64, ju(p, "handoff_ring_full"));
+	printf("%s\n", slow != 0 || xrx < rx ? "  <- SLOW PATH" : "");
+}
+
 static void render_stats(const json_t *r)
 {
 	size_t i;
@@ -540,8 +572,7 @@ static void render_stats(const json_t *r)
 		static const char *const more[] = { "passes", "recirculations", "emitted", "timer_fires",
 						    "cpu_pkts", "reg_ops", "table_ops", "alu_ops",
 						    "max_reg_ops", "max_table_ops", "max_alu_ops",
-						    "max_recirc", "max_emitted", "xdp_rx_pkts",
-						    "handoff_ring_full" };
+						    "max_recirc", "max_emitted" };
 		const char *key;
 		json_t *v;
 		json_object_foreach(json_object_get(p, "actions"), key, v) {
@@ -553,13 +584,10 @@ static void render_stats(const json_t *r)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
 		printf("prog %-8s rx %" PRIu64 " pkts %" PRIu64 " B, tx %" PRIu64 " pkts%s\n",
 		       js(p, "name", "?"), ju(p, "rx_pkts"), ju(p, "rx_bytes"), ju(p, "tx_pkts"), extra);
+		render_xdp_path(p);
 		json_t *drops = json_object_get(p, "drops");
 		json_object_foreach(drops, key, v)
 			printf("  drop %-20s %" PRIu64 "\n", key, ju(drops, key));
-		json_t *hand = json_object_get(p, "handoffs");
-		json_object_foreach(hand, key, v)
-			if (ju(hand, key) != 0)
-				printf("  handoff %-17s %" PRIu64 "\n", key, ju(hand, key));
 	}
 }
 

@@ -320,7 +320,8 @@ static uint32_t make_pkt(const struct setup *su, uint8_t *b)
 		/* Job 3: 4 workers (member w = tip(101 + w):1000 + w on port w),
 		 * 8 slots, k = 99. Each slot's rounds go on as the workers
 		 * contribute (in any order, some twice); now and then a round
-		 * behind or ahead, another job, a JOIN, a stranger. */
+		 * behind or ahead, another job, a JOIN (read only, START,
+		 * REJOIN), a LEAVE, another run's contribution, a stranger. */
 		enum { K = 99, SLOTS = 8, W = 4 };
 		static uint32_t round[SLOTS], seen[SLOTS];
 		uint32_t slot = rnd() % SLOTS, w = rnd() % W, r = round[slot];
@@ -353,9 +354,26 @@ static uint32_t make_pkt(const struct setup *su, uint8_t *b)
 			a.k = htons(want);
 			a.round = 0;
 			a.ver = 0;
+			a.exp = 0;
+			a.call = 0;
+			/* read only, a START or a REJOIN (the worker's one handle:
+			 * a new run would reset the job, whose reset needs the
+			 * timer thread: test_agg's test_runs covers it) */
+			switch (rnd() % 3) {
+			case 0: a.offset = 0; break;
+			case 1: a.status = INNET_AGG_JOIN_START; a.offset = htonl(0xA0 + w); break;
+			default: a.offset = htonl(0xA0 + w); break;
+			}
 			len = INNET_AGG_HDR_LEN + 12u * want;
 			memset(b + INNET_AGG_HDR_LEN, 0, 12u * want);
+		} else if (rnd() % 48 == 0) {   /* LEAVE of a handle, registered or not */
+			a.op = INNET_AGG_LEAVE;
+			a.k = 0;
+			a.offset = htonl(rnd() % 2 ? 0xA0 + w : 0xC0 + w);
+			len = INNET_AGG_HDR_LEN;
 		} else {
+			if (rnd() % 40 == 0)
+				a.gen = 1;   /* of a run that is not the job's: RESTARTED */
 			for (uint32_t i = 0; i < K; i++) {
 				uint32_t v = rnd();
 				memcpy(b + INNET_AGG_HDR_LEN + 4 * i, &v, 4);
