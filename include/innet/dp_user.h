@@ -154,7 +154,7 @@ static inline enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 }
 
 /* Continue the packet in the user-space engine with n bytes of the
- * handler's state (innet/dp_xdp.h): on XDP the way to finish work eBPF cannot
+ * handler's state (src/targets/xdp/dp_xdp.h): on XDP the way to finish work eBPF cannot
  * (a P4 program's clones and multicast copies, docs/p4.md) without running
  * again what already ran. This is the user-space engine already: a handler
  * that calls it here is wrong, and the packet faults (model_violation). */

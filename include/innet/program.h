@@ -198,11 +198,19 @@ struct innet_program {
 /* 0; -EEXIST (a program of that name is registered), -ENOSPC (more than
  * INNET_MAX_PROGRAMS), -EINVAL (no name or handler). */
 int innet_program_register(const struct innet_program *prog);
+/* What INNET_PROGRAM_REGISTER calls: innet_program_register, and a refusal
+ * (a second program under a taken name, too many, no name) is kept, since a
+ * constructor has no caller to tell: innet_switch_create then fails, naming
+ * it, and innet_program_registration_error says it. */
+void innet_program_register_ctor(const struct innet_program *prog);
+/* 0 if every constructor's registration went in; else -EEXIST, -ENOSPC or
+ * -EINVAL (the first refusal's) with err saying which program and why. */
+int innet_program_registration_error(char *err, size_t errlen);
 #define INNET_MAX_PROGRAMS 64u
 #define INNET_PROGRAM_REGISTER(prog)                                              \
 	__attribute__((constructor)) static void innet__register_##prog(void)    \
 	{                                                                         \
-		innet_program_register(&prog);                                    \
+		innet_program_register_ctor(&prog);                               \
 	}
 /* The registered program called name, or NULL. */
 const struct innet_program *innet_program_find(const char *name);

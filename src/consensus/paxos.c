@@ -117,6 +117,7 @@ struct innet_paxos {
 	uint32_t round;           /* highest ballot round seen */
 	uint32_t cur_coord;       /* 0 = coordinator, k = backups[k - 1] */
 	uint64_t progress_ns;     /* last time one of our requests was chosen */
+	uint32_t fo_streak;       /* failovers since the last own request chosen */
 	uint32_t client;          /* own client id for submit */
 	uint32_t seq;
 	struct pending *pend;     /* MAX_PENDING */
@@ -358,6 +359,7 @@ static void chosen(struct innet_paxos *p, struct entry *e)
 		struct pending *pe = pend_find(p, e->req);
 		if (pe != NULL) {
 			p->progress_ns = innet_now_ns();
+			p->fo_streak = 0;
 			pend_done(p, pe, 0, e->inst1 - 1);
 		}
 	}
@@ -716,11 +718,21 @@ static void recover(struct innet_paxos *p, uint64_t t)
 	}
 }
 
+/* How long the proposer waits for progress before it moves on: failover_ms,
+ * and twice that on a coordinator it has just failed over to (which needs a
+ * phase 1 first: under heavy loss, 1As, 1Bs and the first 2As can take more
+ * than one failover_ms, and moving on to the dead one would cost a whole
+ * failover_ms more). */
+static uint64_t failover_wait_ns(const struct innet_paxos *p)
+{
+	return (uint64_t)p->c.failover_ms * 1000000ull * (p->fo_streak == 1 ? 2 : 1);
+}
+
 static void proposer_timers(struct innet_paxos *p, uint64_t t)
 {
 	if (p->n_pend == 0)
 		return;
-	if (p->c.n_backups > 0 && t - p->progress_ns >= (uint64_t)p->c.failover_ms * 1000000ull) {
+	if (p->c.n_backups > 0 && t - p->progress_ns >= failover_wait_ns(p)) {
 		/* Nothing of ours chosen for a while: the coordinator may be
 		 * gone. Try the next one; resend everything to it now, and then
 		 * every retry_ms as for new requests: the backoff was for the old
@@ -729,6 +741,7 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		 * again before the new coordinator ever saw a second copy). */
 		p->cur_coord = (p->cur_coord + 1) % (p->c.n_backups + 1);
 		p->progress_ns = t;
+		p->fo_streak++;
 		p->st.failovers++;
 		for (uint32_t i = 0; i < MAX_PENDING; i++)
 			if (p->pend[i].req != 0) {
@@ -745,10 +758,13 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 			continue;
 		}
 		/* Back off (up to 8x): every resend costs the coordinator an
-		 * instance, which learners must fill if it is not chosen. */
+		 * instance, which learners must fill if it is not chosen. Not
+		 * after a failover, until something of ours is chosen: then a
+		 * lost REQUEST (or 2A, or 2B) must be resent every retry_ms, or
+		 * the backoff alone (100, 200, 400 ms ...) outlasts the pause. */
 		uint64_t age = pe->sent_ns > pe->backoff_ns ? pe->sent_ns - pe->backoff_ns : 0;
 		uint64_t every = p->c.retry_ms * 1000000ull;
-		if (age > every)
+		if (age > every && p->fo_streak == 0)
 			every = age < 8 * every ? age : 8 * every;
 		if (t - pe->sent_ns >= every) {
 			p->st.resent++;
@@ -793,7 +809,7 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	if (p->n_pend > 0 && p->c.n_backups > 0) {
 		/* Wake up for the failover deadline itself, not at the next
 		 * resend after it (up to retry_ms later). */
-		uint64_t due = p->progress_ns + (uint64_t)p->c.failover_ms * 1000000ull, now = innet_now_ns();
+		uint64_t due = p->progress_ns + failover_wait_ns(p), now = innet_now_ns();
 		int f = due > now ? (int)((due - now + 999999) / 1000000) : 0;
 		t = f < t ? f : t;
 	}

@@ -11,13 +11,18 @@
  * list) is a no-op; another program under a taken name is -EEXIST.
  *
  * Registration happens before main, one constructor at a time; lookups come
- * later (the shipped list once, under pthread_once). The list is kept sorted
+ * later (the shipped list once, under pthread_once). A constructor's
+ * registration that is refused (INNET_PROGRAM_REGISTER has no caller to
+ * return to) is remembered: innet_switch_create refuses to create a switch
+ * while one is, naming the program, so a duplicate name never silently
+ * loses. The list is kept sorted
  * by name, so listings do not depend on the order in which the linker laid
  * out the objects.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "innet/program.h"
@@ -27,6 +32,10 @@ extern const struct innet_program *const innet__shipped_programs[];
 static const struct innet_program *programs[INNET_MAX_PROGRAMS + 1];
 static unsigned n_programs;
 static pthread_once_t shipped_once = PTHREAD_ONCE_INIT;
+/* The first refused constructor registration, and how many were refused. */
+static const char *refused_name;
+static int refused_rc;
+static unsigned n_refused;
 
 static const struct innet_program *find(const char *name)
 {
@@ -79,4 +88,27 @@ const struct innet_program *const *innet_program_list(void)
 {
 	pthread_once(&shipped_once, add_shipped);
 	return programs;
+}
+
+void innet_program_register_ctor(const struct innet_program *prog)
+{
+	int rc = innet_program_register(prog);
+	if (rc == 0)
+		return;
+	if (n_refused++ == 0) {
+		refused_name = prog != NULL && prog->name != NULL ? prog->name : "";
+		refused_rc = rc;
+	}
+}
+
+int innet_program_registration_error(char *err, size_t errlen)
+{
+	if (n_refused == 0)
+		return 0;
+	const char *why = refused_rc == -EEXIST ? "another program of this process has that name"
+			  : refused_rc == -ENOSPC ? "more programs than INNET_MAX_PROGRAMS"
+						  : "it has no name or no handler";
+	snprintf(err, errlen, "program '%s' was not registered: %s%s", refused_name, why,
+		 n_refused > 1 ? " (and more refused registrations)" : "");
+	return refused_rc;
 }

@@ -338,6 +338,9 @@ static void p4_egress_copy(struct innet_ctx *ctx, struct innet_pkt *pkt, struct 
 static void p4_clone_targets(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s,
 			     struct p4_out *o, uint64_t sw, const struct p4_phv *base)
 {
+	/* a clone is a new packet in BMv2 (Packet::clone_*): no truncation
+	 * carries over to it, only its own egress's */
+	s->trunc = 0;
 	if (sw & P4_MIRROR_MGID_VALID) {
 		uint32_t mgid = (uint32_t)((sw >> 16) & 0xffff);
 		struct p4_mk { uint8_t b[8]; } *k = (struct p4_mk *)s->kbuf;
@@ -348,6 +351,7 @@ static void p4_clone_targets(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 			struct p4_mcast_group grp = v->g;
 			for (uint32_t i = 0; i < grp.n && i < P4_MC_MAX; i++) {
 				s->phv = *base;
+				s->trunc = 0;
 				P4_SM_EGRESS_RID(&s->phv) = grp.m[i].rid;
 				p4_egress_copy(ctx, pkt, s, o, grp.m[i].port);
 			}
@@ -355,6 +359,7 @@ static void p4_clone_targets(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 	}
 	if (sw & P4_MIRROR_PORT_VALID) {
 		s->phv = *base;
+		s->trunc = 0;
 		p4_egress_copy(ctx, pkt, s, o, (uint32_t)(sw & 0xffff));
 	}
 }
@@ -468,6 +473,9 @@ static enum innet_action p4_tm_user(struct innet_ctx *ctx, struct innet_pkt *pkt
 	}
 	p4_save_orig(pkt, s);
 	s->saved = s->phv;
+	/* a truncate in ingress stays with the packet itself (BMv2 keeps it in
+	 * the Packet): the unicast copy; clones and replicas are new packets */
+	uint32_t trunc_in = s->trunc;
 	/* ingress clone: the packet as ingress saw it, parsed again */
 	if (clone & 0x80000000u) {
 		uint64_t sw = p4_session(ctx, clone & 0xffffu);
@@ -502,6 +510,7 @@ static enum innet_action p4_tm_user(struct innet_ctx *ctx, struct innet_pkt *pkt
 			struct p4_mcast_group grp = v->g;
 			for (uint32_t i = 0; i < grp.n && i < P4_MC_MAX; i++) {
 				s->phv = s->saved;
+				s->trunc = 0;
 				P4_SM_INSTANCE_TYPE(&s->phv) = P4_INST_REPLICATION;
 				P4_SM_EGRESS_RID(&s->phv) = grp.m[i].rid;
 				s->plen_copy = plen;
@@ -515,6 +524,7 @@ static enum innet_action p4_tm_user(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (P4_SM_EGRESS_SPEC(&s->saved) == P4_DROP_PORT_NUM)
 		return p4_verdict(ctx, pkt, s, &o, P4_DROP_INGRESS);
 	s->phv = s->saved;
+	s->trunc = trunc_in;
 	P4_SM_INSTANCE_TYPE(&s->phv) = P4_INST_NORMAL;
 	s->plen_copy = plen;
 	p4_egress_copy(ctx, pkt, s, &o, P4_SM_EGRESS_SPEC(&s->saved));

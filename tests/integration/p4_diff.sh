@@ -24,7 +24,16 @@ if [ -n "${P4_DIFF_LONG:-}" ]; then
 	args=(--packets 5000)
 	[ -n "${P4C_SRC:-}" ] && args+=(--corpus "$P4C_SRC" --sample 20)
 fi
+# p4/paxos_acceptor on XDP is a known refusal (tests/integration/p4_golden.sh
+# lists it: the verifier's 1M instructions): compared on the other targets.
 shopt -s nullglob
-progs=(p4/*.json tests/p4/*.json)   # the project's programs and the test programs
+progs=() gap=()
+for j in p4/*.json tests/p4/*.json; do   # the project's programs and the test programs
+	case $j in p4/paxos_acceptor.json) gap+=("$j") ;; *) progs+=("$j") ;; esac
+done
 INNET=$INNET $PY tools/p4/p4test diff --targets "$targets" "${args[@]}" --seed "$seed" "${progs[@]}" ||
 	fail "innet and BMv2 differ (replay: P4_DIFF_SEED=$seed)"
+if [ ${#gap[@]} -gt 0 ]; then
+	INNET=$INNET $PY tools/p4/p4test diff --targets "${targets/,xdp/}" "${args[@]}" --seed "$seed" "${gap[@]}" ||
+		fail "innet and BMv2 differ (replay: P4_DIFF_SEED=$seed)"
+fi

@@ -6,6 +6,7 @@
 #   1. every tests/integration/*.sh (lib.sh apart: it is sourced) is
 #      executable, in the work tree and in git, starts with a bash shebang
 #      and sources lib.sh from its own directory (so it runs from any cwd);
+#      every file git tracks that starts with '#!' is executable in git;
 #   2. fixture tests run from another directory through lib.sh: one passes,
 #      one skips (need_cmd of a tool that does not exist: exit 77), one skips
 #      a part (skip_part), one fails;
@@ -31,6 +32,11 @@ done
 if git rev-parse --git-dir >/dev/null 2>&1; then
 	bad=$(git ls-files -s tests/integration | awk '$4 != "tests/integration/lib.sh" && $1 != "100755" { print $4 }')
 	[ -z "$bad" ] || fail "not executable in git (git update-index --chmod=+x): $bad"
+	# every tracked file with a shebang, anywhere in the tree (scripts/,
+	# bench/, tools/, tests/, src/): run directly, it must not be refused
+	bad=$(git ls-files -s | awk '$1 == "100644" { print $4 }' | while IFS= read -r g; do
+		[ "$(head -c 2 "$g" 2>/dev/null | tr -d '\000')" = '#!' ] && echo "$g"; done; true)
+	[ -z "$bad" ] || fail "starts with #! but is not executable in git (git update-index --chmod=+x): $bad"
 else
 	skip_part "the git modes (not a git checkout)"
 fi

@@ -48,6 +48,11 @@ const struct innet_program *const *innet_program_list(void)
 	return fake_list;
 }
 
+int innet_program_registration_error(char *err, size_t errlen)
+{
+	return 0;
+}
+
 #include "unit/oom.h"
 
 /* ------------------------------------------------------------------------ */

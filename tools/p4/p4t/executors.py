@@ -378,6 +378,13 @@ class Bmv2:
                     self.send(int(w[1]), bytes.fromhex(w[2]))
                 except ValueError:
                     return Result("error", error="script line %d: bad hex" % n)
+                except OSError as e:
+                    # simple_switch stopped taking frames (its packet-in
+                    # socket full for the send timeout): a hang, or a crash
+                    if self.alive():
+                        return Result("hang", error="script line %d: simple_switch takes no "
+                                      "frame (nn_send: %s)" % (n, e.strerror or e))
+                    break
             elif w[0] == "wait":
                 self.sync()
             elif w[0] == "digests":

@@ -5,7 +5,7 @@ on BMv2 and innet with frames in P4xos's header format.
 The sources are never copied into the project: P4XOS_SRC (or --src) names a
 checkout or a bare git directory of p4xos-public, and the programs are
 extracted into a scratch directory at run time. They were written for the
-p4c of 2017; today's p4c-bm2-ss rejects two things in them, which adapt()
+p4c of 2017; today's p4c-bm2-ss rejects four things in them, which adapt()
 changes in the scratch copy, and nothing else:
 
   1. `PortId` is bit<4>; `standard_metadata.egress_spec = port` needs a cast
@@ -16,6 +16,14 @@ changes in the scratch copy, and nothing else:
      verify_checksum() over the same IPv4 fields (BMv2 then flags, and does
      not drop, a bad checksum; P4xos's intent, a drop, was dead code: a
      mark_to_drop() there is overwritten by its ingress).
+  3. v1model's mark_to_drop() takes the standard metadata now (it took no
+     argument in 2017's v1model.p4): `mark_to_drop()` becomes
+     `mark_to_drop(standard_metadata)`, the name every P4xos control gives
+     its standard_metadata_t parameter.
+  4. The compute-checksum control assigns Checksum16.get() to the IPv4
+     checksum; the BMv2 back end accepts only update_checksum() calls there.
+     It becomes update_checksum() over the same fields with csum16 (the same
+     sum; only for a valid IPv4 header, the only one the deparser emits).
 
 Header (after UDP; 48 bytes): msgtype 16, inst 32, rnd 16, vrnd 16,
 acptid 16, paxoslen 32, paxosval 256 bits. msgtype 0 1A, 1 1B, 2 2A, 3 2B.
@@ -75,6 +83,17 @@ _VERIFY_NEW = """control verifyChecksum(inout headers hdr, inout metadata meta) 
     }
 }"""
 
+_COMPUTE = re.compile(r"control\s+computeChecksum\s*\([^)]*\)\s*\{.*?\n\}", re.S)
+_COMPUTE_NEW = """control computeChecksum(inout headers hdr, inout metadata meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
+              hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset, hdr.ipv4.ttl,
+              hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum, HashAlgorithm.csum16);
+    }
+}"""
+
 
 def adapt(src_dir, out_dir, changes=None):
     """Copy p4-16/p4src to out_dir with the changes the module comment lists;
@@ -98,6 +117,14 @@ def adapt(src_dir, out_dir, changes=None):
             u = _VERIFY.sub(_VERIFY_NEW, t)
             if u != t:
                 log.append("%s: verifyChecksum -> verify_checksum()" % f)
+            w = _COMPUTE.sub(_COMPUTE_NEW, u)
+            if w != u:
+                log.append("%s: computeChecksum -> update_checksum()" % f)
+            u = w
+            v = re.sub(r"\bmark_to_drop\(\s*\)", "mark_to_drop(standard_metadata)", u)
+            if v != u:
+                log.append("%s: mark_to_drop() -> mark_to_drop(standard_metadata)" % f)
+            u = v
             if u != s:
                 with open(p, "w") as fh:
                     fh.write(u)
