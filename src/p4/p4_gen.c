@@ -1033,6 +1033,21 @@ static uint32_t calc_bits(struct gen *g, const struct p4_calc *c)
 
 /* A function p4_calc<N>(ctx, pkt, s) returning the calculation's value. The
  * input buffer is s->hbuf. */
+/* The putbits of a hash or checksum input at hbuf bit nb + k: at a constant
+ * offset when nb is known here (cnb >= 0: p4_putbits folds to byte stores;
+ * p4_putbits_var, for a run-time offset, sets an unaligned field a bit at a
+ * time). p4_putbits takes up to 120 bits at any offset, 128 aligned. */
+static void gen_put_in(struct gen *g, const char *ind, int64_t cnb, uint32_t k, uint32_t w, const char *v)
+{
+	uint64_t at = (uint64_t)cnb + k;
+	if (cnb >= 0 && (w <= 120 || (at % 8 == 0 && w % 8 == 0)))
+		OUT("%sp4_putbits(s->hbuf, %llu, %u, %s);\n", ind, (unsigned long long)at, w, v);
+	else if (k == 0)
+		OUT("%sp4_putbits_var(s->hbuf, nb, %u, %s);\n", ind, w, v);
+	else
+		OUT("%sp4_putbits_var(s->hbuf, nb + %u, %u, %s);\n", ind, k, w, v);
+}
+
 static void gen_calc(struct gen *g, uint32_t ci)
 {
 	const struct p4_prog *p = g->p;
@@ -1052,6 +1067,7 @@ static void gen_calc(struct gen *g, uint32_t ci)
 	    ci);
 	OUT("\tuint32_t nb = 0;\n\t(void)ctx; (void)pkt;\n");
 	OUT("\t__builtin_memset(s->hbuf, 0, %u);\n", bytes + 16 > g->hbuf_bytes ? g->hbuf_bytes : bytes + 16);
+	int64_t cnb = 0;   /* nb, while the generator knows it (-1: after a validity test) */
 	for (uint32_t i = 0; i < c->n_in; i++) {
 		const struct p4_calc_input *in = &c->in[i];
 		switch (in->kind) {
@@ -1064,15 +1080,43 @@ static void gen_calc(struct gen *g, uint32_t ci)
 					return (void)gfail(g, "a %u-bit field as input", fd->width);
 				OUT("\t%s{ if ((nb & 7) == 0) __builtin_memcpy(s->hbuf + nb / 8, s->phv.h%d_%d, %u); nb += %u; }\n",
 				    guard, in->e->h, in->e->f, fd->width / 8, fd->width);
+				cnb = meta && cnb >= 0 ? cnb + fd->width : -1;
 				break;
 			}
-			OUT("\t%s{ p4_putbits_var(s->hbuf, nb, %u, (p4_u128)s->phv.h%d_%d); nb += %u; }\n", guard,
-			    fd->width, in->e->h, in->e->f, fd->width);
+			if (meta) {
+				gen_put_in(g, "\t", cnb, 0, fd->width,
+					   fmt(g, "(p4_u128)s->phv.h%d_%d", in->e->h, in->e->f));
+				OUT("\tnb += %u;\n", fd->width);
+				if (cnb >= 0)
+					cnb += fd->width;
+				break;
+			}
+			/* The run of inputs that are fields of this header (an IPv4
+			 * checksum's eleven): one validity test, and offsets from the
+			 * run's start, which fold to constant byte stores when nb is
+			 * known here (a test per field kept nb unknown after the first) */
+			OUT("\t%s{\n", guard);
+			uint32_t k = 0;
+			for (;;) {
+				const struct p4_field *fk = field_of(g, c->in[i].e->h, c->in[i].e->f);
+				gen_put_in(g, "\t\t", cnb, k, fk->width,
+					   fmt(g, "(p4_u128)s->phv.h%d_%d", c->in[i].e->h, c->in[i].e->f));
+				k += fk->width;
+				if (i + 1 >= c->n_in || c->in[i + 1].kind != P4CI_FIELD ||
+				    c->in[i + 1].e->h != in->e->h ||
+				    field_of(g, c->in[i + 1].e->h, c->in[i + 1].e->f)->width > P4_MAX_WIDTH)
+					break;
+				i++;
+			}
+			OUT("\t\tnb += %u;\n\t}\n", k);
+			cnb = -1;
 			break;
 		}
 		case P4CI_CONST:
-			OUT("\tp4_putbits_var(s->hbuf, nb, %u, %s); nb += %u;\n", in->bits, u128_lit(g, in->val),
-			    in->bits);
+			gen_put_in(g, "\t", cnb, 0, in->bits, u128_lit(g, in->val));
+			OUT("\tnb += %u;\n", in->bits);
+			if (cnb >= 0)
+				cnb += in->bits;
 			break;
 		case P4CI_HEADER: {
 			int h = in->e->h;
@@ -1088,6 +1132,7 @@ static void gen_calc(struct gen *g, uint32_t ci)
 					    fd->width, h, f, fd->width);
 			}
 			OUT("\t}\n");
+			cnb = -1;
 			break;
 		}
 		case P4CI_PAYLOAD:
