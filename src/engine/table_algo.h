@@ -329,6 +329,18 @@ static inline long innet__tbl_place_step(uint32_t i, void *arg)
  * (counted), or _FAULT (the executor's memory is not there: a loader bug). */
 INNET__TBL_INLINE int innet__tbl_lookup(struct innet__tbl_op *op)
 {
+	/* The home slot first, without a loop: it decides most lookups (the key
+	 * in its home slot, or an empty one). Another key or a writer there: the
+	 * loops below, from the home slot again (on XDP an innet_loop is a
+	 * bpf_loop call, two nested per lookup; this saves both). */
+	op->slot = innet__tbl_slot(op, op->home & op->mask);
+	if (op->slot != NULL) {
+		int seen = innet__tbl_look(op, op->slot);
+		if (seen == INNET__SEEN_MATCH || seen == INNET__SEEN_EMPTY) {
+			op->rc = seen == INNET__SEEN_MATCH ? INNET_TABLE_OK : INNET_TABLE_ABSENT;
+			return (int)op->rc;
+		}
+	}
 	op->rc = INNET__TBL_LOOK_ON;
 	innet_loop(INNET_TABLE_PROBE, innet__tbl_probe_step, op);
 	if (op->rc == INNET__TBL_LOOK_ON)

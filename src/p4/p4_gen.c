@@ -1033,6 +1033,21 @@ static uint32_t calc_bits(struct gen *g, const struct p4_calc *c)
 
 /* A function p4_calc<N>(ctx, pkt, s) returning the calculation's value. The
  * input buffer is s->hbuf. */
+/* The putbits of a hash or checksum input at hbuf bit nb + k: at a constant
+ * offset when nb is known here (cnb >= 0: p4_putbits folds to byte stores;
+ * p4_putbits_var, for a run-time offset, sets an unaligned field a bit at a
+ * time). p4_putbits takes up to 120 bits at any offset, 128 aligned. */
+static void gen_put_in(struct gen *g, const char *ind, int64_t cnb, uint32_t k, uint32_t w, const char *v)
+{
+	uint64_t at = (uint64_t)cnb + k;
+	if (cnb >= 0 && (w <= 120 || (at % 8 == 0 && w % 8 == 0)))
+		OUT("%sp4_putbits(s->hbuf, %llu, %u, %s);\n", ind, (unsigned long long)at, w, v);
+	else if (k == 0)
+		OUT("%sp4_putbits_var(s->hbuf, nb, %u, %s);\n", ind, w, v);
+	else
+		OUT("%sp4_putbits_var(s->hbuf, nb + %u, %u, %s);\n", ind, k, w, v);
+}
+
 static void gen_calc(struct gen *g, uint32_t ci)
 {
 	const struct p4_prog *p = g->p;
@@ -1052,6 +1067,7 @@ static void gen_calc(struct gen *g, uint32_t ci)
 	    ci);
 	OUT("\tuint32_t nb = 0;\n\t(void)ctx; (void)pkt;\n");
 	OUT("\t__builtin_memset(s->hbuf, 0, %u);\n", bytes + 16 > g->hbuf_bytes ? g->hbuf_bytes : bytes + 16);
+	int64_t cnb = 0;   /* nb, while the generator knows it (-1: after a validity test) */
 	for (uint32_t i = 0; i < c->n_in; i++) {
 		const struct p4_calc_input *in = &c->in[i];
 		switch (in->kind) {
@@ -1064,15 +1080,43 @@ static void gen_calc(struct gen *g, uint32_t ci)
 					return (void)gfail(g, "a %u-bit field as input", fd->width);
 				OUT("\t%s{ if ((nb & 7) == 0) __builtin_memcpy(s->hbuf + nb / 8, s->phv.h%d_%d, %u); nb += %u; }\n",
 				    guard, in->e->h, in->e->f, fd->width / 8, fd->width);
+				cnb = meta && cnb >= 0 ? cnb + fd->width : -1;
 				break;
 			}
-			OUT("\t%s{ p4_putbits_var(s->hbuf, nb, %u, (p4_u128)s->phv.h%d_%d); nb += %u; }\n", guard,
-			    fd->width, in->e->h, in->e->f, fd->width);
+			if (meta) {
+				gen_put_in(g, "\t", cnb, 0, fd->width,
+					   fmt(g, "(p4_u128)s->phv.h%d_%d", in->e->h, in->e->f));
+				OUT("\tnb += %u;\n", fd->width);
+				if (cnb >= 0)
+					cnb += fd->width;
+				break;
+			}
+			/* The run of inputs that are fields of this header (an IPv4
+			 * checksum's eleven): one validity test, and offsets from the
+			 * run's start, which fold to constant byte stores when nb is
+			 * known here (a test per field kept nb unknown after the first) */
+			OUT("\t%s{\n", guard);
+			uint32_t k = 0;
+			for (;;) {
+				const struct p4_field *fk = field_of(g, c->in[i].e->h, c->in[i].e->f);
+				gen_put_in(g, "\t\t", cnb, k, fk->width,
+					   fmt(g, "(p4_u128)s->phv.h%d_%d", c->in[i].e->h, c->in[i].e->f));
+				k += fk->width;
+				if (i + 1 >= c->n_in || c->in[i + 1].kind != P4CI_FIELD ||
+				    c->in[i + 1].e->h != in->e->h ||
+				    field_of(g, c->in[i + 1].e->h, c->in[i + 1].e->f)->width > P4_MAX_WIDTH)
+					break;
+				i++;
+			}
+			OUT("\t\tnb += %u;\n\t}\n", k);
+			cnb = -1;
 			break;
 		}
 		case P4CI_CONST:
-			OUT("\tp4_putbits_var(s->hbuf, nb, %u, %s); nb += %u;\n", in->bits, u128_lit(g, in->val),
-			    in->bits);
+			gen_put_in(g, "\t", cnb, 0, in->bits, u128_lit(g, in->val));
+			OUT("\tnb += %u;\n", in->bits);
+			if (cnb >= 0)
+				cnb += in->bits;
 			break;
 		case P4CI_HEADER: {
 			int h = in->e->h;
@@ -1088,6 +1132,7 @@ static void gen_calc(struct gen *g, uint32_t ci)
 					    fd->width, h, f, fd->width);
 			}
 			OUT("\t}\n");
+			cnb = -1;
 			break;
 		}
 		case P4CI_PAYLOAD:
@@ -1536,19 +1581,31 @@ static void gen_ternary_scan(struct gen *g, uint32_t ti)
 	OUT("\ta->found = (int64_t)i;\n\treturn 1;\n}\n\n");
 }
 
+/* The callback of an lpm lookup's scan: each call takes the longest prefix
+ * length still in s->lpm_bits (the lengths in use, read by the caller, masked
+ * to the key's width), clears it and looks that length up. A call per length
+ * in use, not one per possible length: a table of /24 routes costs one call
+ * and one lookup, where a call per length (33 for an IPv4 key) cost ~100 ns
+ * a packet on XDP (each innet_loop call is a bpf_loop callback). */
 static void gen_lpm_scan(struct gen *g, uint32_t ti)
 {
 	const struct p4_table *t = &g->p->tables[ti];
 	const struct p4_tlayout *tl = &g->lay->tables[ti];
 	const struct p4_key *lk = &t->keys[t->lpm_key];
 	uint32_t pad = lk->bytes * 8 - lk->bits;
+	uint32_t top = lk->bits / 64;   /* the word holding the longest length */
+	uint32_t topb = lk->bits % 64;  /* its bit */
 	OUT("static long p4_tl%u(uint32_t i, void *arg)\n{\n", ti);
-	OUT("\tstruct p4_scan *a = arg;\n\tstruct p4_st *s = a->s;\n");
-	OUT("\tif (i > %uu)\n\t\treturn 1;\n", lk->bits);
-	OUT("\tuint32_t pl = %uu - i;\n", lk->bits);
+	OUT("\tstruct p4_scan *a = arg;\n\tstruct p4_st *s = a->s;\n\tuint32_t pl;\n\t(void)i;\n");
 	/* (no stack read at a run-time offset: the verifier refuses them) */
-	OUT("\tuint64_t bw = pl < 64 ? s->lpm_bits[0] : pl < 128 ? s->lpm_bits[1] : s->lpm_bits[2];\n");
-	OUT("\tif (!((bw >> (pl %% 64)) & 1))\n\t\treturn 0;\n");
+	OUT("\ts->lpm_bits[%u] &= 0x%llxull;\n", top,
+	    (unsigned long long)(topb == 63 ? ~0ull : (2ull << topb) - 1));
+	for (int w = (int)top; w >= 0; w--)
+		OUT("\t%sif (s->lpm_bits[%d] != 0) {\n\t\tpl = %du + p4_msb64(s->lpm_bits[%d]);\n"
+		    "\t\ts->lpm_bits[%d] &= ~(1ull << (pl - %du));\n\t}", w == (int)top ? "" : " else ", w,
+		    64 * w, w, w, 64 * w);
+	OUT(" else {\n\t\treturn 1;\n\t}\n");
+	OUT("\tif (pl > %uu)\n\t\treturn 1;\n", lk->bits);
 	OUT("\t__builtin_memcpy(s->kbuf, s->kbuf2, %u);\n", tl->key_size);
 	OUT("\ts->kbuf[0] = (uint8_t)pl;\n");
 	OUT("\tuint32_t cover = pl + %u;\n", pad);
@@ -1605,7 +1662,8 @@ static void gen_table(struct gen *g, uint32_t ti)
 		for (uint32_t k = 0; k < t->n_keys; k++)
 			gen_key_elem(g, t, k, 1, "s->kbuf2");
 		OUT("\t{\n\t\tstruct p4_scan a = { .ctx = ctx, .s = s, .found = 0 };\n");
-		for (uint32_t w = 0; w < P4_LPM_WORDS; w++)
+		/* (the words up to the key's width: p4_tl* reads no other) */
+		for (uint32_t w = 0; w <= t->keys[t->lpm_key].bits / 64; w++)
 			OUT("\t\ts->lpm_bits[%u] = innet_reg_read(ctx, P4R_WORDS, %uu);\n", w, tl->ctl_word + w);
 		OUT("\t\tinnet_loop(%u, p4_tl%u, &a);\n", t->keys[t->lpm_key].bits + 1, ti);
 		OUT("\t\thit = a.found == 1;\n\t}\n");

@@ -118,6 +118,34 @@ P4_INLINE uint64_t p4_mask64(uint32_t w)
 	return w >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << w) - 1);
 }
 
+/* The index of the highest set bit of x (x != 0), without a clz
+ * instruction (eBPF has none): a binary search, six steps. */
+P4_INLINE uint32_t p4_msb64(uint64_t x)
+{
+	uint32_t n = 0;
+	if (x >> 32) {
+		n += 32;
+		x >>= 32;
+	}
+	if (x >> 16) {
+		n += 16;
+		x >>= 16;
+	}
+	if (x >> 8) {
+		n += 8;
+		x >>= 8;
+	}
+	if (x >> 4) {
+		n += 4;
+		x >>= 4;
+	}
+	if (x >> 2) {
+		n += 2;
+		x >>= 2;
+	}
+	return n + (uint32_t)(x >> 1);
+}
+
 /* The w bits (w <= 128) at bit offset off of p. With constant off and w (the
  * generator's calls) this folds to a few loads and shifts. Fields of up to
  * 120 bits at any offset, or byte-aligned fields of up to 128. */

@@ -128,6 +128,13 @@ static void test_bits(void **state)
 	assert_true(p4_getbits(x, 4, 4) == 0xb);
 	assert_true(p4_getbits(x, 4, 12) == 0xbcd);
 	assert_true(p4_ld_be(x, 3) == 0xabcdef);
+	/* p4_msb64 (the lpm scan's next prefix length): every bit alone, and
+	 * with every lower bit set too */
+	for (uint32_t b = 0; b < 64; b++) {
+		assert_int_equal(p4_msb64(1ull << b), b);
+		assert_int_equal(p4_msb64((1ull << b) | ((1ull << b) - 1)), b);
+	}
+	assert_int_equal(p4_msb64(~0ull), 63);
 }
 
 static void test_shifts_and_casts(void **state)
