@@ -856,7 +856,12 @@ static void test_runs(void **state)
 	if (run & (1ull << 63)) {
 		assert_int_equal(run, (1ull << 63) | (1ull << 48));
 		contribute(&c);
-		expect_drop("a contribution while the job is reset", "resetting");
+		/* (the timer thread may finish the reset between the read above and
+		 * this packet: then run 1's contribution is answered RESTARTED) */
+		if (res.action == INNET_REFLECT && !(reg_get("run", 0) & (1ull << 63)))
+			assert_int_equal(res.n_out, 1);
+		else
+			expect_drop("a contribution while the job is reset", "resetting");
 	}
 	for (int t = 0; t < 2000 && (reg_get("run", 0) & (1ull << 63)); t++)
 		usleep(1000);
