@@ -103,7 +103,7 @@ run_target() { # udp | xdp
 	n=$(ctl leaf1 counter_read port_tx 2 | packets)
 	ctl leaf0 stats >"$TMP/stats-$tgt.log" 2>&1 || true
 	if [ "$tgt" = xdp ]; then   # the routers ran in eBPF, not handed to user space
-		grep -Eq '^prog p4 .*xdp_rx_pkts [1-9]' "$TMP/stats-$tgt.log" ||
+		grep -Eq '^  xdp +[1-9][0-9]* of [0-9]+ received handled in eBPF' "$TMP/stats-$tgt.log" ||
 			fail "xdp: leaf0's P4 program handled nothing in XDP: $(cat "$TMP/stats-$tgt.log")"
 	fi
 	timeout 60 "$INNET" fabric down "$TOPO" >"$TMP/down-$tgt.log" 2>&1 || fail "$tgt: fabric down failed"
