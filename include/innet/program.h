@@ -167,7 +167,8 @@ struct innet_program {
 	/* A program-specific control command, `innet ctl prog INSTANCE WORD...`
 	 * (control thread, ordinary C; may be NULL). argv holds the words after
 	 * the instance name. Fill reply (a JSON object, struct json_t from
-	 * jansson) and return 0, or write a message to err and return -1. */
+	 * jansson) and return 0, or write a message to err and return -errno
+	 * (-EINVAL for a command or an argument it does not take). */
 	int (*on_ctl)(struct innet_cp *cp, void *priv, int argc, char **argv,
 		      struct json_t *reply, char *err, size_t errlen);
 };
@@ -189,11 +190,20 @@ struct innet_program {
  * INNET_MAX_PROGRAMS), -EINVAL (no name or handler). */
 int innet_program_register(const struct innet_program *prog);
 #define INNET_MAX_PROGRAMS 64u
+/* INNET_PROGRAM_REGISTER's: as innet_program_register, and a failure is
+ * kept for innet_program_registry_check (a constructor has no caller). */
+int innet__program_register_at_load(const struct innet_program *prog);
 #define INNET_PROGRAM_REGISTER(prog)                                              \
 	__attribute__((constructor)) static void innet__register_##prog(void)    \
 	{                                                                         \
-		innet_program_register(&prog);                                    \
+		innet__program_register_at_load(&prog);                           \
 	}
+/* 0, or the first registration that failed when the process loaded
+ * (INNET_PROGRAM_REGISTER, or the list of shipped programs): -EEXIST for a
+ * name two programs use, -ENOSPC, -EINVAL, with a message in err naming the
+ * program. innet_switch_create fails with that message while there is one,
+ * and `innet programs` reports it. */
+int innet_program_registry_check(char *err, size_t errlen);
 /* The registered program called name, or NULL. */
 const struct innet_program *innet_program_find(const char *name);
 /* NULL-terminated list of the registered programs, sorted by name. */

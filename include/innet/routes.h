@@ -56,16 +56,22 @@ int innet_routes_decl_table(struct innet_decl *d, unsigned id);
  * -EINVAL (reported with innet_cp_init_error) / the table's error. */
 int innet_routes_install(struct innet_cp *cp, unsigned table, const struct innet_routes *r);
 
-/* Per packet: the route to `node` into *r. 0 found; -1 no route; -2 a
- * malformed entry (written wrongly through the control plane). */
-static inline int innet_route_get(struct innet_ctx *ctx, unsigned table, uint16_t node,
-				  struct innet_route *r)
+/* What innet_route_get found (0: a route; the others name why not). */
+enum innet_route_result {
+	INNET_ROUTE_FOUND = 0,
+	INNET_ROUTE_NONE,            /* no route to the node */
+	INNET_ROUTE_MALFORMED,       /* an entry written wrongly through the control plane */
+};
+
+/* Per packet: the route to `node` into *r. */
+static inline enum innet_route_result innet_route_get(struct innet_ctx *ctx, unsigned table,
+						      uint16_t node, struct innet_route *r)
 {
 	if (innet_table_lookup(ctx, table, &node, r) != 0)
-		return -1;
+		return INNET_ROUTE_NONE;
 	if (r->n != INNET_ROUTE_GROUP && (r->n == 0 || r->n > INNET_ROUTE_MAX_PORTS))
-		return -2;
-	return 0;
+		return INNET_ROUTE_MALFORMED;
+	return INNET_ROUTE_FOUND;
 }
 
 /* One of a port route's equal-cost ports, chosen by a flow hash (ECMP).

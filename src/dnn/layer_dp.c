@@ -54,7 +54,7 @@
 static int route_port(struct innet_ctx *ctx, uint16_t node, uint32_t hash, uint16_t *port)
 {
 	struct innet_route r;
-	if (innet_route_get(ctx, T_ROUTES, node, &r) != 0 || r.n == INNET_ROUTE_GROUP)
+	if (innet_route_get(ctx, T_ROUTES, node, &r) != INNET_ROUTE_FOUND || r.n == INNET_ROUTE_GROUP)
 		return -1;
 	*port = innet_route_pick(&r, hash);
 	innet_alu(ctx, 1);

@@ -261,7 +261,9 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err, size_t errlen)
 {
 	err[0] = '\0';
-	int rc = check_conf(conf, err, errlen);
+	int rc = innet_program_registry_check(err, errlen);
+	if (rc == 0)
+		rc = check_conf(conf, err, errlen);
 	if (rc != 0) {
 		errno = -rc;
 		return NULL;

@@ -42,9 +42,9 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		uint16_t node = innet_be16(h->dst_node);
 		if (node != 0) {
 			struct innet_route r;
-			int rc = innet_route_get(ctx, FWD_T_ROUTES, node, &r);
-			if (rc != 0)
-				return innet_drop(pkt, rc == -1 ? FWD_NO_ROUTE : FWD_BAD_ROUTE);
+			enum innet_route_result rr = innet_route_get(ctx, FWD_T_ROUTES, node, &r);
+			if (rr != INNET_ROUTE_FOUND)
+				return innet_drop(pkt, rr == INNET_ROUTE_NONE ? FWD_NO_ROUTE : FWD_BAD_ROUTE);
 			if (r.n == INNET_ROUTE_GROUP)
 				return innet_multicast(pkt, r.ports[0]);
 			uint64_t hash = 0;
