@@ -10,6 +10,7 @@
 #   make SANITIZE=thread               ThreadSanitizer build
 #   make fuzz                          libFuzzer targets (clang)
 #   make check                         the whole test suite (tests/run)
+#   make p4                            p4/*.json from p4/*.p4 (needs p4c-bm2-ss)
 # Sources are found by wildcard: the runtime's parts (src/engine, src/control,
 # src/topology), one folder per target (src/targets/<target>/*.c), src/programs,
 # one folder per service (src/<svc>/*.c); src/cli/*.c make the innet command.
@@ -62,7 +63,7 @@ BPF_OBJ      := $(foreach f,$(DP_XDP),$(O)/bpf/$(call dp_name,$(f)).bpf.o)
 # shared internals, not API (no program includes them: innet/dp.h picks
 # dp_xdp.h when clang compiles for eBPF, and the template includes the rest).
 DP_TREE := src/targets/xdp/prog.bpf.c src/targets/xdp/engine.bpf.h src/targets/xdp/dp_xdp.h \
-           src/targets/xdp/xdp_abi.h
+           src/targets/xdp/xdp_abi.h src/engine/table_algo.h
 DP_TOOLS := tools/contract/check-dp tools/contract/check-bpf tools/contract/dp-name
 BPF_CLANG    ?= clang
 # How a data path is compiled for each target and checked: one definition,
@@ -124,6 +125,11 @@ PROG_SRC := $(shell grep -l '^INNET_PROGRAM_REGISTER' $(LIB_SRC) /dev/null 2>/de
 PROG_OBJ := $(PROG_SRC:%.c=$(O)/%.o)
 LINK_LIB = $(PROG_OBJ) $(O)/libinnet.a
 
+# A data path built at run time (a P4 program's, src/p4/p4_build.c) is a
+# shared object that calls innet_* in the process that loads it: the innet
+# command and the tests export them.
+EXPORT_API := -Wl,--export-dynamic-symbol='innet_*'
+
 # The shipped programs, listed for the registry (src/engine/registry.c): the
 # list refers to every program, so a static link against libinnet.a keeps
 # them all without -Wl,--whole-archive (their constructors alone would be
@@ -142,7 +148,7 @@ $(O)/programs.c: $(PROG_SRC) Makefile
 	$(programs_list)
 
 $(O)/innet: $(TOOL_OBJ) $(O)/libinnet.a
-	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LINK_LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(EXPORT_API) -o $@ $(TOOL_OBJ) $(LINK_LIB) $(LDLIBS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(@D)
@@ -163,6 +169,30 @@ $(O)/bpf/$(call dp_name,$(1)).bpf.o: $(1) $(DP_TREE) include/innet/dp.h tools/co
 endef
 $(foreach f,$(DP_XDP),$(eval $(call bpf_rule,$(f))))
 
+# The ALU check (tests/alu; docs/resources.md, "What innet_alu counts"): each
+# data path with an eBPF object is compiled once more for eBPF, against the
+# user-space engine's structures and with every primitive out of line
+# (tests/alu/dp_alu.c), and embedded in the golden tests, which run it in a
+# counting interpreter under INNET_TEST_TARGET=alu and compare the ALU
+# operations it executes with what innet_alu() reports, pass by pass.
+ALU_OBJ := $(foreach f,$(DP_XDP),$(O)/alu/$(call dp_name,$(f)).alu.o)
+define alu_rule
+$(O)/alu/$(call dp_name,$(1)).alu.o: $(1) tests/alu/dp_alu.c include/innet/dp.h include/innet/dp_user.h
+	@mkdir -p $$(@D)
+	$(BPF_CLANG) $$(INNET_BPF_CFLAGS) -Itests -DINNET_DP_SOURCE='"$$(abspath $(1))"' \
+	  -MMD -MP -c -o $$@ tests/alu/dp_alu.c
+endef
+$(foreach f,$(DP_XDP),$(eval $(call alu_rule,$(f))))
+$(O)/alu/objects.c: $(ALU_OBJ) $(DP_SRC) tests/alu/alu-objects
+	@mkdir -p $(@D)
+	tests/alu/alu-objects $(O)/alu $(DP_SRC) > $@
+ALU_CHECK := $(O)/alu/objects.o $(O)/alu/alu_check.o $(O)/alu/alu_vm.o
+$(O)/alu/objects.o: $(O)/alu/objects.c $(ALU_OBJ)
+	$(CC) $(CFLAGS) -Itests -c -o $@ $<
+$(O)/alu/%.o: tests/alu/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests -MMD -MP -c -o $@ $<
+
 # The eBPF objects, embedded in the library, and the list of user-space-only
 # data paths with their reasons (innet programs shows both); and the
 # runtime's own eBPF (netns mode's link faults: src/topology/linkfault.bpf.c;
@@ -178,9 +208,12 @@ $(O)/bpf/objects.c: $(BPF_OBJ) $(BPF_AUX) $(DP_SRC) tools/contract/bpf-objects
 	@mkdir -p $(@D)
 	tools/contract/bpf-objects --aux linkfault $(O)/bpf/linkfault.bpf.o \
 	  --aux learnfilter $(O)/bpf/learnfilter.bpf.o $(O)/bpf $(DP_SRC) > $@
-$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h
+$(O)/tests/%: tests/%.c $(O)/libinnet.a tests/unit/testutil.h tests/unit/oom.h tests/unit/lb_contention.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -Itests -o $@ $< $(LINK_LIB) $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(LDFLAGS) $(EXPORT_API) -Itests -o $@ $< $(TEST_EXTRA) $(LINK_LIB) $(LDLIBS) -lcmocka
+# The golden tests also run under the ALU check (INNET_TEST_TARGET=alu).
+$(filter $(O)/tests/golden/%,$(TEST_BIN)): $(ALU_CHECK)
+$(O)/tests/golden/%: TEST_EXTRA = $(ALU_CHECK)
 $(O)/tests/unit/test_resources $(O)/tests/unit/test_topology: LINK_LIB = $(O)/libinnet.a
 
 # Benchmark tools are standalone (the raw relay must not share innet's code).
@@ -241,16 +274,26 @@ $(FUZZ_O)/obj/programs.o: $(FUZZ_O)/programs.c
 	clang $(FUZZ_CFLAGS) -c -o $@ $<
 $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $(EXPORT_API) -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 # (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
 # this one must not replace its recipe, or the make calls itself for ever)
 ifneq ($(O),$(FUZZ_O))
 $(FUZZ_O)/bpf/objects.c $(FUZZ_O)/programs.c:
 	$(MAKE) O=$(FUZZ_O) $@
+$(FUZZ_O)/programs.c: $(PROG_SRC) Makefile
+	$(programs_list)
 endif
 
 check: all
 	tests/run
+
+# The project's P4 programs (p4/NAME.p4, docs/p4.md) with the BMv2 JSON that
+# p4c-bm2-ss compiles from them committed beside them: `make p4` regenerates
+# the JSON (needs p4c-bm2-ss: P4C_BM2_SS or PATH; not needed to build
+# innet); tests/integration/p4_json.sh checks that they agree. The test
+# programs in tests/p4 likewise.
+p4:
+	tools/p4/p4test compile $(sort $(wildcard p4/*.p4 tests/p4/*.p4))
 
 # ---- install ----------------------------------------------------------------
 PREFIX  ?= /usr/local
@@ -263,6 +306,14 @@ COMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DPDIR   ?= $(PREFIX)/share/innet/dp
 # The public API: what a program of one's own includes (innet/*.h).
 HEADERS := $(sort $(wildcard include/innet/*.h))
+# A P4 program's data path is generated and compiled when it is loaded
+# (src/p4/p4_build.c): against this tree, or the installed headers and dp
+# tree, which then holds the P4 run-time headers too.
+P4_DP_TREE := src/p4/p4rt_dp.h src/p4/p4rt_state.h src/p4/p4rt_pipe.h
+P4_BUILD_DIRS = -DINNET_SRC_DIR='"$(abspath .)"' -DINNET_SHARE_DIR='"$(DPDIR)"' \
+                -DINNET_INC_DIR='"$(INCDIR)"'
+$(O)/src/p4/p4_build.o: CFLAGS += $(P4_BUILD_DIRS)
+$(FUZZ_O)/obj/src/p4/p4_build.o: FUZZ_CFLAGS += $(P4_BUILD_DIRS)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCDIR)/innet \
@@ -277,8 +328,8 @@ install: all
 	  -e 's|@DPDIR@|$(DPDIR)|' -e 's|@VERSION@|$(VERSION)|' src/innet.pc.in > $(DESTDIR)$(PCDIR)/innet.pc
 	install -m 644 $(MAN_OUT) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 tools/completion/innet.bash $(DESTDIR)$(COMPDIR)/innet
-	install -d $(sort $(addprefix $(DESTDIR)$(DPDIR)/,$(dir $(DP_TREE) $(DP_TOOLS))))
-	for f in $(DP_TREE); do install -m 644 $$f $(DESTDIR)$(DPDIR)/$$f || exit 1; done
+	install -d $(sort $(addprefix $(DESTDIR)$(DPDIR)/,$(dir $(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS))))
+	for f in $(DP_TREE) $(P4_DP_TREE); do install -m 644 $$f $(DESTDIR)$(DPDIR)/$$f || exit 1; done
 	for f in $(DP_TOOLS); do install -m 755 $$f $(DESTDIR)$(DPDIR)/$$f || exit 1; done
 	sed -e 's|@INCDIR@|$(INCDIR)|' tools/contract/innet-dp.mk > $(DESTDIR)$(DPDIR)/innet-dp.mk
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
@@ -289,13 +340,14 @@ uninstall:
 	  $(DESTDIR)$(PCDIR)/innet.pc $(DESTDIR)$(COMPDIR)/innet \
 	  $(addprefix $(DESTDIR)$(INCDIR)/innet/,$(notdir $(HEADERS))) \
 	  $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_OUT))) \
-	  $(addprefix $(DESTDIR)$(DPDIR)/,$(DP_TREE) $(DP_TOOLS) innet-dp.mk)
+	  $(addprefix $(DESTDIR)$(DPDIR)/,$(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS) innet-dp.mk)
 	-rmdir $(DESTDIR)$(INCDIR)/innet 2>/dev/null
-	-cd $(DESTDIR)$(DPDIR) 2>/dev/null && rmdir -p $(sort $(dir $(DP_TREE) $(DP_TOOLS))) 2>/dev/null
+	-cd $(DESTDIR)$(DPDIR) 2>/dev/null && rmdir -p $(sort $(dir $(DP_TREE) $(P4_DP_TREE) $(DP_TOOLS))) 2>/dev/null
 	-rmdir $(DESTDIR)$(DPDIR) $(dir $(DESTDIR)$(DPDIR)) 2>/dev/null
 
 clean:
 	rm -rf build build-san-* build-fuzz
 
-.PHONY: all check clean fuzz dp-check install uninstall
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d)
+.PHONY: all check clean fuzz dp-check install uninstall p4
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(BPF_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) $(ALU_OBJ:.o=.d) \
+  $(ALU_CHECK:.o=.d)

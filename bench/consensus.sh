@@ -89,6 +89,10 @@ cs_perf_pid=""
 cs_threads=$(nproc 2>/dev/null || echo 2)  # proposer threads tried at W > 1 (--gen-threads)
 [ "$cs_threads" -gt 8 ] && cs_threads=8
 cs_lpid=""          # bench_spawn sets it
+# netns-mode fabric names: this run's own (namespaces innet-NAME-NODE), so a
+# bench runs beside the test suite or another fabric on the same machine
+CS_XDP_NAME="bench-csx$$"
+CS_UDP_NAME="bench-csu$$"
 
 cs_topology() { # file [NAME TARGET]: loopback (no NAME), or netns mode with TARGET
 	local name=${2:-bench-consensus} extra=""
@@ -235,8 +239,8 @@ cs_run() {
 		CS_UP=$topo
 		"$BENCH_INNET_BIN" fabric up "$topo" >"$BENCH_TMP/$tag-fabric.out" 2>&1 ||
 			cs_die "fabric up failed: $(tail -n 3 "$BENCH_TMP/$tag-fabric.out")"
-		cs_nshost_up "$topo" bench-cs-udp "$tag"
-		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) ip netns exec innet-bench-cs-udp-l0 \
+		cs_nshost_up "$topo" "$CS_UDP_NAME" "$tag"
+		bench_spawn cs_lpid "$tag" "" $((cs_duration + 30)) ip netns exec "innet-$CS_UDP_NAME-l0" \
 			"$BENCH_INNET_BIN" paxos bench --bind "$CS_NS_L0:34953" \
 			--coordinator "$CS_NS_LEAD:34952" "${CS_NS_ACC[@]}" --duration "$cs_duration" \
 			--outstanding "$w" "${gen[@]}"
@@ -390,8 +394,8 @@ bench_main() {
 	bench_build innet
 	cs_topology "$BENCH_TMP/topo.json"
 	if [ "$cs_target" = xdp ]; then
-		cs_topology "$BENCH_TMP/topo-xdp.json" bench-cs-xdp xdp
-		cs_topology "$BENCH_TMP/topo-udp.json" bench-cs-udp udp
+		cs_topology "$BENCH_TMP/topo-xdp.json" "$CS_XDP_NAME" xdp
+		cs_topology "$BENCH_TMP/topo-udp.json" "$CS_UDP_NAME" udp
 		CS_NS_L0=$("$BENCH_INNET_BIN" fabric show "$BENCH_TMP/topo-udp.json" --json |
 			/usr/bin/python3 -c 'import json,sys; print([h["addr"] for h in json.load(sys.stdin)["hosts"] if h["name"]=="l0"][0])')
 	fi

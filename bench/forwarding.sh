@@ -16,6 +16,12 @@
 # medians of the rounds are compared. The baseline is the best relay: the
 # higher of raw's and raw_nogso's medians (raw's, unless GSO did not help).
 #
+# A run in which a relay delivered less than 1% of what was offered is a
+# starved relay (another process held its CPU), not a measurement: the run's
+# record says starved=1, and the RESULT names, per size, every relay whose
+# median run was starved (starved_SIZE=raw,... or starved_SIZE=none), so that
+# a ratio against a relay that delivered nothing is never read as one.
+#
 # BENCH_INNET=raw runs rawrelay in innet's place (to check the harness before
 # the engine exists, or to see the harness's own noise: ratio should be ~1).
 
@@ -61,6 +67,7 @@ FWD_SINK_RCVBUF=$((32 << 20))
 fwd_pps=0
 fwd_loss=0
 fwd_ppc=0
+fwd_starved=0
 fwd_shares=()
 
 fwd_parse() {
@@ -201,6 +208,14 @@ fwd_run() {
 	# share of the CPU it was given (see docs/benchmarks.md).
 	ppc=$(bench_calc %.0f "$cpu_s > 0 ? $(bench_kv pkts "$sink") / $cpu_s : 0")
 	share=$(bench_calc %.3f "$cpu_s / $window")
+	# starved: delivered under 1% of the offered rate (nothing, really)
+	local starved offered
+	offered=$(bench_kv pps "$gen")
+	starved=$(bench_calc %d "$pps < 0.01 * ${offered:-0} || $pps == 0")
+	if [ "$starved" = 1 ]; then
+		bench_log "warning: $tag: the relay delivered $(bench_calc %.0f "$pps") packets/s of" \
+			"$(bench_calc %.0f "${offered:-0}") offered: starved (no CPU for it), not a measurement"
+	fi
 	if [ "${sink_drops:-0}" != 0 ]; then
 		bench_log "warning: $tag: the sink dropped $sink_drops packets (sink-bound, not relay-bound)"
 	fi
@@ -210,7 +225,7 @@ fwd_run() {
 		bad="$(bench_kv bad "$sink")" sink_drops="$sink_drops" \
 		window_s="$window" relay_cpu_s="$cpu_s" relay_cpu_share="$share" pps_per_relay_cpu="$ppc" \
 		offered_pps="$(bench_kv pps "$gen")" send_errors="$(bench_kv send_errors "$gen")" \
-		relay_rx_drops="$relay_drops" relay_exit="$relay_rc" loadavg1_before="$load1"
+		relay_rx_drops="$relay_drops" relay_exit="$relay_rc" loadavg1_before="$load1" starved="$starved"
 	bench_log "$(printf '%-11s %4s B round %d: %.3f Mpps delivered (loss %.1f%% of %.3f offered); relay on CPU %.0f%% -> %.3f Mpps per CPU' \
 		"$impl" "$size" "$round" "$(bench_calc %.6f "$pps / 1e6")" "$loss" \
 		"$(bench_calc %.6f "$(bench_kv pps "$gen") / 1e6")" "$(bench_calc %.1f "$share * 100")" \
@@ -218,6 +233,7 @@ fwd_run() {
 	fwd_pps=$pps
 	fwd_loss=$loss
 	fwd_ppc=$ppc
+	fwd_starved=$starved
 	fwd_shares+=("$share")
 }
 
@@ -255,12 +271,13 @@ bench_main() {
 	bench_param nogso_pair "$([ "$fwd_gso_only" = 1 ] && echo "not run (--gso-only)" || echo "innet_nogso and raw_nogso: the same relays with --no-gso")"
 
 	local size round impl order ratios=() ratio cpu_ratios=() cpu_ratio
-	local -A med_pps med_loss med_ppc
-	local -a pps_l loss_l ppc_l
+	local -A med_pps med_loss med_ppc med_starved
+	local -a pps_l loss_l ppc_l starved_l
+	local starved_list
 	local impls="raw innet innet_nogso raw_nogso"
 	[ "$fwd_gso_only" = 1 ] && impls="raw innet"
 	for size in ${fwd_sizes//,/ }; do
-		local -A runs_pps=() runs_loss=() runs_ppc=()
+		local -A runs_pps=() runs_loss=() runs_ppc=() runs_starved=()
 		for ((round = 1; round <= fwd_rounds; round++)); do
 			# ABBA: alternate which goes first, so none always runs
 			# on a warmer (or busier) machine.
@@ -271,6 +288,7 @@ bench_main() {
 				runs_pps[$impl]+="$fwd_pps "
 				runs_loss[$impl]+="$fwd_loss "
 				runs_ppc[$impl]+="$fwd_ppc "
+				runs_starved[$impl]+="$fwd_starved "
 			done
 		done
 		for impl in $impls; do
@@ -280,7 +298,19 @@ bench_main() {
 			med_pps[$impl]=$(bench_median "${pps_l[@]}")
 			med_loss[$impl]=$(bench_median "${loss_l[@]}")
 			med_ppc[$impl]=$(bench_median "${ppc_l[@]}")
+			# starved in the median: more than half of its runs were
+			read -r -a starved_l <<<"${runs_starved[$impl]}"
+			med_starved[$impl]=$(printf '%s\n' "${starved_l[@]}" |
+				awk '{ n++; s += $1 } END { print (2 * s > n) ? 1 : 0 }')
 		done
+		starved_list=""
+		for impl in $impls; do
+			if [ "${med_starved[$impl]}" = 1 ]; then starved_list+="${starved_list:+,}$impl"; fi
+		done
+		if [ -n "$starved_list" ]; then
+			bench_log "warning: $size B: starved (delivered under 1% of the offered rate in most runs):" \
+				"$starved_list — the ratios against them are not measurements"
+		fi
 		# The baseline: the best relay, by delivered rate and by per-CPU
 		# rate separately (raw with GSO, unless GSO did not pay).
 		local best=raw best_cpu=raw m_best mc_best
@@ -300,7 +330,7 @@ bench_main() {
 			"raw_${size}_loss_pct=$(bench_calc %.2f "${med_loss[raw]}")" \
 			"innet_${size}_mpps_per_cpu=$(bench_calc %.3f "${med_ppc[innet]} / 1e6")" \
 			"raw_${size}_mpps_per_cpu=$(bench_calc %.3f "${med_ppc[raw]} / 1e6")" "cpu_ratio_${size}=$cpu_ratio" \
-			"best_relay_${size}=$best"
+			"best_relay_${size}=$best" "starved_${size}=${starved_list:-none}"
 		bench_log "$size B: innet $(bench_calc %.3f "${med_pps[innet]} / 1e6") Mpps, raw $(bench_calc %.3f "${med_pps[raw]} / 1e6") Mpps;" \
 			"innet / best relay ($best) $ratio; per relay CPU-second: innet / best ($best_cpu) $cpu_ratio (medians of $fwd_rounds)"
 		if [ "$fwd_gso_only" = 0 ]; then

@@ -31,14 +31,30 @@
 # Cores: the generator and the sink's receive work run on CPU 0; s0's receive
 # work (where an XDP contender runs, and the kernel's forwarding) runs in a
 # threaded NAPI kthread pinned to CPU 1, and so does the user-space engine's
-# process: CPU 1 is "the switch's core". The NAPI threads and the user-space
-# engine run SCHED_FIFO 50 (as data-plane threads are deployed), so that
-# other work on a shared machine delays none of the contenders. The generator offers what CPU 0 can
-# make; a delivered rate near the offered one means the switch kept up (the
-# figure is the generator's, not the contender's limit).
+# process: CPU 1 is "the switch's core". The NAPI threads run SCHED_FIFO 50
+# (as data-plane threads are deployed), so that other work on a shared
+# machine delays none of the contenders. The user-space engine runs
+# SCHED_FIFO 51 (--userspace-prio), above the NAPI thread that feeds its
+# sockets: at equal priority neither preempts the other, and a NAPI thread
+# that always finds more frames in its ring never yields, so under a load
+# above the engine's capacity the engine starves while the kernel fills its
+# socket and drops there (receive livelock: 0.01-0.02 Mpps delivered at 1.0-
+# 1.7 Mpps offered, docs/benchmarks.md). One priority above, the engine
+# drains its socket whenever it has datagrams and the NAPI thread runs in
+# between: the excess is dropped at s0's ring, before any work is spent on
+# it. The generator offers what CPU 0 can make, in bursts (xdptool.c: each
+# BPF_PROG_TEST_RUN call ends in a pause); a delivered rate near the offered
+# one means the switch kept up (the generator's limit, not the contender's).
 #
 # Each contender runs --rounds times per size in alternating order; medians
 # are reported, with the offered rate. Warm-up 1 s, measurement --seconds.
+#
+# Then the user-space engine alone at the first size, with the generator
+# paced at each rate of --rates (SCHED_FIFO 40 on CPU 0, below the sink's
+# NAPI thread, so that it keeps its pace), rounds in alternating order: its
+# goodput must rise with the offered rate up to its capacity and stay there.
+# Per run it records where the excess went: s0's ring (rx_dropped) and the
+# engine's socket (the drops column of /proc/net/udp).
 
 bench_usage() {
 	cat <<'EOF'
@@ -46,6 +62,12 @@ usage: bench/run xdp-forwarding [options]
   --seconds S     measurement window per run (default 2)
   --rounds R      runs per contender and size, alternated; medians (default 3)
   --sizes LIST    frame sizes, comma separated (default 64,1024)
+  --contenders L  which of xdp,handwritten,userspace,kernel to run (default all)
+  --rates LIST    offered rates in Mpps for the user-space engine's sweep at the
+                  first size (default 0.1,0.2,0.4,0.8,1.6; "none": no sweep)
+  --userspace-prio P
+                  the user-space engine's SCHED_FIFO priority (default 51: above
+                  the NAPI thread feeding it, at 50; 50 shows the livelock)
   --quick         --seconds 1 --rounds 1
 EOF
 }
@@ -53,6 +75,9 @@ EOF
 xf_secs=2
 xf_rounds=3
 xf_sizes=64,1024
+xf_contenders=xdp,handwritten,userspace,kernel
+xf_rates=0.1,0.2,0.4,0.8,1.6
+xf_uprio=51
 
 xf_parse() {
 	while [ $# -gt 0 ]; do
@@ -60,14 +85,29 @@ xf_parse() {
 		--seconds) xf_secs=${2:?}; shift ;;
 		--rounds) xf_rounds=${2:?}; shift ;;
 		--sizes) xf_sizes=${2:?}; shift ;;
+		--contenders) xf_contenders=${2:?}; shift ;;
+		--rates) xf_rates=${2:?}; shift ;;
+		--userspace-prio) xf_uprio=${2:?}; shift ;;
 		--quick) xf_secs=1; xf_rounds=1 ;;
 		-h | --help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option '$1'" ;;
 		esac
 		shift
 	done
-	[[ $xf_secs =~ ^[0-9]+$ && $xf_rounds =~ ^[0-9]+$ && $xf_sizes =~ ^[0-9,]+$ ]] ||
-		bench_usage_error "numbers only"
+	[[ $xf_secs =~ ^[0-9]+$ && $xf_rounds =~ ^[0-9]+$ && $xf_sizes =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+		bench_usage_error "--seconds, --rounds and --sizes take whole numbers"
+	[[ $xf_rates == none || $xf_rates =~ ^[0-9]*\.?[0-9]+(,[0-9]*\.?[0-9]+)*$ ]] ||
+		bench_usage_error "--rates takes Mpps, comma separated (e.g. 0.1,0.4), or none"
+	[[ $xf_uprio =~ ^[0-9]+$ ]] && [ "$xf_uprio" -ge 1 ] && [ "$xf_uprio" -le 99 ] ||
+		bench_usage_error "--userspace-prio takes a SCHED_FIFO priority, 1..99"
+	local c
+	IFS=, read -r -a XF_CONTENDERS <<<"$xf_contenders"
+	for c in "${XF_CONTENDERS[@]}"; do
+		case $c in
+		xdp | handwritten | userspace | kernel) ;;
+		*) bench_usage_error "unknown contender '$c' (xdp, handwritten, userspace, kernel)" ;;
+		esac
+	done
 }
 
 XF_NS=""
@@ -107,7 +147,6 @@ xf_setup() {
 }
 
 XT=""
-# One run: contender, frame size -> "delivered offered" (Mpps)
 # Run dev's receive work (NAPI) in a kthread pinned to cpu (XDP attached first).
 # 0, or 1 with the reason logged: the kernel refuses now and then to thread a
 # veth's NAPI that was re-created moments before (a new XDP program): retried
@@ -136,31 +175,39 @@ xf_abort_run() {
 		[ -n "$p" ] && bench_stop "$p"
 	done
 	[ "$who" = kernel ] && ip netns exec "$XF_NS-sw" sysctl -qw net.ipv4.ip_forward=0
-	echo "skip skip"
+	echo "skip skip 0 0 0 0"
 }
 
+# xf_run CONTENDER SIZE [RATE]: one run, the generator unpaced or at RATE
+# Mpps. Prints "delivered offered ring_drops sock_drops sent duty": the
+# sink's and the generator's rates (Mpps) in the window; over the whole run,
+# the frames s0 dropped because its receive ring was full (dropped before
+# any work: the cheap place), the datagrams the kernel dropped at the
+# engine's socket (after the receive work: the dear place; user space
+# only), and the frames the generator sent; the generator's duty (xdptool.c).
 xf_run() {
-	local who=$1 size=$2 total=$((xf_secs + 2)) pid_sw="" pid_pass="" pid_sink pid_gen dst
-	local S="$XF_NS-sw"
+	local who=$1 size=$2 rate=${3:-0} total=$((xf_secs + 2)) pid_sw="" pid_pass="" pid_sink pid_gen dst
+	local S="$XF_NS-sw" tag="$1-$2" gen_rt=()
+	[ "$rate" = 0 ] || { tag="$tag-at$rate"; gen_rt=(chrt -f 40); }
 	dst=10.91.1.2:9000
 	case $who in
 	xdp)
-		bench_spawn pid_sw "sw-$who-$size" 1 $((total + 10)) ip netns exec "$S" "$BENCH_INNET_BIN" switch \
+		bench_spawn pid_sw "sw-$tag" 1 $((total + 10)) ip netns exec "$S" "$BENCH_INNET_BIN" switch \
 			--target xdp --port 10.91.1.2=10.91.1.1@$XF_S0 --port 10.91.2.2=10.91.2.1@$XF_S1 \
 			--program forward@9000 --args '{"map": [1, 0]}' --ctl ""
-		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch (xdp) did not start"
+		bench_wait_ready "$pid_sw" "sw-$tag" ready 20 || bench_die "innet switch (xdp) did not start"
 		;;
 	userspace)
-		bench_spawn pid_sw "sw-$who-$size" 1 $((total + 10)) ip netns exec "$S" chrt -f 50 "$BENCH_INNET_BIN" switch \
-			--port 10.91.1.2=10.91.1.1 --port 10.91.2.2=10.91.2.1 \
+		bench_spawn pid_sw "sw-$tag" 1 $((total + 10)) ip netns exec "$S" chrt -f "$xf_uprio" \
+			"$BENCH_INNET_BIN" switch --port 10.91.1.2=10.91.1.1 --port 10.91.2.2=10.91.2.1 \
 			--program forward@9000 --args '{"map": [1, 0]}' --ctl ""
-		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "innet switch did not start"
+		bench_wait_ready "$pid_sw" "sw-$tag" ready 20 || bench_die "innet switch did not start"
 		;;
 	handwritten)
-		bench_spawn pid_sw "sw-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" fwd "$XF_S0" "$XF_S1" \
+		bench_spawn pid_sw "sw-$tag" "" $((total + 10)) ip netns exec "$S" "$XT" fwd "$XF_S0" "$XF_S1" \
 			--my 10.91.1.2:9000 --from 10.91.2.2 --to 10.91.2.1:9000 --to-mac 02:91:00:00:00:04 \
 			--seconds $((total + 5))
-		bench_wait_ready "$pid_sw" "sw-$who-$size" ready 20 || bench_die "xdptool fwd did not start"
+		bench_wait_ready "$pid_sw" "sw-$tag" ready 20 || bench_die "xdptool fwd did not start"
 		;;
 	kernel)
 		ip netns exec "$S" sysctl -qw net.ipv4.ip_forward=1
@@ -168,27 +215,145 @@ xf_run() {
 		;;
 	esac
 	if [ "$who" = userspace ] || [ "$who" = kernel ]; then
-		bench_spawn pid_pass "pass-$who-$size" "" $((total + 10)) ip netns exec "$S" "$XT" pass "$XF_S0" \
+		bench_spawn pid_pass "pass-$tag" "" $((total + 10)) ip netns exec "$S" "$XT" pass "$XF_S0" \
 			--seconds $((total + 5))
-		bench_wait_ready "$pid_pass" "pass-$who-$size" ready 20 || bench_die "xdptool pass did not start"
+		bench_wait_ready "$pid_pass" "pass-$tag" ready 20 || bench_die "xdptool pass did not start"
 	fi
 	xf_pin_napi "$S" "$XF_S0" 1 || { xf_abort_run "$who" "$size" "$pid_sw" "$pid_pass"; return 0; }
-	bench_spawn pid_sink "sink-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-sink" "$XT" sink "$XF_K" \
+	bench_spawn pid_sink "sink-$tag" 0 $((total + 10)) ip netns exec "$XF_NS-sink" "$XT" sink "$XF_K" \
 		--warmup 1 --seconds "$xf_secs"
-	bench_wait_ready "$pid_sink" "sink-$who-$size" ready 20 || bench_die "xdptool sink did not start"
+	bench_wait_ready "$pid_sink" "sink-$tag" ready 20 || bench_die "xdptool sink did not start"
 	xf_pin_napi "$XF_NS-sink" "$XF_K" 0 || { xf_abort_run "$who" "$size" "$pid_sw" "$pid_pass" "$pid_sink"; return 0; }
-	bench_spawn pid_gen "gen-$who-$size" 0 $((total + 10)) ip netns exec "$XF_NS-gen" "$XT" gen "$XF_G" \
+	local ring0 ring1 sock=0
+	ring0=$(xf_ring_drops)
+	# paced: SCHED_FIFO 40 (below the sink's NAPI thread on the same core),
+	# or other work on that core would make the pace stutter
+	bench_spawn pid_gen "gen-$tag" 0 $((total + 10)) ip netns exec "$XF_NS-gen" "${gen_rt[@]}" "$XT" gen "$XF_G" \
 		--src-mac 02:91:00:00:00:01 --dst-mac 02:91:00:00:00:02 --src 10.91.1.1:40000 --dst "$dst" \
-		--size "$size" --warmup 1 --seconds "$xf_secs"
-	bench_wait "$pid_gen" || bench_die "the generator failed ($(tail -n 2 "$BENCH_TMP/gen-$who-$size.err"))"
+		--size "$size" --warmup 1 --seconds "$xf_secs" --rate "$rate"
+	bench_wait "$pid_gen" || bench_die "the generator failed ($(tail -n 2 "$BENCH_TMP/gen-$tag.err"))"
 	bench_wait "$pid_sink" || bench_die "the sink failed"
+	ring1=$(xf_ring_drops)
+	[ "$who" = userspace ] && sock=$(ip netns exec "$S" bash -c "$(declare -f bench_udp_drops); bench_udp_drops 10.91.1.2 9000")
 	[ -n "$pid_sw" ] && bench_stop "$pid_sw"
 	[ -n "$pid_pass" ] && bench_stop "$pid_pass"
 	[ "$who" = kernel ] && ip netns exec "$S" sysctl -qw net.ipv4.ip_forward=0
-	local got off
-	got=$(bench_kv mpps "$BENCH_TMP/sink-$who-$size.out")
-	off=$(bench_kv offered_mpps "$BENCH_TMP/gen-$who-$size.out")
-	echo "$got $off"
+	echo "$(bench_kv mpps "$BENCH_TMP/sink-$tag.out") $(bench_kv offered_mpps "$BENCH_TMP/gen-$tag.out")" \
+		"$((ring1 - ring0)) $sock $(bench_kv sent "$BENCH_TMP/gen-$tag.out") $(bench_kv duty "$BENCH_TMP/gen-$tag.out")"
+}
+
+# Frames s0 dropped so far because its receive ring was full (a veth counts
+# its peer's XDP_TX frames it had no room for in rx_dropped).
+xf_ring_drops() {
+	ip netns exec "$XF_NS-sw" cat "/sys/class/net/$XF_S0/statistics/rx_dropped"
+}
+
+# xf_ratio A B: A / B to 3 decimals, 0 when B is 0, "" when either is missing
+xf_ratio() {
+	[ -n "$1" ] && [ -n "$2" ] && [ "$1" != nan ] && [ "$2" != nan ] || return 0
+	awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", (b>0?a/b:0)}'
+}
+
+# The contenders, unpaced, at every size.
+xf_compare() {
+	local size who r i order got off ring sock sent duty sizes
+	IFS=, read -r -a sizes <<<"$xf_sizes"
+	for size in "${sizes[@]}"; do
+		declare -A vals=() offs=()
+		for r in $(seq 1 "$xf_rounds"); do
+			order=("${XF_CONTENDERS[@]}")
+			if [ $((r % 2)) -eq 0 ]; then # alternate the order
+				order=()
+				for ((i = ${#XF_CONTENDERS[@]} - 1; i >= 0; i--)); do order+=("${XF_CONTENDERS[i]}"); done
+			fi
+			for who in "${order[@]}"; do
+				read -r got off ring sock sent duty < <(xf_run "$who" "$size")
+				if [ "$got" = skip ]; then
+					XF_SKIPPED=$((XF_SKIPPED + 1))
+					bench_log "$size B round $r: $who skipped (its setup failed; see above)"
+					continue
+				fi
+				bench_log "$size B round $r: $who delivered $got Mpps (offered $off)"
+				bench_record contender="$who" size="$size" round="$r" delivered_mpps="$got" offered_mpps="$off" \
+					ring_drops="$ring" sock_drops="$sock" sent="$sent" gen_duty="$duty"
+				vals[$who]="${vals[$who]:-} $got"
+				offs[$who]="${offs[$who]:-} $off"
+			done
+		done
+		local x="" h="" u="" k="" o kv=()
+		for who in "${XF_CONTENDERS[@]}"; do
+			[ -n "${vals[$who]:-}" ] || continue
+			kv+=("${who}_mpps_$size=$(bench_median ${vals[$who]})")
+			case $who in
+			xdp) x=$(bench_median ${vals[$who]}) ;;
+			handwritten) h=$(bench_median ${vals[$who]}) ;;
+			userspace) u=$(bench_median ${vals[$who]}) ;;
+			kernel) k=$(bench_median ${vals[$who]}) ;;
+			esac
+		done
+		# shellcheck disable=SC2046 # word splitting wanted: the offered rates of every run
+		o=$(bench_median $(printf '%s\n' "${offs[@]}"))
+		kv+=("offered_mpps_$size=$o")
+		[ -n "$(xf_ratio "$x" "$h")" ] && kv+=("ratio_handwritten_$size=$(xf_ratio "$x" "$h")")
+		[ -n "$(xf_ratio "$x" "$u")" ] && kv+=("ratio_userspace_$size=$(xf_ratio "$x" "$u")")
+		[ -n "$(xf_ratio "$x" "$k")" ] && kv+=("ratio_kernel_$size=$(xf_ratio "$x" "$k")")
+		bench_result "${kv[@]}"
+		if [ "$size" = "${sizes[0]}" ]; then
+			XF_HEAD_H=$(xf_ratio "$x" "$h")
+			XF_HEAD_U=$(xf_ratio "$x" "$u")
+		fi
+		unset vals offs
+	done
+}
+
+# The user-space engine at each offered rate of --rates, at the first size:
+# its goodput must level off at its capacity, not fall, as the load rises.
+xf_sweep() {
+	local size=${xf_sizes%%,*} rate r i order got off ring sock sent duty sockfrac ringfrac
+	local -a rates
+	IFS=, read -r -a rates <<<"$xf_rates"
+	declare -A vals=() offs=() socks=() rings=()
+	for r in $(seq 1 "$xf_rounds"); do
+		order=("${rates[@]}")
+		if [ $((r % 2)) -eq 0 ]; then
+			order=()
+			for ((i = ${#rates[@]} - 1; i >= 0; i--)); do order+=("${rates[i]}"); done
+		fi
+		for rate in "${order[@]}"; do
+			read -r got off ring sock sent duty < <(xf_run userspace "$size" "$rate")
+			if [ "$got" = skip ]; then
+				XF_SKIPPED=$((XF_SKIPPED + 1))
+				bench_log "$size B at $rate Mpps round $r: skipped (its setup failed; see above)"
+				continue
+			fi
+			ringfrac=$(bench_calc "%.3f" "${sent:-0} > 0 ? $ring / $sent : 0")
+			sockfrac=$(bench_calc "%.3f" "${sent:-0} > 0 ? $sock / $sent : 0")
+			bench_log "$size B at $rate Mpps round $r: userspace delivered $got Mpps (offered $off;" \
+				"of the frames sent, dropped at s0's ring $ringfrac, at the engine's socket $sockfrac)"
+			bench_record contender=userspace size="$size" rate="$rate" round="$r" delivered_mpps="$got" \
+				offered_mpps="$off" ring_drops="$ring" sock_drops="$sock" sent="$sent" gen_duty="$duty" \
+				userspace_prio="$xf_uprio"
+			vals[$rate]="${vals[$rate]:-} $got"
+			offs[$rate]="${offs[$rate]:-} $off"
+			socks[$rate]="${socks[$rate]:-} $sockfrac"
+			rings[$rate]="${rings[$rate]:-} $ringfrac"
+		done
+	done
+	local kv=() best=0 top="" m
+	for rate in "${rates[@]}"; do
+		[ -n "${vals[$rate]:-}" ] || continue
+		m=$(bench_median ${vals[$rate]})
+		kv+=("userspace_mpps_${size}_at_$rate=$m" "offered_mpps_${size}_at_$rate=$(bench_median ${offs[$rate]})")
+		best=$(awk -v a="$best" -v b="$m" 'BEGIN{print (b>a?b:a)}')
+		top=$rate
+	done
+	[ -n "$top" ] || return 0
+	# at the highest rate: goodput against the best of the sweep (1: no
+	# collapse under overload), and where the excess went
+	kv+=("userspace_overload_ratio_$size=$(xf_ratio "$(bench_median ${vals[$top]})" "$best")"
+		"userspace_sockdrop_frac_$size=$(bench_median ${socks[$top]})"
+		"userspace_ringdrop_frac_$size=$(bench_median ${rings[$top]})")
+	bench_result "${kv[@]}"
 }
 
 bench_main() {
@@ -199,44 +364,19 @@ bench_main() {
 	bench_param seconds "$xf_secs"
 	bench_param rounds "$xf_rounds"
 	bench_param sizes "$xf_sizes"
+	bench_param contenders "$xf_contenders"
+	bench_param rates "$xf_rates"
+	bench_param userspace_prio "$xf_uprio"
 	xf_setup
-	local size who r order got off
-	local contenders=(xdp handwritten userspace kernel)
-	IFS=, read -r -a sizes <<<"$xf_sizes"
-	for size in "${sizes[@]}"; do
-		declare -A vals=() offs=()
-		for r in $(seq 1 "$xf_rounds"); do
-			if [ $((r % 2)) -eq 1 ]; then order=("${contenders[@]}"); else
-				order=(kernel userspace handwritten xdp); fi
-			for who in "${order[@]}"; do
-				read -r got off < <(xf_run "$who" "$size")
-				if [ "$got" = skip ]; then
-					XF_SKIPPED=$((XF_SKIPPED + 1))
-					bench_log "$size B round $r: $who skipped (its setup failed; see above)"
-					continue
-				fi
-				bench_log "$size B round $r: $who delivered $got Mpps (offered $off)"
-				bench_record contender="$who" size="$size" round="$r" delivered_mpps="$got" offered_mpps="$off"
-				vals[$who]="${vals[$who]:-} $got"
-				offs[$who]="${offs[$who]:-} $off"
-			done
-		done
-		local x h u k o
-		x=$(bench_median ${vals[xdp]}); h=$(bench_median ${vals[handwritten]})
-		u=$(bench_median ${vals[userspace]}); k=$(bench_median ${vals[kernel]})
-		o=$(bench_median ${offs[xdp]} ${offs[handwritten]} ${offs[userspace]} ${offs[kernel]})
-		bench_result "xdp_mpps_$size=$x" "handwritten_mpps_$size=$h" "userspace_mpps_$size=$u" \
-			"kernel_mpps_$size=$k" "offered_mpps_$size=$o" \
-			"ratio_handwritten_$size=$(awk -v a="$x" -v b="$h" 'BEGIN{printf "%.3f", (b>0?a/b:0)}')" \
-			"ratio_userspace_$size=$(awk -v a="$x" -v b="$u" 'BEGIN{printf "%.3f", (b>0?a/b:0)}')" \
-			"ratio_kernel_$size=$(awk -v a="$x" -v b="$k" 'BEGIN{printf "%.3f", (b>0?a/b:0)}')"
-		if [ "$size" = "${sizes[0]}" ]; then
-			XF_HEAD_H=$(awk -v a="$x" -v b="$h" 'BEGIN{printf "%.3f", (b>0?a/b:0)}')
-			XF_HEAD_U=$(awk -v a="$x" -v b="$u" 'BEGIN{printf "%.3f", (b>0?a/b:0)}')
-		fi
-		unset vals offs
-	done
+	bench_param netns "$XF_NS"
+	XF_HEAD_H="" XF_HEAD_U=""
+	xf_compare
+	local c sweep=0
+	for c in "${XF_CONTENDERS[@]}"; do [ "$c" = userspace ] && sweep=1; done
+	[ "$xf_rates" = none ] && sweep=0
+	[ "$sweep" = 0 ] || xf_sweep
 	# the headline ratios: the smallest frames, where packet rate is all
-	bench_result "ratio_handwritten=$XF_HEAD_H" "ratio_userspace=$XF_HEAD_U" \
-		"skipped_runs=$XF_SKIPPED" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
+	[ -n "$XF_HEAD_H" ] && bench_result "ratio_handwritten=$XF_HEAD_H"
+	[ -n "$XF_HEAD_U" ] && bench_result "ratio_userspace=$XF_HEAD_U"
+	bench_result "skipped_runs=$XF_SKIPPED" "loadavg=$(cut -d' ' -f1 /proc/loadavg)"
 }

@@ -5,7 +5,11 @@
  *   xdp_gen   a packet generator: run by BPF_PROG_TEST_RUN with
  *             BPF_F_TEST_XDP_LIVE_FRAMES on the generator's veth, it writes
  *             the template frame (recycled frames keep what the switch
- *             downstream wrote into them) and transmits it (XDP_TX)
+ *             downstream wrote into them) and transmits it (XDP_TX), as
+ *             often as the kernel runs it or, paced, at most one frame per
+ *             interval (the runs in between drop their frame before
+ *             writing it: a run costs tens of nanoseconds, so the frames
+ *             leave evenly spaced); it counts what it transmits
  *   xdp_sink  counts frames and bytes per CPU and drops them
  *   xdp_pass  XDP_PASS, for a veth that must take XDP frames from its peer
  *   xdp_fwd   the reference an eBPF engineer would write for what innet's
@@ -44,6 +48,23 @@ struct counts {
 	__u64 bytes;
 };
 
+/* xdp_gen's pacing, written by xdptool gen (one generator thread per map,
+ * on one CPU: plain updates). Times in picoseconds, so that a rate such as
+ * 1.5 Mpps (666.67 ns) is kept exactly. */
+struct pace {
+	__u64 interval_ps; /* 0: not paced */
+	__u64 burst_ps;    /* how far behind the schedule may be caught up */
+	__u64 next_ps;     /* when the next frame may leave */
+	__u64 sent;        /* frames transmitted (XDP_TX) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct pace);
+	__uint(max_entries, 1);
+} pace SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -75,6 +96,17 @@ SEC("xdp")
 int xdp_gen(struct xdp_md *ctx)
 {
 	__u32 k = 0;
+	struct pace *p = bpf_map_lookup_elem(&pace, &k);
+	if (p == NULL)
+		return XDP_ABORTED;
+	if (p->interval_ps != 0) {
+		__u64 now = bpf_ktime_get_ns() * 1000;
+		if (now < p->next_ps)
+			return XDP_DROP; /* not yet: recycled, never sent */
+		if (p->next_ps + p->burst_ps < now)
+			p->next_ps = now - p->burst_ps; /* fell behind: no long burst */
+		p->next_ps += p->interval_ps;
+	}
 	struct tmpl *t = bpf_map_lookup_elem(&tmpl, &k);
 	if (t == NULL)
 		return XDP_ABORTED;
@@ -83,6 +115,7 @@ int xdp_gen(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if (bpf_xdp_store_bytes(ctx, 0, t->data, len))
 		return XDP_ABORTED;
+	p->sent++;
 	return XDP_TX;
 }
 

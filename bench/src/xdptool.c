@@ -5,11 +5,20 @@
  * XDP program (a bpf_link) only while it runs.
  *
  *   xdptool gen DEV --src-mac M --dst-mac M --src IP:PORT --dst IP:PORT
- *               --size BYTES --warmup S --seconds S
+ *               --size BYTES --warmup S --seconds S [--rate MPPS]
  *       frames of BYTES (Ethernet included) out of DEV, as fast as the
- *       kernel takes them (BPF_PROG_TEST_RUN, live frames, batches of 64);
- *       prints "RESULT offered_mpps=.. frames=.. seconds=.." for the
- *       measured window (after the warm-up)
+ *       kernel takes them (BPF_PROG_TEST_RUN, live frames, batches of 64),
+ *       or at MPPS million frames a second, evenly spaced (xdp_gen paces
+ *       itself: see xdptool.bpf.c); prints
+ *         RESULT offered_mpps=.. frames=.. seconds=.. duty=.. sent=..
+ *       offered_mpps, frames, seconds: the measured window (after the
+ *       warm-up); duty: the share of that window the program was running;
+ *       sent: frames transmitted in the whole run. Each BPF_PROG_TEST_RUN
+ *       call ends in a sleep (~25 ms on this machine, whatever the call's
+ *       length, at real-time priority too) when no frame leaves, so an
+ *       unpaced generator sends bursts of 2^16 frames at its full speed with
+ *       gaps between them (duty 0.2-0.35); a paced call lasts ~200 ms to
+ *       make the gaps rare.
  *   xdptool sink DEV --warmup S --seconds S
  *       counts and drops every frame arriving on DEV; prints
  *       "RESULT mpps=.. gbit=.. frames=.." for the measured window
@@ -52,6 +61,13 @@ struct tmpl {
 struct counts {
 	uint64_t pkts;
 	uint64_t bytes;
+};
+
+struct pace { /* as in xdptool.bpf.c */
+	uint64_t interval_ps;
+	uint64_t burst_ps;
+	uint64_t next_ps;
+	uint64_t sent;
 };
 
 struct fwd_cfg {
@@ -171,6 +187,11 @@ static int gen(int argc, char **argv)
 	double warm = atof(opt(argc, argv, "--warmup", "1")), secs = atof(opt(argc, argv, "--seconds", "2"));
 	if (size < 60 || size > TMPL_MAX)
 		die("--size wants 60..2048", "");
+	char *rend;
+	const char *rate_s = opt(argc, argv, "--rate", "0");
+	double rate = strtod(rate_s, &rend) * 1e6; /* frames/s; 0: not paced */
+	if (rend == rate_s || *rend != '\0' || !(rate >= 0 && rate <= 1e9) || (rate > 0 && rate < 1))
+		die("--rate wants Mpps, at least 0.000001 (0: as fast as possible), not ", rate_s);
 	t.len = (uint32_t)size;
 	uint8_t *f = t.data;
 	memcpy(f, dmac, 6);
@@ -199,13 +220,24 @@ static int gen(int argc, char **argv)
 	uint32_t k = 0;
 	if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "tmpl"), &k, &t, 0) != 0)
 		die("cannot write the template", "");
+	int pace_fd = bpf_object__find_map_fd_by_name(obj, "pace");
+	struct pace pc = { 0 };
+	if (rate > 0) {
+		pc.interval_ps = (uint64_t)(1e12 / rate + 0.5);
+		pc.burst_ps = 64 * pc.interval_ps; /* at most a batch late */
+	}
+	if (bpf_map_update_elem(pace_fd, &k, &pc, 0) != 0)
+		die("cannot write the pacing", "");
 	int prog = bpf_program__fd(bpf_object__find_program_by_name(obj, "xdp_gen"));
 	int ifindex = (int)if_nametoindex(dev);
 	if (ifindex == 0)
 		die("no device ", dev);
 	struct xdp_md ctx = { .data_end = (uint32_t)size, .ingress_ifindex = (uint32_t)ifindex };
-	uint64_t sent = 0, measured = 0;
-	double t0 = now_s(), tm = t0 + warm, t_end = tm + secs, tm_real = 0;
+	/* Unpaced: runs of 2^16 frames, as always. Paced: runs sized to last
+	 * ~200 ms (a paced run mostly drops, fast), fitted as they go. */
+	uint32_t repeat = 1u << 16;
+	uint64_t measured = 0;
+	double t0 = now_s(), tm = t0 + warm, t_end = tm + secs, tm_real = 0, busy = 0;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	while (!stop) {
@@ -214,19 +246,31 @@ static int gen(int argc, char **argv)
 			break;
 		if (tm_real == 0 && now >= tm) {
 			tm_real = now;
-			measured = sent;
+			if (bpf_map_lookup_elem(pace_fd, &k, &pc) != 0)
+				die("cannot read the count", "");
+			measured = pc.sent;
 		}
 		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = t.data, .data_size_in = (uint32_t)size,
-			    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1 << 16,
+			    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = repeat,
 			    .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = 64);
 		if (bpf_prog_test_run_opts(prog, &o) != 0)
 			die("live frames run: ", strerror(errno));
-		sent += 1u << 16;
+		/* o.duration: the mean ns per run of the program, on the CPU */
+		if (tm_real != 0)
+			busy += (double)o.duration * repeat * 1e-9;
+		double took = now_s() - now;
+		if (rate > 0 && took > 0) {
+			double want = repeat * (took < 0.05 ? 4 : 0.2 / took);
+			repeat = want < 4096 ? 4096 : want > (1u << 26) ? 1u << 26 : (uint32_t)want;
+		}
 	}
 	double el = now_s() - tm_real;
-	uint64_t n = sent - measured;
-	printf("RESULT offered_mpps=%.3f frames=%llu seconds=%.3f\n", el > 0 ? n / el / 1e6 : 0,
-	       (unsigned long long)n, el);
+	if (bpf_map_lookup_elem(pace_fd, &k, &pc) != 0)
+		die("cannot read the count", "");
+	uint64_t n = pc.sent - measured;
+	printf("RESULT offered_mpps=%.3f frames=%llu seconds=%.3f duty=%.2f sent=%llu\n",
+	       el > 0 ? n / el / 1e6 : 0, (unsigned long long)n, el, el > 0 ? busy / el : 0,
+	       (unsigned long long)pc.sent);
 	return 0;
 }
 

@@ -13,12 +13,24 @@
  * flight, blocking or asynchronous). Several threads use several handles
  * (several jobs, or one job each with its own worker ids).
  *
- * Errors: 0 or -errno. -ETIMEDOUT: no progress for conf.timeout_ms (a worker
- * died, the switch is gone, straggler mitigation is off); -ESTALE: this
- * worker fell more than a round behind the others (its slot's copy was
- * reused after a straggler timeout). After either the handle is out of step
- * with the job and every later call fails the same way, until
- * innet_agg_join puts it back in step.
+ * Runs (docs/aggregation.md, "Runs"). A handle's first call registers it
+ * with the job's run on the switch (START): it begins a new run of the job —
+ * once every member of the previous run is gone: closed, or started again —
+ * or takes part in the run its peers began. So a job runs program after
+ * program on one switch, whether the previous one ended cleanly or was
+ * killed. innet_agg_close tells the switch the handle is done (LEAVE): the
+ * run's rounds stop waiting for it.
+ *
+ * Errors: 0 or -errno. -ETIMEDOUT: no answer from the switch, or no progress
+ * for conf.timeout_ms (a worker died, the switch is gone, straggler
+ * mitigation is off); -ESTALE: this worker fell more than a round behind the
+ * others (its slot's copy was reused after a straggler timeout), or started
+ * after its run had moved on; -ECONNRESET: a new run of the job began (this
+ * handle's run is over); -EBUSY (first call): the job's previous run still
+ * has members in it that did not start again, or another run is in
+ * progress. After any of them the handle is out of step with the job and
+ * every later call fails the same way, until innet_agg_join puts it back in
+ * step. innet_agg_error says what happened and what to do.
  */
 #ifndef INNET_AGG_H
 #define INNET_AGG_H
@@ -106,6 +118,10 @@ int innet_agg_wait(struct innet_agg *a);
 int innet_agg_join(struct innet_agg *a, size_t n, int f32, uint32_t *next_call);
 
 void innet_agg_get_stats(const struct innet_agg *a, struct innet_agg_stats *out);
+
+/* What the handle's last failure was and what to do about it, one line
+ * ("" if none): for the messages of programs built on the library. */
+const char *innet_agg_error(const struct innet_agg *a);
 
 #ifdef __cplusplus
 }

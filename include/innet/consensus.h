@@ -23,6 +23,12 @@
  * request id (client << 32 | seq) and resends it with the same id until it is
  * chosen or the deadline passes; the `done` callback says at which instance.
  *
+ * Reads without a log entry: innet_paxos_read_index() starts a read round
+ * (READ to every acceptor); `read_done` gives its index once a majority
+ * answered — every instance chosen before the call is below it, so a state
+ * machine that has applied everything below the index may answer reads that
+ * began before the call (docs/consensus.md, "Reads without a log entry").
+ *
  * Threading: an endpoint is used by one thread. Errors: 0 or -errno;
  * innet_paxos_create returns NULL with errno and a message.
  */
@@ -74,6 +80,9 @@ struct innet_paxos_conf {
 			uint32_t len);
 	/* A proposal ended: status 0 (chosen at instance), -ETIMEDOUT, -EMSGSIZE. */
 	void (*done)(void *arg, uint64_t req_id, int status, uint64_t instance);
+	/* A read round ended: status 0 with its index, or -ETIMEDOUT (no
+	 * majority of acceptors answered within deadline_ms). May be NULL. */
+	void (*read_done)(void *arg, uint64_t round, int status, uint64_t index);
 	void *arg;
 };
 
@@ -89,6 +98,9 @@ struct innet_paxos_stats {
 	uint64_t nacks;            /* NACKs received */
 	uint64_t bad_packets;      /* received packets that were not valid Paxos replies */
 	uint64_t failovers;        /* proposer moved to the next coordinator */
+	uint64_t read_rounds;      /* read rounds started (innet_paxos_read_index) */
+	uint64_t read_resent;      /* READs sent again (no majority yet) */
+	uint64_t read_failed;      /* read rounds that timed out */
 };
 
 struct innet_paxos;
@@ -129,6 +141,17 @@ int innet_paxos_request_encode(void *buf, size_t cap, uint64_t req_id, const voi
 /* Propose and wait: 0 with *instance where it was chosen, -ETIMEDOUT,
  * -EMSGSIZE. Uses this endpoint's own client id. */
 int innet_paxos_submit(struct innet_paxos *p, const void *value, uint32_t len, uint64_t *instance);
+
+/* Start a read round: READ to every acceptor, resent every recover_ms
+ * (backing off to 8x) until a majority answered, given up after
+ * deadline_ms. 0 with *round set (read_done names it), -EAGAIN (64 rounds
+ * in flight), -errno. The index it ends with is above every instance chosen
+ * before this call (an acceptor's `hi` is above every instance it voted in,
+ * and the majority that chose one shares an acceptor with the majority that
+ * answered); innet_paxos_delivered() reaching it means every such instance
+ * was delivered. The learner also recovers the instances below the index
+ * that it lacks, as for any gap. */
+int innet_paxos_read_index(struct innet_paxos *p, uint64_t *round);
 
 /* Next instance to deliver: everything below was delivered. */
 uint64_t innet_paxos_delivered(const struct innet_paxos *p);

@@ -59,7 +59,7 @@ extern "C" {
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
 /* Bytes of innet_scratch() memory (declared per target). */
-#define INNET_SCRATCH_SIZE  INNET_PKT_MAX
+#define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
 #define INNET_LOOP_MAX      (1u << 23)
 /* A span (innet_reg_span) never crosses a multiple of this many bytes of a
@@ -137,8 +137,31 @@ enum innet_drop_reason {
 	INNET_DROP_NO_UDP_SOCKET,    /* datagram from a program that binds no UDP port */
 	INNET_DROP_REG_CONTENDED,    /* an emulated RMW lost its CAS INNET_RMW_TRIES times */
 	INNET_DROP_TABLE_KEY,        /* table key/value size differs from the declaration */
+	INNET_DROP_TABLE_BUSY,       /* a table operation ran out of its bounded wait
+	                              * (INNET_TABLE_BUSY) and the handler dropped the packet */
 	INNET_DROP_RUNTIME_COUNT,
 	INNET_DROP_PROGRAM = 32      /* first program-defined reason */
+};
+
+/*
+ * What the table helpers return. Every wait inside them is bounded (the same
+ * bound on both targets: src/engine/table_algo.h), so a lookup can end
+ * without an answer: INNET_TABLE_BUSY — a writer (the control plane, another
+ * worker or CPU) stayed inside the key's slot, or held its home lock, for the
+ * whole wait. The key may or may not be there; nothing was changed. BUSY is
+ * not a miss: a handler that answered it like ABSENT (make a new entry) could
+ * overwrite a live one. Drop the packet with a named reason of the program's
+ * (lb: conn_busy) or the runtime's INNET_DROP_TABLE_BUSY, or leave the state
+ * alone. It is rare: only a writer stopped in the middle of a write (a
+ * preempted thread) makes a wait run out.
+ */
+enum innet_table_rc {
+	INNET_TABLE_OK = 0,       /* found (*val holds the value), inserted, deleted */
+	INNET_TABLE_ABSENT = -1,  /* lookup, delete: the key is not in the table */
+	INNET_TABLE_BUSY = -2,    /* the bounded wait ran out: unknown, nothing changed (counted) */
+	INNET_TABLE_FULL = -3,    /* insert: no room for a new key (counted: insert_full) */
+	INNET_TABLE_FAULT = -4,   /* the packet faulted (bad table id, key or value size,
+	                           * a PISA program writing): it is dropped with that reason */
 };
 
 /* IPv4 address and UDP port, both in host byte order. */
@@ -159,6 +182,9 @@ struct innet_out {
 
 #define INNET_PKT_F_EMULATED 0x01 /* delivered by link emulation (dup/reorder) */
 #define INNET_PKT_F_RAW      0x02 /* a whole Ethernet frame from a raw port (data = MAC header) */
+#define INNET_PKT_F_RESUMED  0x04 /* handed over by the XDP program with innet_hand_off: the
+                                   * user-space engine runs the handler on, its state at the
+                                   * start of innet_scratch() */
 
 /* Per-packet accounting, filled in by the helpers. */
 struct innet_usage {
@@ -332,8 +358,10 @@ typedef long (*innet_loop_fn)(uint32_t i, void *arg);
 }
 #endif
 
-/* The target's struct innet_pkt, struct innet_ctx and primitives. */
-#if defined(__bpf__)
+/* The target's struct innet_pkt, struct innet_ctx and primitives. (The ALU
+ * check compiles a data path for eBPF with the user-space engine's:
+ * INNET_DP_USER_PRIMITIVES, tests/alu/dp_alu.c.) */
+#if defined(__bpf__) && !defined(INNET_DP_USER_PRIMITIVES)
 #include "targets/xdp/dp_xdp.h"
 #else
 #include "innet/dp_user.h"
@@ -398,9 +426,10 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* Tables: keys and values are byte strings of the declared sizes; the       */
 /* macros pass the sizes of the objects pointed to, which must equal the     */
 /* declaration (else the packet faults with table_key). Lookups are safe     */
-/* against concurrent writers (seqlock per slot).                            */
+/* against concurrent writers (seqlock per slot), and every wait is bounded. */
 
-/* Copy the value for *key into *val; 0 if found, -1 if not. */
+/* Copy the value for *key into *val: an enum innet_table_rc, INNET_TABLE_OK
+ * if found (*val is only written then, or left unspecified). */
 /* (A key or value larger than any table holds is refused at compile time:
  * on XDP a table's slots are a map's values, and such a value never fits.) */
 #define INNET__TABLE_SIZES(key, val)                                                     \
@@ -413,13 +442,13 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 		INNET__TABLE_SIZES(key, val);                                            \
 		innet__table_lookup((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
 	})
-/* Insert or replace (Trio only): 0, or -1 when the table is full (counted). */
+/* Insert or replace (Trio only): INNET_TABLE_OK, _FULL, _BUSY or _FAULT. */
 #define innet_table_insert(ctx, t, key, val)                                             \
 	({                                                                               \
 		INNET__TABLE_SIZES(key, val);                                            \
 		innet__table_insert((ctx), (t), (key), sizeof(*(key)), (val), sizeof(*(val))); \
 	})
-/* Delete (Trio only): 0, or -1 when absent. */
+/* Delete (Trio only): INNET_TABLE_OK, _ABSENT, _BUSY or _FAULT. */
 #define innet_table_delete(ctx, t, key)                                                  \
 	({                                                                               \
 		INNET__TABLE_SIZES(key, key);                                            \
@@ -430,7 +459,11 @@ static inline enum innet_action innet_to_cpu(struct innet_pkt *p)
 /* Other helpers.                                                             */
 
 /* Account n stateless ALU operations (the runtime cannot see plain C
- * arithmetic; programs report it so the resource model can check it). */
+ * arithmetic; programs report it so the resource model can check it): the
+ * computing eBPF instructions of the handler's own code — not moves, byte
+ * swaps, address arithmetic, byte-lane moves or the primitives' work
+ * (docs/resources.md, "What innet_alu counts"). The golden tests check each
+ * pass's report against the code under INNET_TEST_TARGET=alu (tests/alu). */
 static inline void innet_alu(struct innet_ctx *ctx, uint32_t n)
 {
 	ctx->use.alu_ops += n;

@@ -153,6 +153,21 @@ static inline enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 	return INNET_DROP;
 }
 
+/* Continue the packet in the user-space engine with n bytes of the
+ * handler's state (src/targets/xdp/dp_xdp.h): on XDP the way to finish work eBPF cannot
+ * (a P4 program's clones and multicast copies, docs/p4.md) without running
+ * again what already ran. This is the user-space engine already: a handler
+ * that calls it here is wrong, and the packet faults (model_violation). */
+static inline enum innet_action innet_hand_off(struct innet_ctx *ctx, struct innet_pkt *p,
+					       const void *state, uint32_t n)
+{
+	(void)p;
+	(void)state;
+	(void)n;
+	innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
+	return INNET_DROP;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Register helpers. `r` is a register id (the program's enum). Each call is  */
 /* one stateful ALU operation. Values are the element zero-extended to 64    */

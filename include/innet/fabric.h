@@ -92,9 +92,8 @@ char *innet_fabric_topology_json(const struct innet_topology *t, const char *fil
 /* mkdir -p DIR (mode 0755 for what it creates), and of PATH's directory. 0 or -errno. */
 int innet_mkdir_p(const char *dir);
 int innet_mkdir_parent(const char *path);
-/* True if something accepts connections on the unix socket at path (a
- * running switch's control socket). */
-bool innet_ctl_answers(const char *path);
+/* (Whether a switch's control socket accepts connections:
+ * innet_ctl_answers, innet/ctl_client.h.) */
 
 #ifdef __cplusplus
 }

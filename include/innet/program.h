@@ -134,6 +134,8 @@ int innet_args_u64_array(struct innet_args *a, const char *key, uint64_t *out, u
 struct json_t;
 struct json_t *innet_args_json(struct innet_args *a, const char *key);
 
+struct innet_res_usage;   /* innet/resources.h */
+
 struct innet_program {
 	const char *name;             /* registry name, e.g. "forward" */
 	const char *summary;          /* one line for --list-programs */
@@ -171,6 +173,14 @@ struct innet_program {
 	 * (-EINVAL for a command or an argument it does not take). */
 	int (*on_ctl)(struct innet_cp *cp, void *priv, int argc, char **argv,
 		      struct json_t *reply, char *err, size_t errlen);
+	/* The resource model's view (innet/resources.h) when the state the
+	 * program declared is not what a hardware target would hold — a P4
+	 * program translated onto innet's registers and tables reports its own
+	 * tables, registers and table dependency chain. innet_res_usage_from_prog
+	 * calls it last, on a usage filled from the declarations, the statistics
+	 * and the eBPF column, which it may change. Control thread; may be NULL.
+	 * 0 or -errno. */
+	int (*resources)(struct innet_cp *cp, void *priv, struct innet_res_usage *u);
 };
 
 #define INNET_PROG_SERIAL 0x1u  /* all packets on one worker thread */
@@ -189,21 +199,20 @@ struct innet_program {
 /* 0; -EEXIST (a program of that name is registered), -ENOSPC (more than
  * INNET_MAX_PROGRAMS), -EINVAL (no name or handler). */
 int innet_program_register(const struct innet_program *prog);
+/* What INNET_PROGRAM_REGISTER calls: innet_program_register, and a refusal
+ * (a second program under a taken name, too many, no name) is kept, since a
+ * constructor has no caller to tell: innet_switch_create then fails, naming
+ * it, and innet_program_registration_error says it. */
+void innet_program_register_ctor(const struct innet_program *prog);
+/* 0 if every constructor's registration went in; else -EEXIST, -ENOSPC or
+ * -EINVAL (the first refusal's) with err saying which program and why. */
+int innet_program_registration_error(char *err, size_t errlen);
 #define INNET_MAX_PROGRAMS 64u
-/* INNET_PROGRAM_REGISTER's: as innet_program_register, and a failure is
- * kept for innet_program_registry_check (a constructor has no caller). */
-int innet__program_register_at_load(const struct innet_program *prog);
 #define INNET_PROGRAM_REGISTER(prog)                                              \
 	__attribute__((constructor)) static void innet__register_##prog(void)    \
 	{                                                                         \
-		innet__program_register_at_load(&prog);                           \
+		innet_program_register_ctor(&prog);                               \
 	}
-/* 0, or the first registration that failed when the process loaded
- * (INNET_PROGRAM_REGISTER, or the list of shipped programs): -EEXIST for a
- * name two programs use, -ENOSPC, -EINVAL, with a message in err naming the
- * program. innet_switch_create fails with that message while there is one,
- * and `innet programs` reports it. */
-int innet_program_registry_check(char *err, size_t errlen);
 /* The registered program called name, or NULL. */
 const struct innet_program *innet_program_find(const char *name);
 /* NULL-terminated list of the registered programs, sorted by name. */

@@ -120,6 +120,8 @@ struct innet_res_table {
 	uint32_t key_size;           /* bytes */
 	uint32_t value_size;         /* bytes */
 	uint32_t capacity;           /* entries */
+	bool tcam;                   /* matched in TCAM (a P4 table's ternary, LPM or
+	                              * range key); else exact match in SRAM */
 };
 
 /* What the program's packets did (struct innet_prog_stats, condensed). */
@@ -165,6 +167,12 @@ struct innet_res_usage {
 	uint32_t n_timers;                   /* timers declared */
 	struct innet_res_measured m;         /* all zero: nothing measured */
 	struct innet_res_ebpf ebpf;          /* the eBPF column: not loaded = unmeasured */
+	/* A program whose tables' order is known (a P4 program's control flow):
+	 * the stages its longest chain of dependent tables needs (a table that
+	 * matches on, or whose action reads or writes, a field an earlier table
+	 * writes goes to a later stage), and that chain; 0 = not known. */
+	uint32_t dep_stages;
+	char dep_chain[160];
 };
 
 /* The eBPF column of program instance cp (src/targets/xdp/xdp.c): measured if the

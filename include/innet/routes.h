@@ -56,22 +56,25 @@ int innet_routes_decl_table(struct innet_decl *d, unsigned id);
  * -EINVAL (reported with innet_cp_init_error) / the table's error. */
 int innet_routes_install(struct innet_cp *cp, unsigned table, const struct innet_routes *r);
 
-/* What innet_route_get found (0: a route; the others name why not). */
-enum innet_route_result {
-	INNET_ROUTE_FOUND = 0,
-	INNET_ROUTE_NONE,            /* no route to the node */
-	INNET_ROUTE_MALFORMED,       /* an entry written wrongly through the control plane */
+/* What innet_route_get found. */
+enum innet_route_rc {
+	INNET_ROUTE_OK = 0,          /* the route, in *r */
+	INNET_ROUTE_NONE = -1,       /* no route to the node */
+	INNET_ROUTE_MALFORMED = -2,  /* an entry written wrongly through the control plane */
+	INNET_ROUTE_BUSY = -3,       /* the table's lookup was busy (INNET_TABLE_BUSY): there
+	                              * may be a route; drop as table_busy, or try later */
 };
 
-/* Per packet: the route to `node` into *r. */
-static inline enum innet_route_result innet_route_get(struct innet_ctx *ctx, unsigned table,
-						      uint16_t node, struct innet_route *r)
+/* Per packet: the route to `node` into *r (an enum innet_route_rc). */
+static inline int innet_route_get(struct innet_ctx *ctx, unsigned table, uint16_t node,
+				  struct innet_route *r)
 {
-	if (innet_table_lookup(ctx, table, &node, r) != 0)
-		return INNET_ROUTE_NONE;
+	int rc = innet_table_lookup(ctx, table, &node, r);
+	if (rc != INNET_TABLE_OK)
+		return rc == INNET_TABLE_BUSY ? INNET_ROUTE_BUSY : INNET_ROUTE_NONE;
 	if (r->n != INNET_ROUTE_GROUP && (r->n == 0 || r->n > INNET_ROUTE_MAX_PORTS))
 		return INNET_ROUTE_MALFORMED;
-	return INNET_ROUTE_FOUND;
+	return INNET_ROUTE_OK;
 }
 
 /* One of a port route's equal-cost ports, chosen by a flow hash (ECMP).

@@ -132,6 +132,10 @@ struct innet_switch_conf {
 	bool xdp_no_attach;                    /* XDP: load and map, attach nothing (tests:
 	                                        * innet_switch_inject runs the eBPF program
 	                                        * with BPF_PROG_TEST_RUN) */
+	bool no_sockets;                       /* open no socket (a raw port's interface
+	                                        * need not exist): the switch runs only the
+	                                        * packets innet_switch_inject gives it
+	                                        * (innet p4 run, tests) */
 	uint16_t node_id;                      /* fabric node id (innet_hdr.dst_node) */
 	uint32_t n_workers;                    /* worker threads (>= 1) */
 	char ctl_path[108];                    /* control socket path; "" = none */
@@ -186,6 +190,8 @@ const char *innet_cp_name(const struct innet_cp *cp);
  * message innet_switch_create returns; returns -EINVAL. */
 int innet_cp_init_error(struct innet_cp *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const struct innet_program *innet_cp_program(const struct innet_cp *cp);
+/* The control-side state the instance's setup gave (innet_decl_priv), or NULL. */
+void *innet_cp_priv(const struct innet_cp *cp);
 struct innet_switch *innet_cp_switch(struct innet_cp *cp);
 
 /* Register id by name, or -ENOENT. */
@@ -209,13 +215,16 @@ struct innet_table_info {
 	uint32_t capacity;
 	uint32_t entries;        /* current */
 	uint64_t insert_full;    /* inserts refused: full */
+	uint64_t busy;           /* data-path operations that ran out of their bounded
+	                          * wait (INNET_TABLE_BUSY: a writer in the way) */
 };
 int innet_cp_table_info(const struct innet_cp *cp, unsigned id, struct innet_table_info *info);
-/* Add or replace; -ENOSPC when full. */
+/* Add or replace; -ENOSPC when full. These three wait for a data-path writer
+ * in the entry's way (bounded: 0.2 s), then give up with -EBUSY. */
 int innet_cp_table_add(struct innet_cp *cp, unsigned id, const void *key, const void *val);
-/* Delete; -ENOENT when absent. */
+/* Delete; -ENOENT when absent (or -EBUSY). */
 int innet_cp_table_del(struct innet_cp *cp, unsigned id, const void *key);
-/* Look up; 0 or -ENOENT. */
+/* Look up; 0 or -ENOENT (or -EBUSY). */
 int innet_cp_table_get(struct innet_cp *cp, unsigned id, const void *key, void *val);
 /* Call fn for every entry (a consistent copy of each); stops when fn returns
  * non-zero and returns that value. */
@@ -266,7 +275,7 @@ const char *innet_action_name(unsigned action);
 /* ------------------------------------------------------------------------ */
 /* Statistics: per-thread counters summed on request.                         */
 
-#define INNET_HANDOFF_KINDS 8u
+#define INNET_HANDOFF_KINDS 9u
 
 struct innet_prog_stats {
 	uint64_t rx_pkts;                         /* packets into the handler (first pass) */
@@ -296,7 +305,7 @@ struct innet_prog_stats {
 };
 
 /* Name of hand-off kind k (to_cpu, emit, timer, multicast, neighbour,
- * oversize, userspace), or NULL past the last. */
+ * oversize, userspace, serial, resume), or NULL past the last. */
 const char *innet_handoff_name(unsigned k);
 
 struct innet_port_stats {
@@ -306,6 +315,8 @@ struct innet_port_stats {
 	uint64_t tx_bytes;
 	uint64_t tx_errors;
 	uint64_t tx_gso;           /* of tx_pkts, sent coalesced in UDP GSO messages */
+	uint64_t rx_sock_drops;    /* dropped by the kernel at the port's sockets, mostly
+				    * a full receive buffer: arrived faster than read */
 	uint64_t link_lost;        /* dropped by link emulation */
 	uint64_t link_duplicated;
 	uint64_t link_reordered;

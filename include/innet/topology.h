@@ -65,6 +65,9 @@ struct innet_topo_node {
 	uint32_t n_links;
 	/* Switches only (NULL for hosts): */
 	enum innet_target target;       /* "target" (or the file's): udp or xdp */
+	bool p4;                        /* runs a P4 program ("p4", docs/p4.md): its one
+	                                 * program is the raw program "p4" and, in netns
+	                                 * mode, every port is raw */
 	struct innet_switch_conf *conf; /* resolved conf; args_json as written ("auto"
 	                                 * routes not expanded: see innet_topology_switch_conf) */
 	struct innet_topo_peer *peers;  /* conf->n_ports entries, one per port */
@@ -75,6 +78,9 @@ struct innet_topo_link {
 	uint32_t a_port, b_port;        /* port index on a / b; INNET_TOPO_NO_PORT for a host */
 	struct innet_link_conf emu;     /* emulation as written (flags and seed unset) */
 	uint32_t mtu;                   /* netns mode: the veth pair's MTU */
+	uint32_t a_gw, b_gw;            /* netns mode, a P4 switch's end (a raw port, no
+	                                 * address of its own): the address its neighbour
+	                                 * routes through it, with that port's MAC; else 0 */
 };
 
 struct innet_topology {

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 static const char *const agg_drop_names[] = {
 	"too_short", "bad_magic", "bad_version", "wrong_service", "is_result", "bad_op",
 	"bad_length", "unknown_job", "bad_worker", "bad_slot", "bad_ver", "spoofed",
-	"duplicate", "pending", "early", "contended",
+	"duplicate", "pending", "early", "contended", "resetting", "not_registered",
 };
 
 /* A job from the settings (installed by init). */
@@ -32,6 +33,7 @@ struct agg_job_conf {
 	struct agg_job job;
 	uint32_t n_members;
 	struct agg_member members[INNET_AGG_MAX_WORKERS];
+	bool port_given[INNET_AGG_MAX_WORKERS];   /* "PORT@IP:UDP" (else init resolves it) */
 };
 
 /* Control-side state: the parsed settings, until init installs the jobs. */
@@ -45,12 +47,13 @@ struct agg_setup {
 /* ------------------------------------------------------------------------ */
 /* Settings                                                                   */
 
-/* "IP:UDP" or "PORT@IP:UDP". */
-static int parse_member(const char *s, struct agg_member *m)
+/* "IP:UDP" or "PORT@IP:UDP" (*port_given says which). */
+static int parse_member(const char *s, struct agg_member *m, bool *port_given)
 {
 	char ip[64];
 	unsigned port = 0, udp;
 	const char *at = strchr(s, '@');
+	*port_given = at != NULL;
 	if (at != NULL) {
 		if (sscanf(s, "%u@", &port) != 1 || port >= INNET_MAX_PORTS)
 			return -1;
@@ -142,7 +145,8 @@ static int parse_jobs(struct innet_decl *d, json_t *jobs, struct agg_setup *c)
 			size_t mi;
 			json_t *ms;
 			json_array_foreach(mem, mi, ms) {
-				if (!json_is_string(ms) || parse_member(json_string_value(ms), &jc->members[mi]) != 0)
+				if (!json_is_string(ms) ||
+				    parse_member(json_string_value(ms), &jc->members[mi], &jc->port_given[mi]) != 0)
 					return innet_decl_error(d, "jobs[%zu].members[%zu]: expected \"IP:UDP\" "
 								"or \"PORT@IP:UDP\"", i, mi);
 			}
@@ -186,6 +190,7 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	if (conf == NULL)
 		return -ENOMEM;
 	conf->k = (uint32_t)k;
+	conf->slots = c->slots;
 	uint32_t copies = 2 * c->slots;
 	if ((rc = innet_decl_reg(d, R_STATE, "state", 8, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_COUNT, "count", 4, copies)) != 0 ||
@@ -195,13 +200,67 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_reg(d, R_VAL2, "values_b", 4, copies * conf->k)) != 0 ||
 	    (rc = innet_decl_reg(d, R_ADDER, "adder", 1, copies)) != 0 ||
 	    (rc = innet_decl_reg(d, R_CALL, "call", 4, copies)) != 0 ||
+	    (rc = innet_decl_reg(d, R_RUN, "run", 8, c->max_jobs)) != 0 ||
+	    (rc = innet_decl_reg(d, R_INC, "handles", 8, c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||
 	    (rc = innet_decl_table(d, T_JOBS, "jobs", 4, sizeof(struct agg_job), c->max_jobs)) != 0 ||
 	    (rc = innet_decl_table(d, T_MEMBERS, "members", 4, sizeof(struct agg_member),
 				   c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||
 	    (rc = innet_decl_groups(d, c->max_jobs)) != 0 ||
-	    (rc = innet_decl_timers(d, copies)) != 0)
+	    (rc = innet_decl_timers(d, copies + c->max_jobs)) != 0)
 		return rc;
 	return 0;
+}
+
+/* The port a member written "IP:UDP" is reached by: the port whose link
+ * peer is its address (the XDP target multicasts the job's results in eBPF
+ * only when each member has a port of its own and is that port's peer);
+ * none: port 0, as before. */
+static uint16_t member_port(const struct innet_switch_conf *sc, uint32_t ip)
+{
+	for (uint32_t p = 0; p < sc->n_ports; p++)
+		if (sc->ports[p].peer_ip != 0 && sc->ports[p].peer_ip == ip)
+			return (uint16_t)p;
+	return 0;
+}
+
+/* On the XDP target, say at load when a job's results cannot be multicast
+ * in eBPF (the devmap gives one copy per port, to the port's peer): they go
+ * through the user-space engine, each one a hand-off — correct, but the
+ * slow path (`innet ctl ... stats` counts them: handoff multicast). */
+static void warn_slow_group(struct innet_cp *cp, const struct innet_switch_conf *sc,
+			    const struct agg_job_conf *jc)
+{
+	if (sc->target != INNET_TARGET_XDP)
+		return;
+	for (uint32_t w = 0; w < jc->n_members; w++) {
+		const struct agg_member *m = &jc->members[w];
+		const char *why = NULL;
+		uint32_t other = 0;
+		for (uint32_t v = 0; v < w && why == NULL; v++)
+			if (jc->members[v].port == m->port) {
+				why = "shares its port with member";
+				other = v;
+			}
+		if (why == NULL && sc->ports[m->port].peer_ip != m->ip)
+			why = "is not the link peer of its port";
+		if (why == NULL)
+			continue;
+		struct in_addr a = { .s_addr = htonl(m->ip) };
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &a, ip, sizeof(ip));
+		if (why[0] == 's')
+			fprintf(stderr, "innet: program '%s': job %u: member %u (%s:%u, port %u) %s %u: on the XDP "
+					"target the job's results go through user space (the slow path); give each "
+					"member the switch port it is reached by (\"PORT@IP:UDP\", the port's "
+					"--port ...=PEER)\n", innet_cp_name(cp), jc->id, w, ip, m->udp, m->port, why,
+				other);
+		else
+			fprintf(stderr, "innet: program '%s': job %u: member %u (%s:%u, port %u) %s: on the XDP "
+					"target the job's results go through user space (the slow path); give each "
+					"member the switch port it is reached by (\"PORT@IP:UDP\", the port's "
+					"--port ...=PEER)\n", innet_cp_name(cp), jc->id, w, ip, m->udp, m->port, why);
+		return;
+	}
 }
 
 static int agg_init(struct innet_cp *cp, void *priv)
@@ -210,6 +269,9 @@ static int agg_init(struct innet_cp *cp, void *priv)
 	const struct innet_switch_conf *sc = innet_switch_conf(innet_cp_switch(cp));
 	for (uint32_t i = 0; i < c->n_jobs; i++) {
 		struct agg_job_conf *jc = &c->jobs[i];
+		for (uint32_t w = 0; w < jc->n_members; w++)
+			if (!jc->port_given[w])
+				jc->members[w].port = member_port(sc, jc->members[w].ip);
 		uint32_t key = jc->id;
 		int rc = innet_cp_table_add(cp, T_JOBS, &key, &jc->job);
 		if (rc != 0)
@@ -230,6 +292,7 @@ static int agg_init(struct innet_cp *cp, void *priv)
 		}
 		if (jc->n_members > 0 && (rc = innet_cp_group_set(cp, jc->job.group, gm, jc->n_members)) != 0)
 			return rc;
+		warn_slow_group(cp, sc, jc);
 	}
 	return 0;
 }

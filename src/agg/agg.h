@@ -11,7 +11,7 @@
 #include "agg/wire.h"
 
 /* Registers (one element per shadow copy unless said otherwise; agg_dp.c). */
-enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER, R_CALL };
+enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER, R_CALL, R_RUN, R_INC };
 /* Tables. */
 enum { T_JOBS, T_MEMBERS };
 
@@ -25,6 +25,24 @@ enum { T_JOBS, T_MEMBERS };
 #define ST_EMITTED   (1ull << 49)
 #define ST_TAG_SHIFT 50
 #define ST_TAG_MASK  0x3fffu
+
+/* R_RUN (one per job, at the job's group index): the job's run.
+ *   bits  0..47  OUT: members the rounds do not wait for (excluded by the
+ *                timer, rejoining, left, or gone with the previous run)
+ *   bits 48..62  generation (INNET_AGG_GEN_MASK)
+ *   bit  63      RESETTING: a new generation's reset of the job's slots runs */
+#define RUN_OUT        ((1ull << INNET_AGG_MAX_WORKERS) - 1)
+#define RUN_GEN_SHIFT  48
+#define RUN_RESETTING  (1ull << 63)
+
+/* R_INC (one per job and worker: group * INNET_AGG_MAX_WORKERS + worker): the
+ * worker's registered handle.
+ *   bits  0..31  its nonce (0: none registered)
+ *   bits 32..46  the generation it registered in
+ *   bit  47      PENDING: it STARTed a new run, waiting for the previous
+ *                run's members to be gone */
+#define INC_GEN_SHIFT  32
+#define INC_PENDING    (1ull << 47)
 
 enum agg_drop {
 	AGG_TOO_SHORT = INNET_DROP_PROGRAM,
@@ -43,6 +61,8 @@ enum agg_drop {
 	AGG_PENDING,
 	AGG_EARLY,
 	AGG_CONTENDED,
+	AGG_RESETTING,      /* the job's slots are being reset for a new run */
+	AGG_NOT_REGISTERED, /* a LEAVE from a handle the job's run does not have */
 };
 
 /* A job, as stored in the jobs table (memory order, host byte order). */
@@ -50,7 +70,8 @@ struct agg_job {
 	uint32_t slot_base;    /* first global slot of the job's range */
 	uint32_t slots;        /* slots in the range */
 	uint32_t timeout_us;   /* straggler timeout; 0 = wait forever */
-	uint16_t group;        /* multicast group of the job's workers */
+	uint16_t group;        /* multicast group of the job's workers; also the job's index
+	                        * in the per-job registers (R_RUN, R_INC): < max_jobs */
 	uint8_t n_workers;     /* workers 0..n-1 */
 	uint8_t reserved;
 };
@@ -73,6 +94,8 @@ static inline uint32_t agg_member_key(uint16_t job, uint8_t worker)
  * stay on the control side until init installs them in the tables). */
 struct agg_conf {
 	uint32_t k;            /* elements per packet */
+	uint32_t slots;        /* pool size: timers 0 .. 2 * slots - 1 are the copies',
+	                        * 2 * slots + group the job reset of that job */
 };
 
 INNET_DATAPATH_DECL(agg);

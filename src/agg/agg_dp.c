@@ -22,6 +22,12 @@
  *                  bit 1 B_USED: some contributor added into bank B
  *   R_CALL   u32   call number the contributors sent (echoed; read by JOIN)
  *
+ * and per job (index: its group), per worker (group * 48 + worker):
+ *
+ *   R_RUN    u64   the job's run (agg.h): OUT (members the rounds do not wait
+ *                  for), generation, RESETTING
+ *   R_INC    u64   the worker's registered handle: nonce, generation, PENDING
+ *
  * Two banks, because an atomic add costs ~8 ns here and a plain one a
  * fraction of that (measured, docs/aggregation.md): a contributor that
  * takes EXCL (fetch_or on R_ADDER: exactly one holder at a time) adds into
@@ -37,16 +43,31 @@
  *
  *   copy tag r, open ── claim bit (CAS on R_STATE: tag checked atomically with
  *     the claim) ── add k elements, max exp ── count++ ──┐
- *   count == n: set CLOSED            timer (timeout_us after the first claim):
- *                                     CAS CLOSED if still open with tag r
- *   then try_finish: CLOSED, !EMITTED and count == popcount(bitmap) (every
- *   claimant finished adding) ── CAS EMITTED (exactly one thread wins) ──
- *   the winner resets the OTHER copy to tag r + 1 (it held round r - 1, which
- *   everyone has seen: they all sent round r) and multicasts the result.
+ *   claims ∪ OUT cover the job: CLOSED   timer (timeout_us after the first claim):
+ *   (the last claimant sees every        CAS CLOSED if still open with tag r; the
+ *   claim; a retransmission closes a     members that missed it go OUT
+ *   round a member's exclusion made
+ *   complete)
+ *   then try_finish: tag r, CLOSED, !EMITTED, a claimant, and count ==
+ *   popcount(bitmap) (every claimant finished adding) ── CAS EMITTED (exactly
+ *   one thread wins) ── the winner writes the result, puts the claimants that
+ *   were OUT back in, resets the OTHER copy to tag r + 1 (it held round
+ *   r - 1, which everyone in the run has seen: they all sent round r) and
+ *   multicasts the result.
  *
  * Round r + 1 can only start after some worker received round r's result,
  * so a copy is never reset while anyone may still add into it; replies read
  * a copy seqlock-style (state before == state after, else STALE).
+ *
+ * Runs (docs/aggregation.md, "Runs"): every packet carries the job's
+ * generation (low 8 bits); a CONTRIB of another is answered RESTARTED. A
+ * JOIN with a nonce registers the handle (agg_register); the START that
+ * finds no member of the run left advances the generation and arms the
+ * job's reset timer (2 * slots + group), which closes every copy of the job
+ * and, once no claimant is adding, zeroes it (round 0, open); meanwhile
+ * contributions are dropped (resetting). A contribution that passed the
+ * generation check before the advance and claimed after re-reads R_RUN
+ * after its claim and takes the claim back (agg_unclaim).
  *
  * THREAD SAFETY: handlers run on several workers (or CPUs, on XDP) and
  * on_timer on the timer thread (in user space on both targets), all
@@ -95,6 +116,15 @@
  * to its length) up to a multiple of AGG_RUN in the register, runs of
  * AGG_RUN, and a tail of pieces. */
 #define AGG_RUN 32u
+/* Stateless work (innet_alu; docs/resources.md, "What innet_alu counts"):
+ * each span reports the ALU operations its eBPF code executes per element
+ * and per span, a piece the choice of its length; the ALU check
+ * (INNET_TEST_TARGET=alu build/tests/golden/test_agg) fails when a pass's
+ * report and its count drift apart. */
+#define AGG_ALU_PIECE 8u
+
+/* A straggler timer whose job lookup was busy looks again this much later. */
+#define AGG_BUSY_RETRY_NS 1000000u
 _Static_assert(INNET_REG_PAGE % (4u * AGG_RUN) == 0, "an aligned run never crosses a register page");
 
 /* What the element loops work on (innet_loop's arg). */
@@ -151,6 +181,7 @@ static inline __attribute__((always_inline)) bool add_plain_span(struct agg_elem
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		acc[i] += innet_be32(el[i]);
+	innet_alu(e->ctx, 2 * n + 6);
 	return true;
 }
 
@@ -164,6 +195,7 @@ static inline __attribute__((always_inline)) bool add_atomic_span(struct agg_ele
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		__atomic_fetch_add(&acc[i], innet_be32(el[i]), __ATOMIC_RELAXED);
+	innet_alu(e->ctx, n + 6);
 	return true;
 }
 
@@ -181,6 +213,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 	if (!e->b_used) {
 		for (uint32_t i = 0; i < n; i++)
 			el[i] = innet_be32(a[i]);
+		innet_alu(e->ctx, n + 6);
 		return true;
 	}
 	const volatile uint32_t *b = innet_reg_span(e->ctx, R_VAL2, e->base + p, n);
@@ -188,6 +221,7 @@ static inline __attribute__((always_inline)) bool put_sum_span(struct agg_elems 
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		el[i] = innet_be32(a[i] + b[i]);
+	innet_alu(e->ctx, 2 * n + 9);
 	return true;
 }
 
@@ -201,6 +235,7 @@ static inline __attribute__((always_inline)) bool zero_a_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		a[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -212,6 +247,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 		return false;
 	for (uint32_t i = 0; i < n; i++)
 		b[i] = 0;
+	innet_alu(e->ctx, 2);
 	return true;
 }
 
@@ -222,6 +258,7 @@ static inline __attribute__((always_inline)) bool zero_b_span(struct agg_elems *
 	{                                                                          \
 		struct agg_elems *e = arg;                                         \
 		uint32_t n = agg_piece(e);                                         \
+		innet_alu(e->ctx, AGG_ALU_PIECE);                                  \
 		bool ok;                                                           \
 		switch (n) {                                                       \
 		case 0: return 1;                                                  \
@@ -290,6 +327,7 @@ struct agg_res {
 	uint16_t slot;         /* job-relative */
 	uint8_t worker;        /* the worker answered, 0xff for a multicast */
 	uint8_t n_workers;     /* of the job */
+	uint8_t gen;           /* the job's generation, low 8 bits (on the wire) */
 };
 
 /* Write the RESULT header for r at h. Returns whether bank B of the copy is
@@ -310,7 +348,7 @@ static bool put_result_hdr(struct innet_ctx *ctx, const struct agg_conf *c, stru
 	a->round = innet_be32(r->round);
 	a->offset = innet_be32((uint32_t)innet_reg_read(ctx, R_OFF, r->idx));
 	a->exp = (uint8_t)innet_reg_read(ctx, R_EXP, r->idx);
-	a->n_contrib = (uint8_t)popcount64(bitmap);
+	a->gen = r->gen;
 	a->k = innet_be16((uint16_t)c->k);
 	a->call = innet_be32((uint32_t)innet_reg_read(ctx, R_CALL, r->idx));
 	a->bitmap = innet_be64(bitmap);
@@ -329,7 +367,7 @@ static uint32_t fill_result(struct innet_ctx *ctx, const struct agg_conf *c, str
 	struct agg_elems e = { .ctx = ctx, .pkt = pkt, .base = r->idx * c->k, .k = c->k };
 	e.b_used = put_result_hdr(ctx, c, h, r);
 	AGG_ELEMENTS(&e, put_sum_piece, put_sum_run);
-	innet_alu(ctx, 12 + (e.b_used ? 2 : 1) * c->k);
+	innet_alu(ctx, 4);
 	return INNET_AGG_HDR_LEN + 4 * c->k;
 }
 
@@ -365,7 +403,24 @@ static uint32_t fill_stale(struct innet_pkt *pkt, const struct agg_res *r, uint3
 	*a = (struct innet_agg_hdr){ .op = INNET_AGG_RESULT, .status = INNET_AGG_STALE,
 				     .job = innet_be16(r->job_id), .slot = innet_be16(r->slot),
 				     .ver = (uint8_t)(r->round & 1), .worker = r->worker,
-				     .round = innet_be32(now) };
+				     .round = innet_be32(now), .gen = r->gen };
+	return INNET_AGG_HDR_LEN;
+}
+
+/* A RESTARTED answer in the packet in hand: header only, the packet's round
+ * echoed, gen = the job's generation now (the sender's run is over). */
+static uint32_t fill_restarted(struct innet_pkt *pkt, const struct agg_res *r)
+{
+	struct innet_hdr *h = innet_pkt_ptr(pkt, 0, INNET_AGG_HDR_LEN);
+	if (h == NULL)
+		return pkt->len;
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
+				 .service = INNET_SVC_AGG };
+	*a = (struct innet_agg_hdr){ .op = INNET_AGG_RESULT, .status = INNET_AGG_RESTARTED,
+				     .job = innet_be16(r->job_id), .slot = innet_be16(r->slot),
+				     .ver = (uint8_t)(r->round & 1), .worker = r->worker,
+				     .round = innet_be32(r->round), .gen = r->gen };
 	return INNET_AGG_HDR_LEN;
 }
 
@@ -394,13 +449,16 @@ static void reset_copy(struct innet_ctx *ctx, const struct agg_conf *c, uint32_t
 	innet_reg_write(ctx, R_STATE, idx, st_make_tag(round));
 }
 
-/* If copy idx is closed, not yet emitted and every claimant has finished
- * adding, claim the emission. True for exactly one caller per round; that
- * caller gets the final state word in *wout and must emit the result. */
-static bool try_finish(struct innet_ctx *ctx, uint32_t idx, uint64_t *wout)
+/* If copy idx holds round `tag`, closed, not yet emitted, and every claimant
+ * has finished adding, claim the emission. True for exactly one caller per
+ * round; that caller gets the final state word in *wout and must emit the
+ * result. A caller may come late — the copy moved on to a later round, or
+ * is being reset (closed, no claimant: reset_copy's zeroing) — and must then
+ * not emit: hence the tag and the bitmap checks. */
+static bool try_finish(struct innet_ctx *ctx, uint32_t idx, uint32_t tag, uint64_t *wout)
 {
 	uint64_t w = innet_reg_fetch_or(ctx, R_STATE, idx, 0);   /* seq-cst read */
-	if (!(w & ST_CLOSED) || (w & ST_EMITTED))
+	if (st_tag(w) != (tag & ST_TAG_MASK) || !(w & ST_CLOSED) || (w & ST_EMITTED) || !(w & ST_BITMAP))
 		return false;
 	uint64_t count = innet_reg_fetch_add(ctx, R_COUNT, idx, 0); /* seq-cst read */
 	if (count != (uint64_t)popcount64(w & ST_BITMAP))
@@ -408,6 +466,7 @@ static bool try_finish(struct innet_ctx *ctx, uint32_t idx, uint64_t *wout)
 	if (!innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_EMITTED))
 		return false; /* only EMITTED can change a closed word: someone else won */
 	*wout = w | ST_EMITTED;
+	innet_alu(ctx, 23);
 	return true;
 }
 
@@ -417,6 +476,70 @@ static void finish_round(struct innet_ctx *ctx, const struct agg_conf *c, uint32
 {
 	innet_timer_cancel(ctx, idx);
 	reset_copy(ctx, c, idx ^ 1u, round + 1);
+}
+
+/* ---- the job's run: generation and the members the rounds wait for ---- */
+
+static inline uint32_t run_gen(uint64_t run)
+{
+	return (uint32_t)(run >> RUN_GEN_SHIFT) & INNET_AGG_GEN_MASK;
+}
+
+/* The members of a job of n workers that its rounds wait for. */
+static inline uint64_t run_in(uint64_t run, uint8_t n)
+{
+	return all_workers(n) & ~(run & RUN_OUT);
+}
+
+/* Set and clear bits of the job's OUT set while the run is generation gen
+ * (and not being reset). False if it is not, or the CAS kept losing. (The
+ * straggler timer's: user space only; the handler's changes of OUT are one
+ * CAS or a few, inline, for the eBPF verifier's sake.) */
+static bool run_update_out(struct innet_ctx *ctx, uint32_t jx, uint32_t gen, uint64_t set, uint64_t clear)
+{
+	uint64_t run = innet_reg_read(ctx, R_RUN, jx);
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++) {
+		if (run_gen(run) != gen || (run & RUN_RESETTING) || innet_faulted(ctx))
+			return false;
+		uint64_t next = (run | (set & RUN_OUT)) & ~(clear & RUN_OUT);
+		if (next == run || innet_reg_cas(ctx, R_RUN, jx, &run, next))
+			return true;
+	}
+	return false;
+}
+
+/* What close_try works on. */
+struct agg_close {
+	struct innet_ctx *ctx;
+	uint64_t w;                /* the state word as last seen */
+	uint64_t all;              /* the job's workers */
+	uint64_t out;              /* members out of the run */
+	uint32_t idx;
+	uint32_t tag;
+};
+
+static long close_try(uint32_t i, void *arg)
+{
+	struct agg_close *z = arg;
+	if (i == 0)
+		z->w = innet_reg_read(z->ctx, R_STATE, z->idx);
+	uint64_t w = z->w;
+	innet_alu(z->ctx, 4);
+	if (st_tag(w) != z->tag || (w & ST_CLOSED) || (((w & ST_BITMAP) | z->out) & z->all) != z->all ||
+	    innet_faulted(z->ctx))
+		return 1;
+	return innet_reg_cas(z->ctx, R_STATE, z->idx, &z->w, w | ST_CLOSED) ? 1 : 0;
+}
+
+/* Round `tag` in copy idx: close it if every member the rounds wait for has
+ * claimed (the last claimant sees every claim: the claims are CASes on the
+ * word it read after its own). Members out of the run (`out`) are not waited
+ * for; a timer that excluded one, or a leave, can so complete an open round,
+ * which the next contribution or retransmission to it closes. */
+static void close_if_covered(struct innet_ctx *ctx, uint32_t idx, uint32_t tag, uint64_t all, uint64_t out)
+{
+	struct agg_close z = { .ctx = ctx, .all = all, .out = out, .idx = idx, .tag = tag };
+	innet_loop(INNET_AGG_MAX_WORKERS + 2, close_try, &z);
 }
 
 /* The newest finished round of global slot g as a join record (host order):
@@ -468,10 +591,10 @@ static long join_one(uint32_t i, void *arg)
 	return 0;
 }
 
-/* The sender of a CONTRIB or JOIN (whose length was checked): its job, its
- * worker id and slot in the job's range, for a CONTRIB the shadow copy its
- * round names, and its address against the members table — in that order.
- * Fills *job; 0, or the drop reason. */
+/* The sender of a CONTRIB, JOIN or LEAVE (whose length was checked): its
+ * job, its worker id and slot in the job's range, for a CONTRIB the shadow
+ * copy its round names, and its address against the members table — in that
+ * order. Fills *job; 0, or the drop reason. */
 static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt, bool contrib,
 				    struct agg_job *job)
 {
@@ -480,8 +603,9 @@ static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return AGG_TOO_SHORT;
 	uint16_t job_id = innet_be16(a->job);
 	uint32_t jkey = job_id;
-	if (innet_table_lookup(ctx, T_JOBS, &jkey, job) != 0)
-		return AGG_UNKNOWN_JOB;
+	int rc = innet_table_lookup(ctx, T_JOBS, &jkey, job);
+	if (rc != INNET_TABLE_OK)
+		return rc == INNET_TABLE_BUSY ? INNET_DROP_TABLE_BUSY : AGG_UNKNOWN_JOB;
 	if (a->worker >= job->n_workers)
 		return AGG_BAD_WORKER;
 	if (innet_be16(a->slot) >= job->slots)
@@ -490,27 +614,190 @@ static AGG_STEP unsigned agg_sender(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return AGG_BAD_VER;
 	uint32_t mkey = agg_member_key(job_id, a->worker);
 	struct agg_member m;
-	if (innet_table_lookup(ctx, T_MEMBERS, &mkey, &m) != 0 || m.ip != pkt->src.ip ||
-	    m.udp != pkt->src.udp)
+	rc = innet_table_lookup(ctx, T_MEMBERS, &mkey, &m);
+	if (rc == INNET_TABLE_BUSY)
+		return INNET_DROP_TABLE_BUSY;
+	if (rc != INNET_TABLE_OK || m.ip != pkt->src.ip || m.udp != pkt->src.udp)
 		return AGG_SPOOFED;
 	return 0;
 }
 
-/* JOIN: where are slots [slot, slot + k) of the job? Answered in place,
- * unicast, never longer than the request. Reads only: at most
- * INNET_AGG_JOIN_MAX slots (the packet's size bounds the loop). */
+/* The timer argument of a copy's straggler timer (round) or of a job's reset
+ * (tries so far), for job job_id in generation gen. */
+static inline uint64_t timer_arg(uint32_t gen, uint16_t job_id, uint32_t low)
+{
+	return ((uint64_t)gen << 48) | ((uint64_t)job_id << 32) | low;
+}
+
+/* Register worker w's handle `nonce` with the job's run (START or REJOIN;
+ * docs/aggregation.md, "Runs"). *st: JOINED OK, or WAIT (ask again). 0, or a
+ * drop reason.
+ *   REJOIN: the handle joins the run where it is, replacing any other of w;
+ *           w is out of the run (not waited for) until it contributes.
+ *   START:  the handle's first call. If w has no handle in this generation
+ *           and the run is not over, it takes part in it. Otherwise w's
+ *           earlier handle is gone: w is out, the handle waits (PENDING); when
+ *           no member of the run is left in it, a new generation begins: every
+ *           member in, the job's slots reset (the job's timer, in user
+ *           space), and the waiting handles register in it on their next ask. */
+/* What agg_register works on. */
+struct agg_reg {
+	struct innet_ctx *ctx;
+	const struct agg_job *job;
+	uint32_t nonce;            /* the handle's */
+	uint32_t st;               /* out: JOINED OK or WAIT */
+	uint16_t job_id;
+	uint8_t worker;
+	bool start;                /* START, else REJOIN */
+	bool done;                 /* an outcome (st) */
+};
+
+/* One try of agg_register: each CAS that loses sends it round again (a
+ * bpf_loop body on XDP). */
+static long register_try(uint32_t i, void *arg)
+{
+	struct agg_reg *q = arg;
+	struct innet_ctx *ctx = q->ctx;
+	const struct agg_conf *c = innet_conf(ctx);
+	uint32_t jx = q->job->group, ix = jx * INNET_AGG_MAX_WORKERS + (q->worker & 63);
+	uint64_t bit = 1ull << (q->worker & 63), all = all_workers(q->job->n_workers);
+	uint64_t run = innet_reg_read(ctx, R_RUN, jx), inc = innet_reg_read(ctx, R_INC, ix);
+	q->st = INNET_AGG_JOINED_WAIT;
+	q->done = true;
+	if (innet_faulted(ctx) || (run & RUN_RESETTING))
+		return 1; /* dropped with the fault's reason; or WAIT */
+	q->done = false;
+	innet_alu(ctx, 7);
+	uint32_t g = run_gen(run);
+	uint64_t mine = ((uint64_t)g << INC_GEN_SHIFT) | q->nonce;
+	bool here = (uint32_t)inc != 0 && ((inc >> INC_GEN_SHIFT) & INNET_AGG_GEN_MASK) == g;
+	if (!q->start) {
+		/* REJOIN: this handle is w's; w out until it contributes */
+		if (inc != mine && !innet_reg_cas(ctx, R_INC, ix, &inc, mine))
+			return 0;
+		if ((run | bit) != run && !innet_reg_cas(ctx, R_RUN, jx, &run, run | bit))
+			return 0;
+		q->st = INNET_AGG_JOINED_OK;
+		q->done = true;
+		return 1;
+	}
+	if (inc == mine) {
+		q->st = INNET_AGG_JOINED_OK; /* registered by an earlier ask */
+		q->done = true;
+		return 1;
+	}
+	bool over = (run & RUN_OUT & all) == all;
+	if (!here && !over) {
+		/* w's first handle in this run: it takes part */
+		if (!innet_reg_cas(ctx, R_INC, ix, &inc, mine))
+			return 0;
+		uint64_t again = innet_reg_read(ctx, R_RUN, jx);
+		if (run_gen(again) != g || (again & RUN_RESETTING))
+			return 0; /* a new run began meanwhile: register in that one */
+		q->st = INNET_AGG_JOINED_OK;
+		q->done = true;
+		return 1;
+	}
+	/* w's earlier handle is gone (or the run is over): w is out */
+	uint64_t next = run | bit;
+	if ((next & RUN_OUT & all) == all) {
+		/* nobody of this run is left in it: a new generation */
+		uint32_t g1 = (g + 1) & INNET_AGG_GEN_MASK;
+		if (!innet_reg_cas(ctx, R_RUN, jx, &run, ((uint64_t)g1 << RUN_GEN_SHIFT) | RUN_RESETTING))
+			return 0;
+		innet_reg_write(ctx, R_INC, ix, ((uint64_t)g1 << INC_GEN_SHIFT) | q->nonce);
+		innet_timer_arm(ctx, 2 * c->slots + jx, 1000, timer_arg(g1, q->job_id, 0));
+		q->done = true;
+		return 1;
+	}
+	if (next != run && !innet_reg_cas(ctx, R_RUN, jx, &run, next))
+		return 0;
+	if (inc != (mine | INC_PENDING) && !innet_reg_cas(ctx, R_INC, ix, &inc, mine | INC_PENDING))
+		return 0;
+	q->done = true;
+	return 1;
+}
+
+/* Register worker w's handle `nonce` with the job's run (START or REJOIN;
+ * docs/aggregation.md, "Runs"). q->st: JOINED OK, or WAIT (ask again). 0, or
+ * a drop reason.
+ *   REJOIN: the handle joins the run where it is, replacing any other of w;
+ *           w is out of the run (not waited for) until it contributes.
+ *   START:  the handle's first call. If w has no handle in this generation
+ *           and the run is not over, it takes part in it. Otherwise w's
+ *           earlier handle is gone: w is out, the handle waits (PENDING); when
+ *           no member of the run is left in it, a new generation begins: every
+ *           member in, the job's slots reset (the job's timer, in user
+ *           space), and the waiting handles register in it on their next ask. */
+static AGG_STEP unsigned agg_register(struct innet_ctx *ctx, struct agg_reg *q)
+{
+	innet_loop(8, register_try, q);
+	return q->done ? 0 : AGG_CONTENDED;
+}
+
+/* LEAVE: the handle `nonce` of worker w is done; the run stops waiting for w. */
+static AGG_STEP enum innet_action agg_leave(struct innet_ctx *ctx, struct innet_pkt *pkt,
+					    const struct agg_job *job, uint8_t w, uint32_t nonce)
+{
+	uint32_t jx = job->group;
+	uint64_t run = innet_reg_read(ctx, R_RUN, jx);
+	uint64_t inc = innet_reg_read(ctx, R_INC, jx * INNET_AGG_MAX_WORKERS + (w & 63));
+	uint32_t g = run_gen(run);
+	if (nonce == 0 || inc != (((uint64_t)g << INC_GEN_SHIFT) | nonce) || (run & RUN_RESETTING))
+		return innet_drop(pkt, AGG_NOT_REGISTERED);
+	/* a few tries (contended only by membership changes of the same job;
+	 * if all lose, the straggler timer puts w out instead) */
+	uint64_t bit = 1ull << (w & 63);
+	for (uint32_t tries = 0; tries < 4; tries++) {
+		if (run_gen(run) != g || (run & RUN_RESETTING) || (run & bit) ||
+		    innet_reg_cas(ctx, R_RUN, jx, &run, run | bit))
+			break;
+	}
+	innet_alu(ctx, 8);
+	return INNET_CONSUMED;
+}
+
+/* JOIN (and START): where are slots [slot, slot + k) of the job? Answered in
+ * place, unicast, never longer than the request; with a nonce the handle is
+ * registered with the run first (agg_register). LEAVE: agg_leave. Records
+ * only read: at most INNET_AGG_JOIN_MAX slots (the packet's size bounds the
+ * loop). */
 static AGG_STEP enum innet_action agg_join(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
 	struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
 	if (a == NULL)
 		return innet_drop(pkt, AGG_TOO_SHORT);
+	bool leave = a->op == INNET_AGG_LEAVE;
 	uint32_t want = innet_be16(a->k);
-	if (want == 0 || pkt->len != INNET_AGG_HDR_LEN + 12u * want)
+	if (leave ? (want != 0 || pkt->len != INNET_AGG_HDR_LEN)
+		  : (want == 0 || pkt->len != INNET_AGG_HDR_LEN + 12u * want))
 		return innet_drop(pkt, AGG_BAD_LENGTH);
+	if (!leave && a->status > INNET_AGG_JOIN_START)
+		return innet_drop(pkt, AGG_BAD_OP);
 	struct agg_job job;
 	unsigned why = agg_sender(ctx, pkt, false, &job);
 	if (why != 0)
 		return innet_drop(pkt, why);
+	a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return innet_drop(pkt, AGG_TOO_SHORT);
+	uint16_t job_id = innet_be16(a->job);
+	uint8_t worker = a->worker;
+	uint32_t nonce = innet_be32(a->offset);
+	if (leave)
+		return agg_leave(ctx, pkt, &job, worker, nonce);
+	uint32_t st = INNET_AGG_JOINED_OK;
+	if (nonce != 0) {
+		struct agg_reg q = { .ctx = ctx, .job = &job, .nonce = nonce, .job_id = job_id, .worker = worker,
+				     .start = a->status == INNET_AGG_JOIN_START };
+		why = agg_register(ctx, &q);
+		if (why != 0)
+			return innet_drop(pkt, why);
+		st = q.st;
+	}
+	uint64_t run = innet_reg_read(ctx, R_RUN, job.group);
+	if (run & RUN_RESETTING)
+		st = INNET_AGG_JOINED_WAIT;
 	a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
 	if (a == NULL)
 		return innet_drop(pkt, AGG_TOO_SHORT);
@@ -522,16 +809,16 @@ static AGG_STEP enum innet_action agg_join(struct innet_ctx *ctx, struct innet_p
 	if (a == NULL)
 		return innet_drop(pkt, AGG_TOO_SHORT);
 	a->op = INNET_AGG_JOINED;
-	a->status = 0;
+	a->status = (uint8_t)st;
 	a->ver = 0;
-	a->round = 0;
+	a->round = innet_be32(run_gen(run));
 	a->offset = 0;
 	a->exp = 0;
-	a->n_contrib = 0;
+	a->gen = (uint8_t)run_gen(run);
 	a->k = innet_be16((uint16_t)jr.n);
 	a->call = 0;
-	a->bitmap = 0;
-	innet_alu(ctx, 16 + 6 * jr.n);
+	a->bitmap = innet_be64((run & RUN_RESETTING) ? 0 : run_in(run, job.n_workers));
+	innet_alu(ctx, 18 + 7 * jr.n);
 	return innet_reflect(pkt);
 }
 
@@ -592,21 +879,35 @@ static AGG_STEP enum agg_claim agg_claim(struct innet_ctx *ctx, const struct agg
 	return c.got;
 }
 
-/* The claimed contribution: start the straggler timer if it is the round's
- * first, echo its offset and call, add its elements (bank A if free, else B),
- * max its exponent, count it; close the round if it completes it. Returns
- * whether this packet won the emission (the final state word in r->w). */
-static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struct agg_res *r,
-			     const struct agg_job *job, uint64_t w)
+/* What agg_add did with a claimed contribution. */
+enum agg_added {
+	ADDED,             /* aggregated; the result comes later */
+	ADDED_EMIT,        /* aggregated, and this packet won the emission */
+	ADDED_NOT,         /* not: a new run began meanwhile (agg_unclaim) */
+};
+
+/* The claimed contribution. First the job's run again, read after the
+ * claim's CAS (a reset of this copy that came before the CAS is seen here):
+ * another generation now means the contribution raced with a new run's
+ * reset (ADDED_NOT). Then: start the straggler timer if this is the round's first
+ * claim, echo its offset and call, add its elements (bank A if free, else
+ * B), max its exponent, count it; close the round if every member the run
+ * waits for has claimed. ADDED_EMIT: this packet won the emission (the
+ * final state word in r->w). */
+static AGG_STEP enum agg_added agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struct agg_res *r,
+				       const struct agg_job *job, uint64_t w)
 {
 	const struct agg_conf *c = innet_conf(ctx);
+	uint64_t run = innet_reg_read(ctx, R_RUN, job->group);
+	if ((uint8_t)run_gen(run) != r->gen || (run & RUN_RESETTING))
+		return ADDED_NOT;
 	const struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
 	if (a == NULL)
-		return false;
+		return ADDED;
 	uint32_t idx = r->idx, k = c->k;
 	if ((w & ST_BITMAP) == 0 && job->timeout_us != 0)
 		innet_timer_arm(ctx, idx, (uint64_t)job->timeout_us * 1000u,
-				((uint64_t)r->job_id << 32) | r->round);
+				timer_arg(run_gen(run), r->job_id, r->round));
 	innet_reg_write(ctx, R_OFF, idx, innet_be32(a->offset));
 	innet_reg_write(ctx, R_CALL, idx, innet_be32(a->call));
 	uint8_t exp = a->exp;
@@ -621,11 +922,10 @@ static AGG_STEP bool agg_add(struct innet_ctx *ctx, struct innet_pkt *pkt, struc
 		AGG_ELEMENTS(&e, add_atomic_piece, add_atomic_run);
 	}
 	innet_reg_fetch_max(ctx, R_EXP, idx, exp);
-	uint64_t done = innet_reg_fetch_add(ctx, R_COUNT, idx, 1) + 1;
-	innet_alu(ctx, 2 * k + 4);
-	if (done == job->n_workers)
-		innet_reg_fetch_or(ctx, R_STATE, idx, ST_CLOSED); /* complete: nobody else can claim */
-	return try_finish(ctx, idx, &r->w);
+	innet_reg_fetch_add(ctx, R_COUNT, idx, 1);
+	innet_alu(ctx, 4); /* the elements are counted by their spans */
+	close_if_covered(ctx, idx, r->round & ST_TAG_MASK, all_workers(job->n_workers), run & RUN_OUT);
+	return try_finish(ctx, idx, r->round, &r->w) ? ADDED_EMIT : ADDED;
 }
 
 /* A STALE answer for the copy now in state word w. */
@@ -633,6 +933,16 @@ static AGG_STEP enum innet_action agg_stale(struct innet_ctx *ctx, struct innet_
 					    const struct agg_res *r, uint64_t w)
 {
 	answer_len(ctx, pkt, fill_stale(pkt, r, st_tag(w)));
+	innet_alu(ctx, 5);
+	return innet_reflect(pkt);
+}
+
+/* A contribution of an earlier generation (its run is over): RESTARTED. */
+static AGG_STEP enum innet_action agg_restarted(struct innet_ctx *ctx, struct innet_pkt *pkt,
+						const struct agg_res *r)
+{
+	answer_len(ctx, pkt, fill_restarted(pkt, r));
+	innet_alu(ctx, 5);
 	return innet_reflect(pkt);
 }
 
@@ -652,17 +962,84 @@ static AGG_STEP enum innet_action agg_resend(struct innet_ctx *ctx, struct innet
 	return innet_reflect(pkt);
 }
 
-/* This packet won the emission of round r->round: cancel the timer, open
- * the other copy for the next round, and turn the packet into the result
- * for the job's workers. */
+/* This packet won the emission of round r->round: turn the packet into the
+ * result for the job's workers, cancel the timer, and open the other copy
+ * for the next round. */
 static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_pkt *pkt,
 					   struct agg_res *r, uint16_t group)
 {
 	const struct agg_conf *c = innet_conf(ctx);
-	finish_round(ctx, c, r->idx, r->round);
+	/* members out of the run whose contributions are in this round took
+	 * part in it with the others: they are in step again, back in the run
+	 * (one CAS: if it loses, the next round's emission does it) */
+	uint64_t run = innet_reg_read(ctx, R_RUN, group), back = run & r->w & RUN_OUT;
+	if (back != 0 && (uint8_t)run_gen(run) == r->gen && !(run & RUN_RESETTING))
+		innet_reg_cas(ctx, R_RUN, group, &run, run & ~back);
+	/* the sums first, then the next round's copy: once it is open, a worker
+	 * that got this result early (a retransmission's answer) can start the
+	 * next round, whose end (a timer, or the members in) resets this copy */
 	r->worker = 0xff;
+	innet_alu(ctx, 2);
 	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
+	finish_round(ctx, c, r->idx, r->round);
 	return innet_multicast(pkt, group);
+}
+
+/* One try to take a claim back (a bpf_loop body). */
+static long unclaim_try(uint32_t i, void *arg)
+{
+	struct agg_claim_try *u = arg;
+	if (i == 0)
+		u->w = innet_reg_read(u->ctx, R_STATE, u->idx);
+	uint64_t w = u->w;
+	if (st_tag(w) != u->tag || !(w & u->bit) || innet_faulted(u->ctx))
+		return 1;
+	return innet_reg_cas(u->ctx, R_STATE, u->idx, &u->w, w & ~u->bit) ? 1 : 0;
+}
+
+/* A contribution claimed while a new run began (it passed the generation
+ * check before the job was reset, and claimed after): take the claim back,
+ * and let a round it held up finish. True if this packet now wins that
+ * round's emission (a round of the new run: r->gen is set to it); else the
+ * sender's run is over (RESTARTED). */
+static AGG_STEP bool agg_unclaim(struct innet_ctx *ctx, struct agg_res *r, const struct agg_job *job)
+{
+	struct agg_claim_try u = { .ctx = ctx, .bit = 1ull << (r->worker & 63), .idx = r->idx,
+				   .tag = r->round & ST_TAG_MASK };
+	innet_loop(INNET_AGG_MAX_WORKERS + 2, unclaim_try, &u);
+	uint64_t run = innet_reg_read(ctx, R_RUN, job->group);
+	r->gen = (uint8_t)run_gen(run);
+	return !(run & RUN_RESETTING) && try_finish(ctx, r->idx, r->round, &r->w);
+}
+
+/* A duplicate for an open round, or a packet for a closed round whose
+ * result is not out: if every member the run waits for is in the round now
+ * (a member was excluded or left meanwhile), close it. True if the round is
+ * ready and this packet won its emission. */
+static AGG_STEP bool agg_nudge(struct innet_ctx *ctx, struct agg_res *r, const struct agg_job *job)
+{
+	uint64_t run = innet_reg_read(ctx, R_RUN, job->group);
+	if ((uint8_t)run_gen(run) != r->gen || (run & RUN_RESETTING))
+		return false;
+	close_if_covered(ctx, r->idx, r->round & ST_TAG_MASK, all_workers(job->n_workers), run & RUN_OUT);
+	return try_finish(ctx, r->idx, r->round, &r->w);
+}
+
+/* The job's run before the claim: the job's generation into r->gen; 0, a
+ * drop reason (the job is being reset), or AGG_RESTARTED_ANSWER (the
+ * contribution is of another generation: its run is over). */
+#define AGG_RESTARTED_ANSWER 0xffffu
+static AGG_STEP unsigned agg_run_check(struct innet_ctx *ctx, struct innet_pkt *pkt, struct agg_res *r,
+				       const struct agg_job *job)
+{
+	const struct innet_agg_hdr *a = innet_pkt_ptr(pkt, sizeof(struct innet_hdr), sizeof(*a));
+	if (a == NULL)
+		return AGG_TOO_SHORT;
+	uint64_t run = innet_reg_read(ctx, R_RUN, job->group);
+	if (run & RUN_RESETTING)
+		return AGG_RESETTING;
+	r->gen = (uint8_t)run_gen(run);
+	return a->gen != r->gen ? AGG_RESTARTED_ANSWER : 0;
 }
 
 static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
@@ -680,7 +1057,7 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return innet_drop(pkt, AGG_WRONG_SERVICE);
 	if (a->op == INNET_AGG_RESULT || a->op == INNET_AGG_JOINED)
 		return innet_drop(pkt, AGG_IS_RESULT); /* never answer an answer */
-	if (a->op == INNET_AGG_JOIN)
+	if (a->op == INNET_AGG_JOIN || a->op == INNET_AGG_LEAVE)
 		return agg_join(ctx, pkt);
 	if (a->op != INNET_AGG_CONTRIB)
 		return innet_drop(pkt, AGG_BAD_OP);
@@ -692,11 +1069,21 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	unsigned why = agg_sender(ctx, pkt, true, &job);
 	if (why != 0)
 		return innet_drop(pkt, why);
-	innet_alu(ctx, 16);
+	innet_alu(ctx, 3);
 	r.n_workers = job.n_workers;
 	r.idx = 2 * (job.slot_base + r.slot) + (r.round & 1);
+	/* the job's run: a contribution of another generation is from a run
+	 * that is over (agg_add checks again after the claim: a reset may
+	 * start meanwhile) */
+	why = agg_run_check(ctx, pkt, &r, &job);
+	if (why == AGG_RESTARTED_ANSWER)
+		return agg_restarted(ctx, pkt, &r);
+	if (why != 0)
+		return innet_drop(pkt, why);
 	uint64_t w;
-	switch (agg_claim(ctx, &r, &w)) {
+	enum agg_claim got = agg_claim(ctx, &r, &w);
+	innet_alu(ctx, 10);
+	switch (got) {
 	case CLAIM_OK:
 		break;
 	case CLAIM_EARLY:
@@ -704,54 +1091,155 @@ static enum innet_action agg_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	case CLAIM_STALE:
 		return agg_stale(ctx, pkt, &r, w);
 	case CLAIM_DUPLICATE:
-		return innet_drop(pkt, AGG_DUPLICATE); /* open, already counted */
+		/* open, counted; but a member may have left the run meanwhile */
+		if (agg_nudge(ctx, &r, &job))
+			return agg_emit(ctx, pkt, &r, job.group);
+		innet_alu(ctx, 8); /* the run read, the covered check's tail, try_finish's */
+		return innet_drop(pkt, AGG_DUPLICATE);
 	case CLAIM_CONTENDED:
 		return innet_drop(pkt, AGG_CONTENDED);
 	case CLAIM_PENDING:
+		if (agg_nudge(ctx, &r, &job))
+			return agg_emit(ctx, pkt, &r, job.group);
+		innet_alu(ctx, 16);
 		return innet_drop(pkt, AGG_PENDING);
 	case CLAIM_FINISHED:
 		r.w = w;
 		return agg_resend(ctx, pkt, &r);
 	}
-	if (!agg_add(ctx, pkt, &r, &job, w))
+	switch (agg_add(ctx, pkt, &r, &job, w)) {
+	case ADDED:
 		return INNET_CONSUMED; /* aggregated; the result comes later */
-	return agg_emit(ctx, pkt, &r, job.group);
+	case ADDED_EMIT:
+		return agg_emit(ctx, pkt, &r, job.group);
+	case ADDED_NOT:
+		break;
+	}
+	if (agg_unclaim(ctx, &r, &job))
+		return agg_emit(ctx, pkt, &r, job.group);
+	return agg_restarted(ctx, pkt, &r);
+}
+
+/* What reset_one works on: a job's copies, for a new generation. */
+struct agg_reset {
+	struct innet_ctx *ctx;
+	const struct agg_conf *c;
+	uint32_t first;            /* the job's first copy */
+	bool force;                /* reset copies with adders in flight too */
+	bool busy;                 /* a copy had an adder in flight: try again */
+};
+
+/* Copy first + i of a job starting a new generation: closed (no claim can
+ * land any more), and once every claimant has finished adding, back to a
+ * fresh switch's state (round 0, open, zero). */
+static long reset_one(uint32_t i, void *arg)
+{
+	struct agg_reset *z = arg;
+	uint32_t idx = z->first + i;
+	innet_timer_cancel(z->ctx, idx);
+	uint64_t w = innet_reg_read(z->ctx, R_STATE, idx);
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2 && !(w & ST_CLOSED); tries++)
+		if (innet_reg_cas(z->ctx, R_STATE, idx, &w, w | ST_CLOSED))
+			w |= ST_CLOSED;
+	uint64_t count = innet_reg_fetch_add(z->ctx, R_COUNT, idx, 0);
+	w = innet_reg_fetch_or(z->ctx, R_STATE, idx, 0);
+	if (!z->force && (!(w & ST_CLOSED) || count != (uint64_t)popcount64(w & ST_BITMAP))) {
+		z->busy = true;
+		return 0;
+	}
+	reset_copy(z->ctx, z->c, idx, 0);
+	return innet_faulted(z->ctx) ? 1 : 0;
+}
+
+/* Tries of a job reset before it resets copies whose adders never finished
+ * (a packet that faulted mid-add), 1 ms apart. */
+#define AGG_RESET_TRIES 100u
+
+/* The job reset timer (2 * slots + group): a new generation of job
+ * (arg >> 32) began (agg_register); reset its copies, then open the run. */
+static AGG_STEP void agg_reset_job(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
+{
+	const struct agg_conf *c = innet_conf(ctx);
+	uint32_t jx = timer - 2 * c->slots, gen = (uint32_t)(arg >> 48) & INNET_AGG_GEN_MASK;
+	uint32_t jkey = (uint16_t)(arg >> 32), tries = (uint32_t)arg;
+	struct agg_job job;
+	if (innet_table_lookup(ctx, T_JOBS, &jkey, &job) != 0 || job.group != jx)
+		return; /* the job was removed or redefined since */
+	uint64_t run = innet_reg_read(ctx, R_RUN, jx);
+	if (!(run & RUN_RESETTING) || run_gen(run) != gen)
+		return; /* done, or a newer reset took over */
+	struct agg_reset z = { .ctx = ctx, .c = c, .first = 2 * job.slot_base, .force = tries >= AGG_RESET_TRIES };
+	innet_loop(2 * job.slots, reset_one, &z);
+	if (innet_faulted(ctx))
+		return;
+	if (z.busy) {
+		innet_timer_arm(ctx, timer, 1000000, timer_arg(gen, (uint16_t)jkey, tries + 1));
+		return;
+	}
+	for (uint32_t t = 0; t < INNET_AGG_MAX_WORKERS + 2; t++) {
+		if (!(run & RUN_RESETTING) || run_gen(run) != gen)
+			return;
+		if (innet_reg_cas(ctx, R_RUN, jx, &run, run & ~RUN_RESETTING))
+			return;
+	}
 }
 
 /* The straggler timer of copy `timer` (= idx): close the round if it is
- * still open, and emit the partial result if every claimant has finished.
+ * still open, put the members that did not claim out of the run (the run's
+ * rounds stop waiting for them), and emit the partial result if every
+ * claimant has finished. Timers from 2 * slots on are the jobs' resets.
  * Runs in user space on both targets; the result is built in scratch memory
  * (up to INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX bytes: more than a stack
  * frame may hold). */
 static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 {
 	const struct agg_conf *c = innet_conf(ctx);
+	if (timer >= 2 * c->slots) {
+		agg_reset_job(ctx, timer, arg);
+		return;
+	}
 	_Static_assert(INNET_AGG_HDR_LEN + 4 * INNET_AGG_K_MAX <= INNET_SCRATCH_SIZE, "result in scratch");
 	uint8_t *buf = innet_scratch(ctx);
 	if (buf == NULL)
 		return;
-	struct agg_res r = { .job_id = (uint16_t)(arg >> 32), .round = (uint32_t)arg, .worker = 0xff };
+	uint32_t gen = (uint32_t)(arg >> 48) & INNET_AGG_GEN_MASK;
+	struct agg_res r = { .job_id = (uint16_t)(arg >> 32), .round = (uint32_t)arg, .worker = 0xff,
+			     .gen = (uint8_t)gen };
 	uint32_t jkey = r.job_id;
 	struct agg_job job;
-	if (innet_table_lookup(ctx, T_JOBS, &jkey, &job) != 0)
+	int rc = innet_table_lookup(ctx, T_JOBS, &jkey, &job);
+	if (rc == INNET_TABLE_BUSY) {
+		/* the job may be there: look again shortly (a timer can wait) */
+		innet_timer_arm(ctx, timer, AGG_BUSY_RETRY_NS, arg);
+		return;
+	}
+	if (rc != INNET_TABLE_OK)
 		return;
 	uint32_t idx = timer;
 	if (idx / 2 < job.slot_base || idx / 2 >= job.slot_base + job.slots)
 		return; /* the job was redefined since */
+	uint64_t run = innet_reg_read(ctx, R_RUN, job.group);
+	if (run_gen(run) != gen || (run & RUN_RESETTING))
+		return; /* a round of a run that is over */
 	uint64_t w = innet_reg_read(ctx, R_STATE, idx);
-	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2; tries++) {
-		if (st_tag(w) != (r.round & ST_TAG_MASK) || (w & ST_CLOSED))
+	bool closed = false;
+	for (uint32_t tries = 0; tries < INNET_AGG_MAX_WORKERS + 2 && !closed; tries++) {
+		if (st_tag(w) != (r.round & ST_TAG_MASK) || (w & ST_CLOSED) || innet_faulted(ctx))
 			return; /* finished in time, or another round by now */
-		if (innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_CLOSED))
-			break;
+		closed = innet_reg_cas(ctx, R_STATE, idx, &w, w | ST_CLOSED); /* w: the word closed */
 	}
-	if (!try_finish(ctx, idx, &r.w))
+	if (!closed)
+		return;
+	/* the members that missed the round are out: later rounds close
+	 * without them, until they contribute in time again or rejoin */
+	run_update_out(ctx, job.group, gen, all_workers(job.n_workers) & ~(w & ST_BITMAP), w & ST_BITMAP);
+	if (!try_finish(ctx, idx, r.round, &r.w))
 		return; /* an adder in flight will emit */
-	finish_round(ctx, c, idx, r.round);
 	r.idx = idx;
 	r.slot = (uint16_t)(idx / 2 - job.slot_base);
 	r.n_workers = job.n_workers;
-	uint32_t len = fill_result_buf(ctx, c, buf, &r);
+	uint32_t len = fill_result_buf(ctx, c, buf, &r); /* before the next round opens (agg_emit) */
+	finish_round(ctx, c, idx, r.round);
 	struct innet_out out = { .group = job.group };
 	innet_emit(ctx, &out, true, buf, len);
 }

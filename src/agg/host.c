@@ -46,10 +46,13 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/udp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,7 +100,12 @@ struct innet_agg {
 		struct cmsghdr align;
 	} tx_cmsg[TX_MSGS];
 	uint32_t tx_segs;           /* datagrams per GSO message (1: GSO off) */
-	int broken;                 /* sticky error after -ETIMEDOUT / -ESTALE (until a join) */
+	int broken;                 /* sticky error after -ETIMEDOUT, -ESTALE, -ECONNRESET, -EBUSY
+	                             * (until a join) */
+	uint32_t nonce;             /* this handle's id in the job's run (random, never 0) */
+	bool registered;            /* the switch knows this handle (START or a join) */
+	uint8_t gen;                /* the job's generation (run), low 8 bits: in every CONTRIB */
+	char err[256];              /* what the last failure was, and what to do */
 	uint32_t call_no;           /* this call's number (calls started; innet_agg_join sets it) */
 	bool joined;                /* the next call is the first after a join: its packets may
 	                             * wait for the others (early), so its RTO backs off less */
@@ -115,6 +123,9 @@ struct innet_agg {
 	size_t async_n;
 };
 
+
+static int run_start(struct innet_agg *a);
+static void run_leave(struct innet_agg *a);
 
 static int ceil_log2(uint32_t n)
 {
@@ -157,6 +168,11 @@ struct innet_agg *innet_agg_open(const struct innet_agg_conf *conf)
 	if (a->conf.timeout_ms == 0)
 		a->conf.timeout_ms = 5000;
 	a->qbits = 30 - ceil_log2(conf->n_workers);
+	/* the handle's id in the job's run: another handle of the same worker
+	 * (a restart) has another one */
+	while (a->nonce == 0)
+		if (getrandom(&a->nonce, sizeof(a->nonce), 0) != sizeof(a->nonce))
+			a->nonce = (uint32_t)innet_now_ns() ^ ((uint32_t)getpid() << 16);
 	a->pkt_len = INNET_AGG_HDR_LEN + 4 * conf->k;
 	a->slots = calloc(conf->slots, sizeof(*a->slots));
 	a->pkts = malloc((size_t)conf->slots * a->pkt_len);
@@ -214,6 +230,8 @@ void innet_agg_close(struct innet_agg *a)
 		return;
 	if (a->async_busy)
 		innet_agg_wait(a);
+	if (a->registered)
+		run_leave(a);
 	close(a->fd);
 	free(a->slots);
 	free(a->pkts);
@@ -226,6 +244,38 @@ void innet_agg_close(struct innet_agg *a)
 void innet_agg_get_stats(const struct innet_agg *a, struct innet_agg_stats *out)
 {
 	*out = a->st;
+}
+
+const char *innet_agg_error(const struct innet_agg *a)
+{
+	return a->err;
+}
+
+/* Say what failed (and what to do) in a->err; returns rc. */
+__attribute__((format(printf, 3, 4))) static int fail(struct innet_agg *a, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = snprintf(a->err, sizeof(a->err), "job %u worker %u: ", a->conf.job, a->conf.worker);
+	if (n > 0 && (size_t)n < sizeof(a->err))
+		vsnprintf(a->err + n, sizeof(a->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* "0,2,3": the workers in bitmap (for messages). */
+static const char *workers_list(uint64_t bitmap, char *buf, size_t len)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	for (uint32_t w = 0; w < 64 && off < len; w++)
+		if (bitmap & (1ull << w)) {
+			int n = snprintf(buf + off, len - off, "%s%u", off ? "," : "", w);
+			if (n < 0)
+				break;
+			off += (size_t)n;
+		}
+	return buf;
 }
 
 /* ---- one call ------------------------------------------------------------ */
@@ -299,7 +349,7 @@ static void build_packet(struct call *c, uint32_t s)
 				      .ver = (uint8_t)(ss->round & 1), .worker = a->conf.worker,
 				      .round = htonl(ss->round),
 				      .offset = htonl(j < 0 ? INNET_AGG_OFFSET_PRIMING : (uint32_t)((size_t)j * k)),
-				      .k = htons((uint16_t)k), .call = htonl(a->call_no) };
+				      .k = htons((uint16_t)k), .call = htonl(a->call_no), .gen = a->gen };
 	uint32_t *el = (uint32_t *)(ah + 1);
 	size_t first = j < 0 ? 0 : (size_t)j * k;
 	size_t cnt = j < 0 ? 0 : (c->n - first < k ? c->n - first : k);
@@ -500,6 +550,16 @@ static int run_call(struct call *c)
 	struct innet_agg *a = c->a;
 	if (a->broken)
 		return a->broken;
+	if (!a->registered) {
+		/* the handle's first call: it begins the job's run, or takes part
+		 * in the one its peers began */
+		int rc = run_start(a);
+		if (rc != 0) {
+			if (rc == -ETIMEDOUT || rc == -ESTALE || rc == -EBUSY)
+				a->broken = rc;
+			return rc;
+		}
+	}
 	uint32_t k = a->conf.k;
 	c->chunks = (uint32_t)((c->n + k - 1) / k);
 	if (c->n == 0)
@@ -561,6 +621,17 @@ static int run_call(struct call *c)
 					a->st.results_ignored++;
 					continue;
 				}
+				if (ah->gen != a->gen) {
+					/* another run's packet: a result of an earlier one is
+					 * ignored; RESTARTED says ours is over */
+					if (ah->status == INNET_AGG_RESTARTED) {
+						rc = fail(a, -ECONNRESET, "a new run of the job began on the switch "
+							  "(generation %u): this worker's run is over", ah->gen);
+						goto out;
+					}
+					a->st.results_ignored++;
+					continue;
+				}
 				uint32_t s = ntohs(ah->slot);
 				if (s >= c->w || !a->slots[s].busy) {
 					a->st.results_ignored++;
@@ -573,12 +644,31 @@ static int run_call(struct call *c)
 				uint32_t ahead = (ntohl(ah->round) - a->slots[s].round) & INNET_AGG_ROUND_MASK;
 				if (ah->status == INNET_AGG_STALE && ah->ver == (a->slots[s].round & 1) &&
 				    ahead != 0 && ahead <= INNET_AGG_ROUND_MASK / 2) {
-					rc = -ESTALE;
+					rc = fail(a, -ESTALE, "call %u: this worker fell more than a round behind the "
+						  "others on slot %u (the straggler timer closed it out): it must "
+						  "rejoin (innet_agg_join; innet allreduce --rejoin)", a->call_no, s);
 					goto out;
+				}
+				if (ah->status > INNET_AGG_STALE) {
+					a->st.results_ignored++;
+					continue;
 				}
 				/* rounds compare as the switch does: modulo 2^14 (a
 				 * joined worker knows its rounds modulo 2^14 only) */
 				if (ah->status == INNET_AGG_STALE || ahead != 0) {
+					/* after a join our first packets wait for the others
+					 * (dropped as early); the others' result for the
+					 * slot's round before ours (we are in the job's group)
+					 * says ours just opened: send it again now, as they
+					 * send theirs, rather than on the RTO — the run does
+					 * not wait for a joined worker until a round goes out
+					 * with it, so it must be there in time */
+					if (a->joined && ah->status != INNET_AGG_STALE &&
+					    ahead == INNET_AGG_ROUND_MASK && !a->slots[s].queued) {
+						a->st.retransmits++;
+						a->slots[s].retransmitted = true;
+						send_slot(c, s, now);
+					}
 					a->st.results_ignored++;
 					continue;
 				}
@@ -626,7 +716,9 @@ static int run_call(struct call *c)
 				goto out;
 		}
 		if (done < c->w && now - last_progress > (uint64_t)a->conf.timeout_ms * 1000000u) {
-			rc = -ETIMEDOUT;
+			rc = fail(a, -ETIMEDOUT, "call %u made no progress for %u ms: a worker of the job or the "
+				  "switch is gone (without a straggler timer the others wait for every worker)",
+				  a->call_no, a->conf.timeout_ms);
 			goto out;
 		}
 		/* check at least every timeout's worth */
@@ -642,7 +734,7 @@ out:
 		a->slots[s].busy = false;
 		a->slots[s].queued = false;
 	}
-	if (rc == -ETIMEDOUT || rc == -ESTALE)
+	if (rc == -ETIMEDOUT || rc == -ESTALE || rc == -ECONNRESET)
 		a->broken = rc;
 	a->call_no++;
 	return rc;
@@ -663,8 +755,69 @@ int innet_agg_allreduce_f32(struct innet_agg *a, const float *in, float *out, si
 /* ---- rejoin ---------------------------------------------------------------- */
 
 #define JOIN_BATCH 100u   /* slot records per JOIN: 1240-byte datagrams fit a 1500-byte MTU */
+#define JOIN_ASK_MAX_NS 50000000ull   /* asks of a waiting START: at least every 50 ms */
 
-/* Ask the switch for every slot's newest finished round: recs[0..slots). */
+/* Send a JOIN for slots [first, first + cnt) (buffer q), with this handle's
+ * nonce: START or REJOIN. 0 or -errno. */
+static int join_send(struct innet_agg *a, uint8_t *q, uint32_t first, uint32_t cnt, uint8_t how)
+{
+	struct innet_hdr *h = (struct innet_hdr *)q;
+	struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG };
+	*ah = (struct innet_agg_hdr){ .op = INNET_AGG_JOIN, .status = how, .job = htons(a->conf.job),
+				      .slot = htons((uint16_t)first), .worker = a->conf.worker,
+				      .offset = htonl(a->nonce), .k = htons((uint16_t)cnt) };
+	memset(ah + 1, 0, 12u * cnt);
+	if (sendto(a->fd, q, INNET_AGG_HDR_LEN + 12u * cnt, 0, (struct sockaddr *)&a->to, sizeof(a->to)) < 0 &&
+	    !tx_transient(errno))
+		return -errno;
+	return 0;
+}
+
+/* What a JOINED answer says (besides its records). */
+struct joined {
+	uint32_t first;      /* its first slot */
+	uint32_t cnt;        /* records */
+	uint8_t status;      /* INNET_AGG_JOINED_OK or _WAIT */
+	uint32_t gen;        /* the job's generation */
+	uint64_t in;         /* the members the job's rounds wait for */
+	bool busy;           /* a record was BUSY (a slot moved while read) */
+};
+
+/* The JOINED in rx (len bytes) for this handle, its records into recs (host
+ * order); false if it is something else (the others' results pass by: we are
+ * in the job's group). */
+static bool joined_parse(const struct innet_agg *a, const uint8_t *rx, ssize_t len,
+			 struct innet_agg_join_rec *recs, struct joined *j)
+{
+	const struct innet_hdr *h = (const struct innet_hdr *)rx;
+	const struct innet_agg_hdr *ah = (const struct innet_agg_hdr *)(h + 1);
+	uint32_t S = a->conf.slots;
+	if (len < (ssize_t)INNET_AGG_HDR_LEN || h->magic != INNET_MAGIC || h->version != INNET_VERSION ||
+	    h->service != INNET_SVC_AGG || ah->op != INNET_AGG_JOINED || ntohs(ah->job) != a->conf.job ||
+	    ah->worker != a->conf.worker)
+		return false;
+	j->first = ntohs(ah->slot);
+	j->cnt = ntohs(ah->k);
+	if (j->first % JOIN_BATCH != 0 || j->first >= S ||
+	    j->cnt != (S - j->first < JOIN_BATCH ? S - j->first : JOIN_BATCH) ||
+	    (size_t)len < INNET_AGG_HDR_LEN + 12u * j->cnt || ah->status > INNET_AGG_JOINED_WAIT)
+		return false;
+	j->status = ah->status;
+	j->gen = ntohl(ah->round) & INNET_AGG_GEN_MASK;
+	j->in = be64toh(ah->bitmap);
+	j->busy = false;
+	for (uint32_t i = 0; i < j->cnt; i++) {
+		struct innet_agg_join_rec r;
+		memcpy(&r, rx + INNET_AGG_HDR_LEN + 12u * i, sizeof(r));
+		recs[j->first + i] = (struct innet_agg_join_rec){ ntohl(r.state), ntohl(r.offset), ntohl(r.call) };
+		j->busy |= (recs[j->first + i].state & INNET_AGG_JOIN_BUSY) != 0;
+	}
+	return true;
+}
+
+/* REJOIN: register with the job's run where it is, and ask for every slot's
+ * newest finished round: recs[0..slots). */
 static int join_query(struct innet_agg *a, struct innet_agg_join_rec *recs)
 {
 	uint32_t S = a->conf.slots, n_batches = (S + JOIN_BATCH - 1) / JOIN_BATCH;
@@ -676,31 +829,20 @@ static int join_query(struct innet_agg *a, struct innet_agg_join_rec *recs)
 		goto out;
 	}
 	uint64_t start = innet_now_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
-	uint32_t left = n_batches;
+	uint32_t left = n_batches, gen = 0;
+	bool have_gen = false;
 	while (left > 0) {
 		uint64_t now = innet_now_ns();
 		if (now - start > (uint64_t)a->conf.timeout_ms * 1000000u) {
-			rc = -ETIMEDOUT;
+			rc = fail(a, -ETIMEDOUT, "join: no answer from the switch within %u ms", a->conf.timeout_ms);
 			goto out;
 		}
 		if (now >= next_send) {
 			for (uint32_t b = 0; b < n_batches; b++) {
-				if (got[b])
-					continue;
-				uint32_t first = b * JOIN_BATCH, cnt = S - first < JOIN_BATCH ? S - first : JOIN_BATCH;
-				struct innet_hdr *h = (struct innet_hdr *)q;
-				struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
-				*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION,
-							 .service = INNET_SVC_AGG };
-				*ah = (struct innet_agg_hdr){ .op = INNET_AGG_JOIN, .job = htons(a->conf.job),
-							      .slot = htons((uint16_t)first),
-							      .worker = a->conf.worker, .k = htons((uint16_t)cnt) };
-				memset(ah + 1, 0, 12u * cnt);
-				if (sendto(a->fd, q, INNET_AGG_HDR_LEN + 12u * cnt, 0, (struct sockaddr *)&a->to,
-					   sizeof(a->to)) < 0 && !tx_transient(errno)) {
-					rc = -errno;
+				uint32_t first = b * JOIN_BATCH;
+				if (!got[b] && (rc = join_send(a, q, first, S - first < JOIN_BATCH ? S - first : JOIN_BATCH,
+							      INNET_AGG_JOIN_REJOIN)) != 0)
 					goto out;
-				}
 			}
 			next_send = now + rto_ns;
 			rto_ns = rto_ns * 2 > (uint64_t)a->conf.rto_max_us * 1000u ? (uint64_t)a->conf.rto_max_us * 1000u
@@ -716,38 +858,157 @@ static int join_query(struct innet_agg *a, struct innet_agg_join_rec *recs)
 			ssize_t len = recv(a->fd, rx, INNET_PKT_MAX + 1, MSG_DONTWAIT);
 			if (len < 0)
 				break;
-			const struct innet_hdr *h = (const struct innet_hdr *)rx;
-			const struct innet_agg_hdr *ah = (const struct innet_agg_hdr *)(h + 1);
-			/* the others' results (we are in the job's group) pass by: ignored */
-			if ((size_t)len < INNET_AGG_HDR_LEN || h->magic != INNET_MAGIC ||
-			    h->version != INNET_VERSION || h->service != INNET_SVC_AGG ||
-			    ah->op != INNET_AGG_JOINED || ntohs(ah->job) != a->conf.job ||
-			    ah->worker != a->conf.worker)
+			struct joined j;
+			if (!joined_parse(a, rx, len, recs, &j) || got[j.first / JOIN_BATCH])
 				continue;
-			uint32_t first = ntohs(ah->slot), cnt = ntohs(ah->k), b = first / JOIN_BATCH;
-			if (first % JOIN_BATCH != 0 || b >= n_batches || got[b] ||
-			    cnt != (S - first < JOIN_BATCH ? S - first : JOIN_BATCH) ||
-			    (size_t)len < INNET_AGG_HDR_LEN + 12u * cnt)
-				continue;
-			bool busy = false;
-			for (uint32_t i = 0; i < cnt; i++) {
-				struct innet_agg_join_rec r;
-				memcpy(&r, rx + INNET_AGG_HDR_LEN + 12u * i, sizeof(r));
-				recs[first + i] = (struct innet_agg_join_rec){ ntohl(r.state), ntohl(r.offset),
-									      ntohl(r.call) };
-				busy |= (recs[first + i].state & INNET_AGG_JOIN_BUSY) != 0;
+			if (j.busy || j.status != INNET_AGG_JOINED_OK)
+				continue; /* a slot moved while read, or the job is being reset: again */
+			if (have_gen && j.gen != gen) {
+				/* a new run began between two batches: all of them again */
+				memset(got, 0, n_batches);
+				left = n_batches;
 			}
-			if (busy)
-				continue; /* a slot moved while read: this batch again */
-			got[b] = 1;
+			gen = j.gen;
+			have_gen = true;
+			got[j.first / JOIN_BATCH] = 1;
 			left--;
 		}
 	}
+	a->gen = (uint8_t)gen;
+	a->registered = true;
 out:
 	free(q);
 	free(rx);
 	free(got);
 	return rc;
+}
+
+/* START, the handle's first call: register with the job's run — the one its
+ * peers began, or a new one once every member of the previous run is gone
+ * (docs/aggregation.md, "Runs"). The switch answers WAIT while the previous
+ * run still has members in it; asked again (every RTO, doubling, at most
+ * 50 ms) until the handle is registered, or timeout_ms. 0 (the run is at its
+ * first call), -ESTALE (it has moved on: a late worker joins), -EBUSY (the
+ * previous run is still there), -ETIMEDOUT (no answer), with a->err. */
+static int run_start(struct innet_agg *a)
+{
+	uint32_t S = a->conf.slots, cnt = S < JOIN_BATCH ? S : JOIN_BATCH;
+	uint8_t *q = malloc(INNET_AGG_HDR_LEN + 12u * JOIN_BATCH), *rx = malloc(INNET_PKT_MAX + 1);
+	struct innet_agg_join_rec *recs = calloc(S, sizeof(*recs));
+	char who[200];
+	int rc = 0;
+	if (q == NULL || rx == NULL || recs == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	uint64_t start = innet_now_ns(), rto_ns = (uint64_t)a->conf.rto_us * 1000u, next_send = 0;
+	bool waited = false, have_sig = false, moving = false;
+	uint32_t changes = 0;
+	uint64_t waited_in = 0, sig = 0;
+	uint32_t sig_gen = 0;
+	for (;;) {
+		uint64_t now = innet_now_ns();
+		if (now - start > (uint64_t)a->conf.timeout_ms * 1000000u || moving) {
+			if (!waited)
+				rc = fail(a, -ETIMEDOUT, "no answer from the switch %u.%u.%u.%u:%u within %u ms (is it "
+					  "running the agg program, with this job, and this worker's address as its "
+					  "member?)", a->conf.switch_ip >> 24, (a->conf.switch_ip >> 16) & 255,
+					  (a->conf.switch_ip >> 8) & 255, a->conf.switch_ip & 255, a->conf.switch_udp,
+					  a->conf.timeout_ms);
+			else if (moving)
+				rc = fail(a, -EBUSY, "another run of the job is in progress on the switch (workers %s "
+					  "are in it, and its rounds are moving): a restarted worker joins it "
+					  "(innet_agg_join; innet allreduce --join), or stop that run first",
+					  workers_list(waited_in, who, sizeof(who)));
+			else
+				rc = fail(a, -EBUSY, "the job's previous run still has workers %s in it, and they did "
+					  "not start this run within %u ms: start every worker of the job (each "
+					  "one's first call begins the new run); if that run is still going, stop "
+					  "it or join it (innet_agg_join)",
+					  workers_list(waited_in, who, sizeof(who)), a->conf.timeout_ms);
+			goto out;
+		}
+		if (now >= next_send) {
+			if ((rc = join_send(a, q, 0, cnt, INNET_AGG_JOIN_START)) != 0)
+				goto out;
+			next_send = now + rto_ns;
+			rto_ns *= 2;
+			if (rto_ns > JOIN_ASK_MAX_NS)
+				rto_ns = JOIN_ASK_MAX_NS;
+		}
+		int wait_ms = (int)((next_send - now + 999999) / 1000000);
+		struct pollfd pfd = { .fd = a->fd, .events = POLLIN };
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR) {
+			rc = -errno;
+			goto out;
+		}
+		for (;;) {
+			ssize_t len = recv(a->fd, rx, INNET_PKT_MAX + 1, MSG_DONTWAIT);
+			if (len < 0)
+				break;
+			struct joined j;
+			if (!joined_parse(a, rx, len, recs, &j) || j.first != 0)
+				continue;
+			/* what the records say: their newest finished call, and a
+			 * signature that changes as rounds finish */
+			uint64_t h = 1469598103934665603ull;
+			bool done_past_0 = false;
+			uint32_t newest = 0;
+			for (uint32_t i = 0; i < j.cnt; i++) {
+				const struct innet_agg_join_rec *r = &recs[i];
+				h = (h ^ r->state ^ ((uint64_t)r->call << 32)) * 1099511628211ull;
+				if ((r->state & INNET_AGG_JOIN_DONE) && r->call != 0) {
+					done_past_0 = true;
+					newest = r->call > newest ? r->call : newest;
+				}
+			}
+			if (j.status == INNET_AGG_JOINED_WAIT) {
+				/* the previous run has members in it (or the job is being
+				 * reset: none); rounds that keep finishing mean it is alive */
+				waited = true;
+				if (j.in != 0) {
+					/* twice: a dead run's last rounds may still be closed
+					 * once by their timers */
+					changes += have_sig && sig_gen == j.gen && h != sig;
+					moving = changes >= 2;
+					waited_in = j.in;
+					sig = h;
+					sig_gen = j.gen;
+					have_sig = true;
+				}
+				continue;
+			}
+			if (j.busy)
+				continue;
+			a->gen = (uint8_t)j.gen;
+			a->registered = true;
+			if (done_past_0)
+				rc = fail(a, -ESTALE, "this worker started after the job's run had moved on (call %u "
+					  "done): a late or restarted worker joins the run (innet_agg_join; innet "
+					  "allreduce --join or --rejoin)", newest);
+			goto out;
+		}
+	}
+out:
+	free(q);
+	free(rx);
+	free(recs);
+	return rc;
+}
+
+/* LEAVE (closing): the job's run stops waiting for this worker. One
+ * datagram, not answered: if it is lost, the straggler timer (or the next
+ * run's START) does the same. */
+static void run_leave(struct innet_agg *a)
+{
+	uint8_t q[INNET_AGG_HDR_LEN];
+	struct innet_hdr *h = (struct innet_hdr *)q;
+	struct innet_agg_hdr *ah = (struct innet_agg_hdr *)(h + 1);
+	*h = (struct innet_hdr){ .magic = INNET_MAGIC, .version = INNET_VERSION, .service = INNET_SVC_AGG };
+	*ah = (struct innet_agg_hdr){ .op = INNET_AGG_LEAVE, .job = htons(a->conf.job), .worker = a->conf.worker,
+				      .offset = htonl(a->nonce), .gen = a->gen };
+	(void)sendto(a->fd, q, sizeof(q), 0, (struct sockaddr *)&a->to, sizeof(a->to));
+	a->registered = false;
 }
 
 int innet_agg_join(struct innet_agg *a, size_t n, int f32, uint32_t *next_call)

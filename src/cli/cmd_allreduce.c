@@ -7,7 +7,7 @@
  *                   [--type int32|float32] [--count ELEMS] [--iters I]
  *                   [--timeout-ms T] [--rto-us U] [--check]
  *                   [--delay-worker W --delay-ms D [--delay-every N]]
- *                   [--join] [--rejoin]
+ *                   [--join] [--rejoin [--rejoin-except W]]
  *
  * Worker W binds IP:(UDP + W) (so --all, which runs every worker as a thread
  * of this process, and separate processes agree with the same member list).
@@ -17,10 +17,16 @@
  * --delay-worker W sleeps D ms before every N-th iteration (N = 1 default:
  * every one; iterations 0, N, 2N, ...), outside the timed call: a straggler
  * for bench/stragglers.sh.
+ * Each run is a run of the job on the switch: the workers' first calls start
+ * it (the library's START; a previous run, ended or killed, is replaced).
  * --join: a restarted worker; before its first call it joins the job
- * (innet_agg_join) and starts at the iteration the others make next.
+ * (innet_agg_join) and starts at the iteration the others make next —
+ * without it, a worker restarted alone while the others run fails at once
+ * (-EBUSY, with a message that says to join).
  * --rejoin: a call that fails with -ESTALE (the worker fell a round behind
- * the straggler timer) rejoins and goes on at the others' next iteration.
+ * the straggler timer) rejoins and goes on at the others' next iteration;
+ * --rejoin-except W: every worker but W (a straggler out for good while the
+ * others stay robust: bench/stragglers.sh).
  * --check with partial results (straggler timer): a call that got partial
  * results must give, per block of k elements, exactly the sum of some subset
  * of the workers (int32, up to 12 workers; float32 partial calls are not
@@ -64,6 +70,7 @@ struct ar_opts {
 	uint32_t delay_ms;
 	uint32_t delay_every;
 	bool join, rejoin;
+	long rejoin_except;   /* -1: none */
 };
 
 struct ar_worker {
@@ -79,6 +86,7 @@ struct ar_worker {
 	long last_partial;    /* last iteration with partial results, -1: none */
 	uint64_t partial_blocks, unchecked;
 	struct innet_agg_stats st;
+	char why[256];        /* the library's explanation of a failure */
 };
 
 static int32_t gen_i32(uint32_t w, uint32_t it, size_t i)
@@ -183,7 +191,7 @@ static void *ar_main(void *arg)
 			r->last_partial = (long)it;
 		double dt = (double)(t1 - t0) * 1e-9;
 		secs += dt;
-		if (r->rc == -ESTALE && o->rejoin) {
+		if (r->rc == -ESTALE && o->rejoin && (long)r->w != o->rejoin_except) {
 			/* out of step: join the others' next call and go on from there */
 			uint32_t next;
 			r->rc = innet_agg_join(a, n, o->f32, &next);
@@ -237,6 +245,8 @@ static void *ar_main(void *arg)
 	r->seconds = secs;
 done:
 	innet_agg_get_stats(a, &r->st);
+	if (r->rc != 0)
+		snprintf(r->why, sizeof(r->why), "%s", innet_agg_error(a));
 	innet_agg_close(a);
 	free(in);
 	free(out);
@@ -289,6 +299,7 @@ static void ar_usage(FILE *f)
 		   "                      worker W sleeps D ms before every N-th call (a straggler)\n"
 		   "  --join              join the job before the first call (a restarted worker)\n"
 		   "  --rejoin            join again after a call fails with -ESTALE (excluded)\n"
+		   "  --rejoin-except W   with --rejoin: every worker but W\n"
 		   "  -h, --help          this text\n"
 		   "\n"
 		   "Prints one line per worker: RESULT worker=W type=T elems=N ... check=ok|FAIL|skipped.\n"
@@ -321,10 +332,11 @@ int cmd_allreduce(int argc, char **argv)
 		{ "delay-worker", required_argument, NULL, 'D' }, { "delay-ms", required_argument, NULL, 'M' },
 		{ "delay-every", required_argument, NULL, 'E' },
 		{ "join", no_argument, NULL, 'J' },         { "rejoin", no_argument, NULL, 'R' },
+		{ "rejoin-except", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
 	};
 	struct ar_opts o = { .conf = { .switch_udp = INNET_AGG_UDP, .slots = 64, .k = 256 }, .count = 1 << 20,
-			     .iters = 1, .delay_worker = -1, .delay_every = 1 };
+			     .iters = 1, .delay_worker = -1, .delay_every = 1, .rejoin_except = -1 };
 	long worker = -1, n_workers = 0;
 	bool all = false, have_switch = false, have_bind = false;
 	struct innet_addr addr;
@@ -370,6 +382,7 @@ int cmd_allreduce(int argc, char **argv)
 		case 'E': o.delay_every = (uint32_t)strtoul(optarg, &end, 10); break;
 		case 'J': o.join = true; break;
 		case 'R': o.rejoin = true; break;
+		case 'X': o.rejoin_except = strtol(optarg, &end, 10); break;
 		case 'h': ar_usage(stdout); return 0;
 		default: return ar_bad("unknown option or missing value: '%s'", argv[optind - 1]);
 		}
@@ -390,6 +403,8 @@ int cmd_allreduce(int argc, char **argv)
 		return ar_bad("%s", "--worker W must be below --workers N");
 	if (o.iters < 1 || o.iters > 1000000)
 		return ar_bad("%s", "--iters wants 1..1000000");
+	if (o.rejoin_except >= 0 && (!o.rejoin || o.rejoin_except >= n_workers))
+		return ar_bad("%s", "--rejoin-except W wants --rejoin and W below --workers N");
 	if (o.delay_every < 1 || o.delay_ms > 600000)
 		return ar_bad("%s", "--delay-every wants >= 1 and --delay-ms <= 600000");
 	o.conf.n_workers = (uint8_t)n_workers;
@@ -413,7 +428,8 @@ int cmd_allreduce(int argc, char **argv)
 		double med = median(r->per_call, r->done); /* sorts per_call */
 		double mx = r->done ? max_of(r->per_call, r->done) : 0.0;
 		if (r->rc != 0) {
-			fprintf(stderr, "innet allreduce: worker %u: %s\n", w, strerror(-r->rc));
+			fprintf(stderr, "innet allreduce: worker %u: %s%s%s%s\n", w, strerror(-r->rc),
+				r->why[0] ? " (" : "", r->why, r->why[0] ? ")" : "");
 			status = 1;
 		}
 		if (o.check && !r->check_ok)

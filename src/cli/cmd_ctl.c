@@ -10,7 +10,8 @@
  * raw (--json) or rendered as text: aligned tables for ports, programs,
  * registers and table entries; one line per port and per program for stats.
  * `watch` is done here, on the client side: it asks for stats every second and
- * prints rates. docs/man/innet-ctl.md is the manual page.
+ * prints rates. The connection is the library's client, innet/ctl_client.h.
+ * docs/man/innet-ctl.md is the manual page.
  *
  * Exit status: 0 success, 1 an error response or a connection failure (the
  * message on stderr names the socket), 2 a usage error.
@@ -32,12 +33,12 @@
 
 #include <jansson.h>
 
+#include "innet/ctl_client.h"
 #include "innet/switch.h"
 #include "cli/cmds.h"
 
 #define CTL_SUN_MAX    sizeof(((struct sockaddr_un *)0)->sun_path)
 #define CTL_LINE_MAX   65536u               /* the switch's request bound */
-#define CTL_RESP_MAX   (256u << 20)         /* refuse responses larger than this */
 #define CTL_WATCH_MAX  86400u
 
 static void usage(FILE *f)
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"  --switch NAME         the switch in the fabric (with --fabric)\n"
 		"  --json                print the raw JSON response\n"
 		"  --timeout SECONDS     connection and response timeout (default 5)\n"
+		"  --commands FILE       send each line of FILE ('-': stdin) as a command\n"
+		"                        (a P4 switch: a simple_switch_CLI commands.txt)\n"
 		"  -h, --help            this help\n"
 		"\n"
 		"commands (numbers are decimal or 0x-hex; KEYHEX/VALHEX are hex strings):\n"
@@ -70,6 +73,9 @@ static void usage(FILE *f)
 		"  capture start PORT PATH [MAXPKTS]   capture stop PORT\n"
 		"  resources [PROG]\n"
 		"  prog PROG WORD...                   the program's own commands ('prog PROG help')\n"
+		"  table_add, table_dump, counter_read, register_read, mc_node_create, ...\n"
+		"                                      a P4 switch: simple_switch_CLI's commands\n"
+		"                                      (docs/p4.md)\n"
 		"\n"
 		"exit status: 0 ok, 1 error response or connection failure, 2 usage error\n");
 }
@@ -98,144 +104,17 @@ static double now_s(void)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The connection                                                             */
+/* The connection: innet/ctl_client.h (src/control/ctl_client.c)             */
 
-struct conn {
-	int fd;
-	const char *path;      /* for messages */
-	double timeout;        /* seconds per request */
-	char *buf;             /* received bytes not yet returned */
-	size_t len, cap;
-};
-
-/* Connect to path within c->timeout. 0, or -1 with a message on stderr. */
-static int conn_open(struct conn *c, const char *path, double timeout)
+/* One request and its response line (free it), or NULL with the message
+ * printed. */
+static char *request(struct innet_ctl_client *c, const char *line)
 {
-	c->fd = -1;
-	c->path = path;
-	c->timeout = timeout;
-	c->buf = NULL;
-	c->len = c->cap = 0;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "innet ctl: %s: socket path too long (at most %zu bytes)\n", path,
-			sizeof(sun.sun_path) - 1);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c->fd < 0) {
-		fprintf(stderr, "innet ctl: %s: socket: %s\n", path, strerror(errno));
-		return -1;
-	}
-	/* connect() on a Unix socket honours SO_SNDTIMEO when the backlog is full. */
-	struct timeval tv = { .tv_sec = (time_t)timeout,
-			      .tv_usec = (suseconds_t)((timeout - (double)(time_t)timeout) * 1e6) };
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		int e = errno;
-		fprintf(stderr, "innet ctl: cannot connect to %s: %s%s\n", path, strerror(e),
-			(e == ENOENT || e == ECONNREFUSED) ? " (is the switch running?)" : "");
-		close(c->fd);
-		c->fd = -1;
-		return -1;
-	}
-	return 0;
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	free(c->buf);
-	c->buf = NULL;
-}
-
-/*
- * Send line (without '\n') and wait for one response line. Returns a new
- * NUL-terminated string (without '\n'; free it), or NULL with a message.
- */
-static char *conn_request(struct conn *c, const char *line)
-{
-	double deadline = now_s() + c->timeout;
-	size_t n = strlen(line), off = 0;
-	char *req = malloc(n + 1);
-	if (req == NULL) {
-		fprintf(stderr, "innet ctl: out of memory\n");
-		return NULL;
-	}
-	memcpy(req, line, n);
-	req[n++] = '\n';
-	while (off < n) {
-		ssize_t w = send(c->fd, req + off, n - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "innet ctl: %s: sending the request: %s\n", c->path,
-				w < 0 ? strerror(errno) : "connection closed");
-			free(req);
-			return NULL;
-		}
-		off += (size_t)w;
-	}
-	free(req);
-
-	for (;;) {
-		char *nl = c->buf ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl != NULL) {
-			size_t l = (size_t)(nl - c->buf);
-			char *resp = malloc(l + 1);
-			if (resp == NULL) {
-				fprintf(stderr, "innet ctl: out of memory\n");
-				return NULL;
-			}
-			memcpy(resp, c->buf, l);
-			resp[l] = '\0';
-			c->len -= l + 1;
-			memmove(c->buf, nl + 1, c->len);
-			return resp;
-		}
-		if (c->len >= CTL_RESP_MAX) {
-			fprintf(stderr, "innet ctl: %s: response longer than %u bytes\n", c->path,
-				CTL_RESP_MAX);
-			return NULL;
-		}
-		double left = deadline - now_s();
-		if (left <= 0) {
-			fprintf(stderr, "innet ctl: %s: no response within %.3g s\n", c->path, c->timeout);
-			return NULL;
-		}
-		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr < 0) {
-			fprintf(stderr, "innet ctl: %s: poll: %s\n", c->path, strerror(errno));
-			return NULL;
-		}
-		if (pr == 0)
-			continue; /* the deadline check above reports it */
-		if (c->cap - c->len < 65536) {
-			size_t cap = c->cap ? c->cap * 2 : 131072;
-			char *p = realloc(c->buf, cap);
-			if (p == NULL) {
-				fprintf(stderr, "innet ctl: out of memory\n");
-				return NULL;
-			}
-			c->buf = p;
-			c->cap = cap;
-		}
-		ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			fprintf(stderr, "innet ctl: %s: %s before the response was complete\n", c->path,
-				r < 0 ? strerror(errno) : "the switch closed the connection");
-			return NULL;
-		}
-		c->len += (size_t)r;
-	}
+	char err[512];
+	char *resp = innet_ctl_client_request(c, line, err, sizeof(err));
+	if (resp == NULL)
+		fprintf(stderr, "innet ctl: %s\n", err);
+	return resp;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -539,14 +418,15 @@ static void render_programs(const json_t *r)
 		json_t *tables = json_object_get(p, "tables");
 		if (json_array_size(tables) > 0) {
 			struct tbl t;
-			tbl_init(&t, 6);
-			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL");
+			tbl_init(&t, 7);
+			tbl_row(&t, "TABLE", "KEY", "VALUE", "CAPACITY", "ENTRIES", "INSERT_FULL", "BUSY");
 			json_array_foreach(tables, k, x)
 				tbl_row(&t, js(x, "name", "?"), fmt("%" PRIu64, ju(x, "key_size")),
 					fmt("%" PRIu64, ju(x, "value_size")),
 					fmt("%" PRIu64, ju(x, "capacity")),
 					fmt("%" PRIu64, ju(x, "entries")),
-					fmt("%" PRIu64, ju(x, "insert_full")));
+					fmt("%" PRIu64, ju(x, "insert_full")),
+					fmt("%" PRIu64, ju(x, "busy")));
 			tbl_print(&t, "  ");
 			tbl_free(&t);
 		}
@@ -625,15 +505,47 @@ static void add_nz(char *buf, size_t len, const char *name, uint64_t v)
 	snprintf(buf + off, len - off, ", %s %" PRIu64, name, v);
 }
 
+/* On the XDP target, a program's fast and slow paths at a glance, right
+ * under its counters: what eBPF handled of what the program received, and
+ * the hand-offs to the user-space engine by kind. A timer arm is a hand-off
+ * by design; any other kind is per-packet work in user space — a multicast
+ * group that devmap cannot serve, a neighbour the kernel must resolve, a
+ * packet too big — flagged as the slow path. */
+static void render_xdp_path(const json_t *p)
+{
+	json_t *hand = json_object_get(p, "handoffs");
+	if (hand == NULL)
+		return;
+	uint64_t rx = ju(p, "rx_pkts"), xrx = ju(p, "xdp_rx_pkts"), total = 0, slow = 0;
+	const char *key;
+	json_t *v;
+	char kinds[512] = "";
+	json_object_foreach(hand, key, v) {
+		uint64_t n = ju(hand, key);
+		if (n == 0)
+			continue;
+		total += n;
+		if (strcmp(key, "timer") != 0)
+			slow += n;
+		size_t off = strlen(kinds);
+		snprintf(kinds + off, sizeof(kinds) - off, "%s %s %" PRIu64, off ? "," : ":", key, n);
+	}
+	printf("  xdp      %" PRIu64 " of %" PRIu64 " received handled in eBPF (%.1f%%); hand-offs to user "
+	       "space %" PRIu64 "%s", xrx, rx, rx ? 100.0 * (double)xrx / (double)rx : 100.0, total, kinds);
+	if (ju(p, "handoff_ring_full") != 0)
+		printf("; ring full %" PRIu64, ju(p, "handoff_ring_full"));
+	printf("%s\n", slow != 0 || xrx < rx ? "  <- SLOW PATH" : "");
+}
+
 static void render_stats(const json_t *r)
 {
 	size_t i;
 	json_t *p;
 	json_array_foreach(json_object_get(r, "ports"), i, p) {
 		char extra[512] = "";
-		static const char *const more[] = { "tx_errors", "tx_gso", "link_lost", "link_duplicated",
-						    "link_reordered", "link_delayed", "link_queue_full",
-						    "xdp_rx_pkts", "xdp_tx_pkts" };
+		static const char *const more[] = { "tx_errors", "tx_gso", "rx_sock_drops", "link_lost",
+						    "link_duplicated", "link_reordered", "link_delayed",
+						    "link_queue_full", "xdp_rx_pkts", "xdp_tx_pkts" };
 		for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
 		const char *key;
@@ -660,8 +572,7 @@ static void render_stats(const json_t *r)
 		static const char *const more[] = { "passes", "recirculations", "emitted", "timer_fires",
 						    "cpu_pkts", "reg_ops", "table_ops", "alu_ops",
 						    "max_reg_ops", "max_table_ops", "max_alu_ops",
-						    "max_recirc", "max_emitted", "xdp_rx_pkts",
-						    "handoff_ring_full" };
+						    "max_recirc", "max_emitted" };
 		const char *key;
 		json_t *v;
 		json_object_foreach(json_object_get(p, "actions"), key, v) {
@@ -673,13 +584,10 @@ static void render_stats(const json_t *r)
 			add_nz(extra, sizeof(extra), more[k], ju(p, more[k]));
 		printf("prog %-8s rx %" PRIu64 " pkts %" PRIu64 " B, tx %" PRIu64 " pkts%s\n",
 		       js(p, "name", "?"), ju(p, "rx_pkts"), ju(p, "rx_bytes"), ju(p, "tx_pkts"), extra);
+		render_xdp_path(p);
 		json_t *drops = json_object_get(p, "drops");
 		json_object_foreach(drops, key, v)
 			printf("  drop %-20s %" PRIu64 "\n", key, ju(drops, key));
-		json_t *hand = json_object_get(p, "handoffs");
-		json_object_foreach(hand, key, v)
-			if (ju(hand, key) != 0)
-				printf("  handoff %-17s %" PRIu64 "\n", key, ju(hand, key));
 	}
 }
 
@@ -750,8 +658,9 @@ static void render(const json_t *r, char **words, int n)
 		render_resources(r);
 	else if (!strcmp(w0, "help"))
 		render_help(r);
-	else if (!strcmp(w0, "prog") && json_is_string(json_object_get(r, "text")))
-		fputs(js(r, "text", ""), stdout); /* the program rendered it itself */
+	else if (json_is_string(json_object_get(r, "text")))
+		fputs(js(r, "text", ""), stdout); /* the program rendered it itself (a P4
+		                                   * switch: as simple_switch_CLI prints it) */
 	else if (json_object_size(r) <= 1)
 		printf("ok\n");
 	else {
@@ -768,7 +677,7 @@ static void render(const json_t *r, char **words, int n)
  * Send words as one request and print the answer. Returns the exit status:
  * 0 ok, 1 error response or failure.
  */
-static int run_one(struct conn *c, char **words, int n, bool raw)
+static int run_one(struct innet_ctl_client *c, char **words, int n, bool raw)
 {
 	size_t len = 0;
 	for (int i = 0; i < n; i++)
@@ -781,7 +690,7 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 	line[0] = '\0';
 	for (int i = 0, off = 0; i < n; i++)
 		off += sprintf(line + off, "%s%s", i ? " " : "", words[i]);
-	char *resp = conn_request(c, line);
+	char *resp = request(c, line);
 	free(line);
 	if (resp == NULL)
 		return 1;
@@ -792,16 +701,18 @@ static int run_one(struct conn *c, char **words, int n, bool raw)
 		printf("%s\n", resp);
 		rc = json_is_true(json_object_get(r, "ok")) ? 0 : 1;
 	} else if (!json_is_object(r)) {
-		fprintf(stderr, "innet ctl: %s: the response is not a JSON object: %s\n", c->path,
+		fprintf(stderr, "innet ctl: %s: the response is not a JSON object: %s\n", innet_ctl_client_path(c),
 			jerr.text);
 	} else if (!json_is_true(json_object_get(r, "ok"))) {
 		fprintf(stderr, "innet ctl: %s\n", js(r, "error", "the switch reported an error"));
 	} else {
 		render(r, words, n);
-		rc = 0;
+		/* a P4 command BMv2 would refuse: its message is printed, as
+		 * simple_switch_CLI prints it; the status says it failed */
+		rc = json_is_true(json_object_get(r, "failed")) ? 1 : 0;
 	}
 	if (raw && r == NULL)
-		fprintf(stderr, "innet ctl: %s: the response is not JSON: %s\n", c->path, jerr.text);
+		fprintf(stderr, "innet ctl: %s: the response is not JSON: %s\n", innet_ctl_client_path(c), jerr.text);
 	json_decref(r);
 	free(resp);
 	return rc;
@@ -815,16 +726,16 @@ struct sample {
 	json_t *stats;
 };
 
-static json_t *get_stats(struct conn *c)
+static json_t *get_stats(struct innet_ctl_client *c)
 {
-	char *resp = conn_request(c, "stats");
+	char *resp = request(c, "stats");
 	if (resp == NULL)
 		return NULL;
 	json_error_t jerr;
 	json_t *r = json_loads(resp, 0, &jerr);
 	free(resp);
 	if (!json_is_true(json_object_get(r, "ok"))) {
-		fprintf(stderr, "innet ctl: %s: %s\n", c->path,
+		fprintf(stderr, "innet ctl: %s: %s\n", innet_ctl_client_path(c),
 			r ? js(r, "error", "bad stats response") : jerr.text);
 		json_decref(r);
 		return NULL;
@@ -882,7 +793,7 @@ static void watch_print(const struct sample *a, const struct sample *b, double e
 }
 
 /* watch [SECONDS]: stats rates every second for SECONDS (default 10). */
-static int run_watch(struct conn *c, char **words, int n, bool raw)
+static int run_watch(struct innet_ctl_client *c, char **words, int n, bool raw)
 {
 	uint64_t secs = 10;
 	if (n > 2) {
@@ -949,9 +860,58 @@ static const char *optval(int argc, char **argv, int *i)
 	return argv[++*i];
 }
 
+/* --commands FILE: each line a request (blank lines and #-comments
+ * skipped), its answer printed; for a P4 switch, the commands.txt of a P4
+ * tutorial, unchanged. Status 1 if any line failed; all are sent. */
+static int run_file(const char *sock, const char *path, double timeout, bool raw)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (f == NULL) {
+		fprintf(stderr, "innet ctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	char err[512];
+	struct innet_ctl_client *c = innet_ctl_client_open(sock, timeout, err, sizeof(err));
+	if (c == NULL) {
+		fprintf(stderr, "innet ctl: %s\n", err);
+		if (f != stdin)
+			fclose(f);
+		return 1;
+	}
+	char line[CTL_LINE_MAX];
+	int rc = 0;
+	unsigned ln = 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		ln++;
+		char *w[256];
+		int n = 0;
+		for (char *p = line; n < 256;) {
+			while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+				p++;
+			if (*p == '\0' || *p == '#')
+				break;
+			w[n++] = p;
+			while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+				p++;
+			if (*p)
+				*p++ = '\0';
+		}
+		if (n == 0)
+			continue;
+		if (run_one(c, w, n, raw) != 0) {
+			fprintf(stderr, "innet ctl: %s, line %u failed\n", path, ln);
+			rc = 1;
+		}
+	}
+	innet_ctl_client_close(c);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
-	const char *sock = NULL, *fabric = NULL, *swname = NULL;
+	const char *sock = NULL, *fabric = NULL, *swname = NULL, *cmdfile = NULL;
 	bool raw = false;
 	double timeout = 5.0;
 	int i = 1;
@@ -971,6 +931,9 @@ int cmd_ctl(int argc, char **argv)
 				return 2;
 		} else if (!strcmp(a, "--json")) {
 			raw = true;
+		} else if (!strcmp(a, "--commands")) {
+			if ((cmdfile = optval(argc, argv, &i)) == NULL)
+				return 2;
 		} else if (!strcmp(a, "--timeout")) {
 			const char *v = optval(argc, argv, &i);
 			if (v == NULL)
@@ -992,7 +955,7 @@ int cmd_ctl(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (i >= argc) {
+	if (i >= argc && cmdfile == NULL) {
 		fprintf(stderr, "innet ctl: no command given\n");
 		usage(stderr);
 		return 2;
@@ -1033,6 +996,14 @@ int cmd_ctl(int argc, char **argv)
 		return 2;
 	}
 
+	if (cmdfile != NULL) {
+		if (i < argc) {
+			fprintf(stderr, "innet ctl: --commands FILE takes no command words\n");
+			return 2;
+		}
+		return run_file(sock, cmdfile, timeout, raw);
+	}
+
 	/* The words travel as one line: none may contain a separator. */
 	char **words = argv + i;
 	int n = argc - i;
@@ -1070,11 +1041,14 @@ int cmd_ctl(int argc, char **argv)
 		words[3] = abspath;
 	}
 
-	struct conn c;
-	if (conn_open(&c, sock, timeout) != 0)
+	char err[512];
+	struct innet_ctl_client *c = innet_ctl_client_open(sock, timeout, err, sizeof(err));
+	if (c == NULL) {
+		fprintf(stderr, "innet ctl: %s\n", err);
 		return 1;
-	int rc = !strcmp(words[0], "watch") ? run_watch(&c, words, n, raw) : run_one(&c, words, n, raw);
-	conn_close(&c);
+	}
+	int rc = !strcmp(words[0], "watch") ? run_watch(c, words, n, raw) : run_one(c, words, n, raw);
+	innet_ctl_client_close(c);
 	if (saved != NULL)
 		words[3] = saved;
 	return rc;

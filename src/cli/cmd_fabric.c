@@ -210,6 +210,15 @@ static void show_text(const struct innet_topology *t)
 				printf(" port %u", pe->port);
 			else
 				printf(" (host)");
+			if (pc->iface[0] != '\0') {
+				const struct innet_topo_link *tl = &t->links[pe->link];
+				uint32_t gw = tl->a == i ? tl->a_gw : tl->b_gw;
+				printf("  raw %s", pc->iface);
+				if (gw != 0) {
+					ip_str(gw, a);
+					printf(" (its gateway %s)", a);
+				}
+			}
 			const struct innet_link_conf *l = &pc->link;
 			if (innet_link_faulty(l))
 				printf("  [loss %g dup %g reorder %g delay %uus jitter %uus%s%s]",
@@ -219,7 +228,8 @@ static void show_text(const struct innet_topology *t)
 		}
 		for (uint32_t k = 0; k < c->n_progs; k++) {
 			const struct innet_prog_conf *pc = &c->progs[k];
-			printf("  program %s (%s) udp", pc->name, pc->program->name);
+			printf("  program %s (%s)%s udp", pc->name, pc->program->name,
+			       pc->raw ? " raw" : "");
 			for (uint32_t u = 0; u < pc->n_udp; u++)
 				printf("%s%u", u ? "," : " ", pc->udp[u]);
 			printf("%s%s\n", pc->args_json ? " args " : "", pc->args_json ? pc->args_json : "");

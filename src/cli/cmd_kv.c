@@ -36,13 +36,18 @@
  * fabric, from a host's namespace: the switches route between hosts, so
  * one host reaches every replica. Clients do the same: `ip netns exec
  * innet-FABRIC-HOST redis-cli -h ADDR -p P`.
+ *
+ * This file parses the commands and prints; the service logic is the
+ * library's: the replica (kv_server.c), the backup coordinator's status
+ * socket and round file (consensus/kv_leader.h), the acceptor-rejoin
+ * protocol (consensus/kv_rejoin.h), background processes and their pid
+ * files (fabric/supervise.h, shared with the fabric's switches), the
+ * control-socket client (innet/ctl_client.h).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -51,7 +56,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +66,10 @@
 #include "innet/metrics.h"
 #include "innet/topology.h"
 #include "cli/cmds.h"
+#include "consensus/learnfilter.h"
+#include "consensus/kv_leader.h"
+#include "consensus/kv_rejoin.h"
+#include "fabric/supervise.h"
 
 static volatile sig_atomic_t kv_stop;
 
@@ -85,14 +93,24 @@ static void on_signal(int sig)
 	kv_stop = 1;
 }
 
+/* A replica's options, from `kv up|start|serve` to the replicas spawned. */
+struct kv_opts {
+	uint32_t window;          /* --window (0: the replica's default) */
+	bool reads_log;           /* --reads log */
+	char max_bulk[24];        /* --proto-max-bulk-len, as given ("" = the default) */
+	const char *filter;       /* --learner-filter IFACES|all|none, or NULL: in netns mode
+	                           * all, if it attaches (else a warning), none on loopback */
+	bool filter_redundant;    /* --filter-mode redundant (else quorum) */
+};
+
 static void kv_usage(FILE *f)
 {
-	fprintf(f, "usage: innet kv up FILE [--port P] [--window N]\n"
+	fprintf(f, "usage: innet kv up FILE [--port P] [REPLICA OPTIONS]\n"
 		   "       innet kv down FILE [--keep-logs]\n"
-		   "       innet kv serve --topology FILE --name HOST [--port P] [--window N]\n"
+		   "       innet kv serve --topology FILE --name HOST [--port P] [REPLICA OPTIONS]\n"
 		   "                      [--metrics IP:PORT]\n"
 		   "       innet kv leader --topology FILE --name HOST\n"
-		   "       innet kv start|stop FILE HOST [--port P] [--kill]\n"
+		   "       innet kv start|stop FILE HOST [--port P] [REPLICA OPTIONS] [--kill]\n"
 		   "       innet kv rejoin FILE ACCEPTOR\n"
 		   "       innet kv remove|add FILE HOST [--port P]\n\n"
 		   "  up      the fabric and every replica / backup coordinator, in the background\n"
@@ -104,175 +122,35 @@ static void kv_usage(FILE *f)
 		   "  remove  take replica HOST out of the trim group, through the log, so the\n"
 		   "          acceptors' trim stops waiting for it (stops it if it runs)\n"
 		   "  add     start replica HOST again (from a snapshot) and put it back\n"
+		   "replica options:\n"
 		   "  --window N  entries of a replica in flight (1..32; default 8 full-size entries'\n"
 		   "              worth of bytes: 8, more when netns links make entries smaller)\n"
+		   "  --reads index|log  read-only commands (GET, MGET, EXISTS, ...): answered from\n"
+		   "              a read index — no log entry, still linearizable — (index, the\n"
+		   "              default) or through the log like writes (log)\n"
+		   "  --proto-max-bulk-len N  the longest argument (value) a client may send, as\n"
+		   "              redis's setting: 1mb .. 1gb, default 512mb; a write over one log\n"
+		   "              entry goes through the log in chunks (CONFIG SET changes it too)\n"
+		   "  --learner-filter IFACES|all|none  (netns mode) the learner filter on the\n"
+		   "              replica's interfaces: XDP counts the 2Bs and passes one per quorum\n"
+		   "              (docs/consensus.md); default in netns mode: all, if it attaches;\n"
+		   "              --filter-mode redundant only drops the 2Bs after a quorum\n"
 		   "  --metrics IP:PORT  serve: the replica's INFO counters in the Prometheus text\n"
 		   "              format over HTTP at http://IP:PORT/metrics (port 0: any free one)\n\n"
 		   "A key-value store replicated by Paxos in the switches, speaking RESP (redis-cli,\n"
-		   "redis-benchmark). Every command goes through the consensus log; see docs/consensus.md.\n"
+		   "redis-benchmark). Writes go through the consensus log, reads are answered once the\n"
+		   "replica applied it up to a read index from a majority; see docs/consensus.md.\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage.\n");
 }
 
-/* The backup coordinator's status socket, <state_dir>/kv-HOST.sock: one
- * line in ("status"), one JSON line out — {"ok": true, "serving": true,
- * "ballot": N, "next": N, "takeovers": N, "requests": N} — which `innet kv
- * rejoin` reads: after a takeover the leader's next instance bounds what a
- * restarted acceptor may have voted in. */
-static void leader_sock_path(const struct innet_topology *t, uint32_t h, char *out, size_t len)
-{
-	snprintf(out, len, "%s/kv-%s.sock", t->state_dir, t->nodes[h].name);
-}
-
-#define LEADER_CTL_CLIENTS 4
-
-struct leader_ctl {
-	int lfd;                            /* listening, or -1 */
-	int fd[LEADER_CTL_CLIENTS];         /* clients (-1 = free) */
-	uint64_t since_ns[LEADER_CTL_CLIENTS]; /* when each connected */
-	char buf[LEADER_CTL_CLIENTS][64];   /* its line so far */
-	size_t len[LEADER_CTL_CLIENTS];
-};
-
-/* Listen on path (an old socket file there is replaced). 0 or -1 (printed). */
-static int leader_ctl_open(struct leader_ctl *lc, const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
-		lc->fd[i] = -1;
-	lc->lfd = -1;
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "innet kv: leader: status socket path too long: %s\n", path);
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	unlink(path);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
-		fprintf(stderr, "innet kv: leader: status socket %s: %s\n", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	lc->lfd = fd;
-	return 0;
-}
-
-static void leader_ctl_drop(struct leader_ctl *lc, int i)
-{
-	close(lc->fd[i]);
-	lc->fd[i] = -1;
-}
-
-/* Accept, read, answer; never blocks (a client that sends no line within a
- * second is dropped). */
-static void leader_ctl_serve(struct leader_ctl *lc, const struct innet_paxos_leader *l)
-{
-	if (lc->lfd < 0)
-		return;
-	uint64_t now = innet_now_ns();
-	for (int i = 0; i < LEADER_CTL_CLIENTS; i++) {
-		if (lc->fd[i] >= 0)
-			continue;
-		int fd = accept4(lc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			break;
-		lc->fd[i] = fd;
-		lc->len[i] = 0;
-		lc->since_ns[i] = now;
-	}
-	for (int i = 0; i < LEADER_CTL_CLIENTS; i++) {
-		if (lc->fd[i] < 0)
-			continue;
-		ssize_t n = recv(lc->fd[i], lc->buf[i] + lc->len[i], sizeof(lc->buf[i]) - 1 - lc->len[i],
-				 MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			leader_ctl_drop(lc, i);
-			continue;
-		}
-		if (n > 0)
-			lc->len[i] += (size_t)n;
-		lc->buf[i][lc->len[i]] = '\0';
-		char *nl = strchr(lc->buf[i], '\n');
-		if (nl == NULL) {
-			if (lc->len[i] == sizeof(lc->buf[i]) - 1 || now - lc->since_ns[i] > 1000000000ull)
-				leader_ctl_drop(lc, i);
-			continue;
-		}
-		*nl = '\0';
-		char out[256];
-		int len;
-		if (strcmp(lc->buf[i], "status") == 0) {
-			struct innet_paxos_leader_stats st;
-			innet_paxos_leader_get_stats(l, &st);
-			len = snprintf(out, sizeof(out),
-				       "{\"ok\": true, \"serving\": %s, \"ballot\": %u, \"next\": %llu, "
-				       "\"takeovers\": %llu, \"requests\": %llu}\n",
-				       innet_paxos_leader_serving(l) ? "true" : "false",
-				       innet_paxos_leader_ballot(l),
-				       (unsigned long long)innet_paxos_leader_next(l),
-				       (unsigned long long)st.takeovers, (unsigned long long)st.requests);
-		} else {
-			len = snprintf(out, sizeof(out), "{\"ok\": false, \"error\": \"unknown request "
-				       "(this socket answers: status)\"}\n");
-		}
-		if (send(lc->fd[i], out, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-			/* the client went away: nothing to tell it */
-		}
-		leader_ctl_drop(lc, i);
-	}
-}
-
-static void leader_ctl_close(struct leader_ctl *lc, const char *path)
-{
-	for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
-		if (lc->fd[i] >= 0)
-			leader_ctl_drop(lc, i);
-	if (lc->lfd >= 0) {
-		close(lc->lfd);
-		unlink(path);
-	}
-}
-
-/* The highest round a backup coordinator used, kept in
- * <state_dir>/kv-HOST.round across its restarts: a restarted leader must
- * never take a ballot it used before (two values could be chosen in one
- * instance at one ballot). */
-struct leader_round_file {
-	char path[PATH_MAX + 128];
-};
-
-/* The stored round, 0 if none. */
-static uint32_t leader_round_load(const struct leader_round_file *rf)
-{
-	FILE *f = fopen(rf->path, "r");
-	unsigned long r = 0;
-	if (f == NULL)
-		return 0;
-	if (fscanf(f, "%lu", &r) != 1)
-		r = 0;
-	fclose(f);
-	return r > 0xffffff ? 0xffffff : (uint32_t)r;
-}
-
-/* innet_paxos_leader_conf.ballot_new: store ballot's round durably (write a
- * temporary file, fsync, rename) before the leader uses it. */
+/* innet_paxos_leader_conf.ballot_new: store the ballot's round in the round
+ * file (consensus/kv_leader.h) before the leader uses it. */
 static int leader_round_store(void *arg, uint32_t ballot)
 {
-	const struct leader_round_file *rf = arg;
-	char tmp[PATH_MAX + 160];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", rf->path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	char line[32];
-	int n = snprintf(line, sizeof(line), "%u\n", ballot >> 8);
-	int rc = write(fd, line, (size_t)n) == n && fsync(fd) == 0 ? 0 : -EIO;
-	close(fd);
-	if (rc == 0 && rename(tmp, rf->path) != 0)
-		rc = -errno;
+	char err[PATH_MAX + 256];
+	int rc = kv_leader_round_store(arg, ballot, err, sizeof(err));
 	if (rc != 0)
-		fprintf(stderr, "innet kv: leader: cannot store round %u in %s: %s\n", ballot >> 8,
-			rf->path, strerror(-rc));
+		fprintf(stderr, "innet kv: leader: %s\n", err);
 	return rc;
 }
 
@@ -297,13 +175,12 @@ static int leader(const char *file, const char *name)
 	lc.bind_ip = t->nodes[h].addr;
 	lc.bind_udp = lc.acceptors[0].udp;
 	lc.proposer_id = kv_topology_leader_id(t, (uint32_t)h);
-	char sock[PATH_MAX + 128];
-	leader_sock_path(t, (uint32_t)h, sock, sizeof(sock));
-	struct leader_round_file rf;
-	snprintf(rf.path, sizeof(rf.path), "%s/kv-%s.round", t->state_dir, t->nodes[h].name);
-	lc.min_round = leader_round_load(&rf);
+	char sock[PATH_MAX + 128], round_path[PATH_MAX + 128];
+	kv_leader_sock_path(t, (uint32_t)h, sock, sizeof(sock));
+	kv_leader_round_path(t, (uint32_t)h, round_path, sizeof(round_path));
+	lc.min_round = kv_leader_round_load(round_path);
 	lc.ballot_new = leader_round_store;
-	lc.arg = &rf;
+	lc.arg = round_path;
 	if (kv_enter(t, (uint32_t)h) != 0) {
 		innet_topology_free(t);
 		return 1;
@@ -314,8 +191,9 @@ static int leader(const char *file, const char *name)
 		fprintf(stderr, "innet kv: leader: %s\n", err);
 		return 1;
 	}
-	struct leader_ctl ctl;
-	if (leader_ctl_open(&ctl, sock) != 0) {
+	struct kv_leader_status_srv ctl;
+	if (kv_leader_status_open(&ctl, sock, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet kv: leader: %s\n", err);
 		innet_paxos_leader_destroy(l);
 		return 1;
 	}
@@ -328,15 +206,15 @@ static int leader(const char *file, const char *name)
 		lc.bind_udp, lc.n_acceptors, lc.proposer_id, lc.min_round, sock);
 	bool was_serving = false;
 	while (!kv_stop) {
-		struct pollfd pfd[2 + LEADER_CTL_CLIENTS] = {
+		struct pollfd pfd[2 + KV_LEADER_STATUS_CLIENTS] = {
 			{ .fd = innet_paxos_leader_fd(l), .events = POLLIN },
 			{ .fd = ctl.lfd, .events = POLLIN },
 		};
-		for (int i = 0; i < LEADER_CTL_CLIENTS; i++)
+		for (int i = 0; i < KV_LEADER_STATUS_CLIENTS; i++)
 			pfd[2 + i] = (struct pollfd){ .fd = ctl.fd[i], .events = POLLIN };
-		poll(pfd, 2 + LEADER_CTL_CLIENTS, 20);
+		poll(pfd, 2 + KV_LEADER_STATUS_CLIENTS, 20);
 		innet_paxos_leader_process(l);
-		leader_ctl_serve(&ctl, l);
+		kv_leader_status_serve(&ctl, l);
 		if (!was_serving && innet_paxos_leader_serving(l)) {
 			was_serving = true;
 			fprintf(stderr, "innet kv: took over with ballot 0x%x, serving from instance %lu\n",
@@ -348,12 +226,12 @@ static int leader(const char *file, const char *name)
 	fprintf(stderr, "innet kv: leader: takeovers %lu recovered %lu noops %lu requests %lu (held "
 			"during phase 1 %lu)\n", (unsigned long)st.takeovers, (unsigned long)st.recovered,
 		(unsigned long)st.noops, (unsigned long)st.requests, (unsigned long)st.held);
-	leader_ctl_close(&ctl, sock);
+	kv_leader_status_close(&ctl);
 	innet_paxos_leader_destroy(l);
 	return 0;
 }
 
-static int serve(const char *file, const char *name, uint16_t port, uint32_t window,
+static int serve(const char *file, const char *name, uint16_t port, const struct kv_opts *o,
 		 const char *metrics)
 {
 	char err[8192];
@@ -368,8 +246,20 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 		innet_topology_free(t);
 		return 2;
 	}
-	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = window,
-			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name };
+	struct kv_conf c = { .listen_ip = t->nodes[h].addr, .listen_port = port, .window = o->window,
+			     .entry_max = kv_topology_entry_max(t), .stop = &kv_stop, .name = name,
+			     .reads_log = o->reads_log };
+	if (o->max_bulk[0] != '\0') {
+		unsigned long long v;
+		if (kv_parse_memory(o->max_bulk, strlen(o->max_bulk), &v) != 0 ||
+		    v < (1u << 20) || v > (1ull << 30)) {
+			fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from 1mb to "
+					"1gb, not '%s'\n", o->max_bulk);
+			innet_topology_free(t);
+			return 2;
+		}
+		c.max_bulk = v;
+	}
 	if (metrics != NULL) {
 		char merr[160];
 		if (innet_metrics_addr_parse(metrics, &c.metrics_ip, &c.metrics_port, merr,
@@ -390,16 +280,60 @@ static int serve(const char *file, const char *name, uint16_t port, uint32_t win
 	for (uint32_t r = t->n_switches; r < t->n_nodes; r++)
 		if (r != (uint32_t)h && kv_topology_is_replica(t, r) && c.n_peers < KV_MAX_PEERS)
 			c.peers[c.n_peers++] = (struct innet_addr){ t->nodes[r].addr, port };
+	/* the learner filter: asked for, or by default in netns mode (where it
+	 * takes a fifth of the CPU a replica spends per write: docs/consensus.md) */
+	const char *filter = o->filter;
+	bool filter_auto = filter == NULL && t->netns;
+	if (filter_auto)
+		filter = "all";
+	if (filter != NULL && !strcmp(filter, "none"))
+		filter = NULL;
+	if (filter != NULL && !t->netns) {
+		fprintf(stderr, "innet kv: --learner-filter needs a topology in netns mode (the "
+				"replica's own interfaces)\n");
+		innet_topology_free(t);
+		return 2;
+	}
 	if (kv_enter(t, (uint32_t)h) != 0) {
 		innet_topology_free(t);
 		return 1;
 	}
 	innet_topology_free(t);
+	struct learnfilter *lf = NULL;
+	if (filter != NULL) {
+		lf = learnfilter_attach(filter, c.paxos.bind_udp, c.paxos.n_acceptors,
+					!o->filter_redundant, err, sizeof(err));
+		if (lf == NULL && !filter_auto) {
+			fprintf(stderr, "innet kv: learner filter: %s\n", err);
+			return 1;
+		}
+		if (lf == NULL) {
+			fprintf(stderr, "innet kv: warning: no learner filter (%s): every 2B reaches the "
+					"replica\n", err);
+		} else {
+			/* every 2B to the replica's socket now comes through it */
+			c.trust_filter = !o->filter_redundant;
+			fprintf(stderr, "innet kv: learner filter on %s (mode %s)\n", filter,
+				o->filter_redundant ? "redundant" : "quorum");
+		}
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	return kv_serve(&c) == 0 ? 0 : 1;
+	int rc = kv_serve(&c) == 0 ? 0 : 1;
+	if (lf != NULL) {
+		struct lf_stats fs;
+		learnfilter_stats(lf, &fs);
+		int drc = learnfilter_detach(lf);
+		fprintf(stderr, "innet kv: learner_filter seen=%llu passed_quorum=%llu dropped_before=%llu "
+				"dropped_redundant=%llu passed_before=%llu passed_other=%llu%s\n",
+			(unsigned long long)fs.seen, (unsigned long long)fs.passed_quorum,
+			(unsigned long long)fs.dropped_before, (unsigned long long)fs.dropped_redundant,
+			(unsigned long long)fs.passed_before, (unsigned long long)fs.passed_other,
+			drc != 0 ? " (detach failed)" : "");
+	}
+	return rc;
 }
 
 static int run_self(char *const argv[])
@@ -432,260 +366,42 @@ static void pid_path(const struct innet_topology *t, uint32_t h, char *out, size
 	snprintf(out, len, "%s/kv-%s.pid", t->state_dir, t->nodes[h].name);
 }
 
-/* True if pid is an `innet kv serve|leader ... --name NAME` process. */
-static bool is_kv_process(pid_t pid, const char *name)
+/* sv_running's test: `innet kv serve|leader ... --name NAME` (arg: NAME). */
+static bool is_kv_cmdline(int argc, const char *const *argv, void *arg)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
 	bool kv = false, serve_ = false, nm = false;
-	for (ssize_t i = 0; i < n;) {
-		const char *a = buf + i;
-		kv |= !strcmp(a, "kv");
-		serve_ |= !strcmp(a, "serve") || !strcmp(a, "leader");
-		nm |= !strcmp(a, name);
-		i += (ssize_t)strlen(a) + 1;
+	for (int i = 0; i < argc; i++) {
+		kv |= !strcmp(argv[i], "kv");
+		serve_ |= !strcmp(argv[i], "serve") || !strcmp(argv[i], "leader");
+		nm |= !strcmp(argv[i], arg);
 	}
 	return kv && serve_ && nm;
+}
+
+/* A replica or leader process of ours, for sv_stop. */
+struct kv_proc {
+	pid_t pid;
+	const char *name;
+};
+
+static bool kv_proc_alive(void *arg)
+{
+	const struct kv_proc *p = arg;
+	return sv_running(p->pid, is_kv_cmdline, (void *)p->name);
 }
 
 
 /* ---- rejoin: an acceptor switch restarted with empty state ---------------- */
 
-/* One request on a switch's control socket: line in, one JSON line out
- * (src/control/control.c). The parsed answer if "ok" is true, else NULL with
- * a message printed. */
-static bool ctl_quiet; /* ctl_call's caller explains failures itself */
-
-static json_t *ctl_call(const char *sock, const char *line)
+static void rejoin_say(void *arg, const char *line)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(sock) >= sizeof(sa.sun_path))
-		return NULL;
-	memcpy(sa.sun_path, sock, strlen(sock) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct timeval tv = { .tv_sec = 5 };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	char req[256];
-	int n = snprintf(req, sizeof(req), "%s\n", line);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
-		if (!ctl_quiet)
-			fprintf(stderr, "innet kv: %s: %s\n", sock, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	struct kv_buf b = { 0 };
-	char buf[65536];
-	for (;;) {
-		ssize_t r = recv(fd, buf, sizeof(buf), 0);
-		if (r <= 0)
-			break;
-		kv_buf_append(&b, buf, (size_t)r);
-		if (memchr(buf, '\n', (size_t)r) != NULL)
-			break;
-	}
-	close(fd);
-	kv_buf_append(&b, "", 1);
-	json_error_t je;
-	json_t *j = json_loads(b.p, JSON_DISABLE_EOF_CHECK, &je);
-	if (j == NULL || !json_is_true(json_object_get(j, "ok"))) {
-		if (!ctl_quiet)
-			fprintf(stderr, "innet kv: %s: '%s': %s\n", sock, line,
-				j ? json_string_value(json_object_get(j, "error")) ?: "error" : "no answer");
-		json_decref(j);
-		j = NULL;
-	}
-	kv_buf_free(&b);
-	return j;
-}
-
-/* Read count elements of register reg of instance prog; the maximum into
- * *max. 0 or -1 (printed). */
-static int ctl_reg_max(const char *sock, const char *prog, const char *reg, uint32_t count,
-		       uint64_t *max)
-{
-	*max = 0;
-	for (uint32_t i = 0; i < count; i += 4096) {
-		char line[160];
-		uint32_t k = count - i < 4096 ? count - i : 4096;
-		snprintf(line, sizeof(line), "reg read %s %s %u %u", prog, reg, i, k);
-		json_t *j = ctl_call(sock, line), *v;
-		if (j == NULL)
-			return -1;
-		size_t x;
-		json_array_foreach(json_object_get(j, "values"), x, v) {
-			uint64_t u = (uint64_t)json_integer_value(v);
-			*max = u > *max ? u : *max;
-		}
-		json_decref(j);
-	}
-	return 0;
-}
-
-static int ctl_reg_write(const char *sock, const char *prog, const char *reg, uint64_t v)
-{
-	char line[160];
-	snprintf(line, sizeof(line), "reg write %s %s 0 %llu", prog, reg, (unsigned long long)v);
-	json_t *j = ctl_call(sock, line);
-	json_decref(j);
-	return j ? 0 : -1;
-}
-
-/* The Paxos program instance of switch s (name into inst), or NULL. */
-static const struct innet_prog_conf *paxos_prog(const struct innet_topology *t, uint32_t s,
-						const char *program)
-{
-	const struct innet_topo_node *n = &t->nodes[s];
-	for (uint32_t g = 0; g < n->conf->n_progs; g++)
-		if (!strcmp(n->conf->progs[g].program->name, program))
-			return &n->conf->progs[g];
-	return NULL;
-}
-
-static uint64_t prog_arg_u64(const struct innet_prog_conf *pr, const char *key, uint64_t def)
-{
-	json_error_t je;
-	json_t *args = pr->args_json ? json_loads(pr->args_json, 0, &je) : NULL;
-	json_t *v = json_object_get(args, key);
-	uint64_t r = json_is_integer(v) ? (uint64_t)json_integer_value(v) : def;
-	json_decref(args);
-	return r;
-}
-
-/* What the rejoin read from the other acceptors and the coordinators. */
-struct rejoin_view {
-	uint64_t j;          /* max over the others read: hi, trim, highest instance in a slot */
-	uint64_t promised;   /* max range promise of the others read (JB) */
-	uint32_t read;       /* others that answered */
-	char why[512];       /* why no coordinator is in charge (when none is) */
-};
-
-/* The others' registers (every other acceptor that answers). */
-static void rejoin_read_acceptors(const struct innet_topology *t, uint32_t a, struct rejoin_view *v)
-{
-	v->j = v->promised = 0;
-	v->read = 0;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_prog_conf *pr = paxos_prog(t, s, "paxos_acceptor");
-		if (pr == NULL || s == a)
-			continue;
-		const char *sock = t->nodes[s].conf->ctl_path;
-		uint64_t hi, trim, prom, inst;
-		if (ctl_reg_max(sock, pr->name, "hi", 1, &hi) != 0 ||
-		    ctl_reg_max(sock, pr->name, "trim", 1, &trim) != 0 ||
-		    ctl_reg_max(sock, pr->name, "promised", 1, &prom) != 0 ||
-		    ctl_reg_max(sock, pr->name, "inst", (uint32_t)prog_arg_u64(pr, "ring", 1024), &inst) != 0) {
-			if (!ctl_quiet)
-				fprintf(stderr, "innet kv: acceptor %s does not answer: not counted\n",
-					t->nodes[s].name);
-			continue;
-		}
-		uint64_t m = hi > trim ? hi : trim;
-		m = inst > m ? inst : m; /* a slot holds instance inst - 1 */
-		v->j = m > v->j ? m : v->j;
-		v->promised = prom > v->promised ? prom : v->promised;
-		v->read++;
-	}
-}
-
-/* A backup coordinator's status (its socket; see leader_sock_path). 0 or -1. */
-static int leader_status(const struct innet_topology *t, uint32_t h, bool *serving,
-			 uint64_t *ballot, uint64_t *next)
-{
-	char sock[PATH_MAX + 128];
-	leader_sock_path(t, h, sock, sizeof(sock));
-	if (access(sock, F_OK) != 0)
-		return -1;
-	json_t *j = ctl_call(sock, "status");
-	if (j == NULL)
-		return -1;
-	*serving = json_is_true(json_object_get(j, "serving"));
-	*ballot = (uint64_t)json_integer_value(json_object_get(j, "ballot"));
-	*next = (uint64_t)json_integer_value(json_object_get(j, "next"));
-	json_decref(j);
-	return 0;
-}
-
-#define WHY(v, ...) snprintf((v)->why + strlen((v)->why), sizeof((v)->why) - strlen((v)->why), __VA_ARGS__)
-
-/* The coordinator in charge: the one whose ballot is at least every range
- * promise read (the coordinator switch until a backup took over, then the
- * serving backup with the highest ballot). Its next instance into *next,
- * its name into *who; false (reasons in v->why) if none is. */
-static bool rejoin_coordinator(const struct innet_topology *t, struct rejoin_view *v,
-			       uint64_t *next, const char **who, uint64_t *ballot)
-{
-	v->why[0] = '\0';
-	bool found = false;
-	ctl_quiet = true; /* v->why says who did not answer */
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		const struct innet_prog_conf *cpr = paxos_prog(t, s, "paxos_coordinator");
-		if (cpr == NULL)
-			continue;
-		const char *csock = t->nodes[s].conf->ctl_path;
-		uint64_t cn, cb;
-		if (ctl_reg_max(csock, cpr->name, "next", 1, &cn) != 0 ||
-		    ctl_reg_max(csock, cpr->name, "ballot", 1, &cb) != 0) {
-			WHY(v, "; coordinator switch %s does not answer", t->nodes[s].name);
-			continue;
-		}
-		if (cb < v->promised) {
-			WHY(v, "; coordinator switch %s has ballot 0x%llx (superseded)", t->nodes[s].name,
-			    (unsigned long long)cb);
-			continue;
-		}
-		if (!found || cb > *ballot) {
-			found = true;
-			*ballot = cb;
-			*next = cn;
-			*who = t->nodes[s].name;
-		}
-	}
-	for (uint32_t h = t->n_switches; h < t->n_nodes; h++) {
-		if (!kv_topology_is_leader_host(t, h))
-			continue;
-		bool serving;
-		uint64_t lb, ln;
-		if (leader_status(t, h, &serving, &lb, &ln) != 0) {
-			WHY(v, "; backup coordinator %s does not answer", t->nodes[h].name);
-			continue;
-		}
-		if (!serving || lb < v->promised) {
-			WHY(v, "; backup coordinator %s %s (ballot 0x%llx)", t->nodes[h].name,
-			    serving ? "is superseded" : "is not serving", (unsigned long long)lb);
-			continue;
-		}
-		if (!found || lb > *ballot) {
-			found = true;
-			*ballot = lb;
-			*next = ln;
-			*who = t->nodes[h].name;
-		}
-	}
-	ctl_quiet = false;
-	return found;
+	(void)arg;
+	fprintf(stderr, "innet kv: %s\n", line);
 }
 
 /* innet kv rejoin FILE ACC: restart acceptor switch ACC silent ("join":
  * true; killed first if it still runs: its state is lost either way), then
- * complete its join as innet_paxos_acceptor_join() does, over the control
- * sockets: J = max(the next instance of the coordinator in charge; over the
- * others: hi, trim, the highest instance in a slot), JB = the others'
- * highest range promise, read from every other acceptor that answers (at
- * least N - majority + 1). The coordinator in charge is the one whose ballot
- * is at least JB: the coordinator switch, or the serving backup coordinator
- * (its status socket) after a takeover. While none is (a takeover in
- * progress) it reads again, for up to 5 s; then it gives up and the acceptor
- * stays silent, which is safe. */
+ * complete its join (consensus/kv_rejoin.h: the protocol). */
 static int kv_rejoin(const char *file, const char *acc)
 {
 	char err[8192];
@@ -695,70 +411,28 @@ static int kv_rejoin(const char *file, const char *acc)
 		return 2;
 	}
 	int rc = 2;
-	int a = innet_topology_find(t, acc);
-	const struct innet_prog_conf *apr = NULL;
-	if (a >= 0 && (uint32_t)a < t->n_switches)
-		apr = paxos_prog(t, (uint32_t)a, "paxos_acceptor");
-	if (apr == NULL) {
-		fprintf(stderr, "innet kv: %s has no paxos_acceptor switch '%s'\n", file, acc);
-		goto out;
-	}
-	uint32_t n_acc = 0, n_coord = 0;
-	for (uint32_t s = 0; s < t->n_switches; s++) {
-		n_coord += paxos_prog(t, s, "paxos_coordinator") != NULL;
-		n_acc += paxos_prog(t, s, "paxos_acceptor") != NULL;
-	}
-	if (n_coord == 0) {
-		fprintf(stderr, "innet kv: %s has no paxos_coordinator switch\n", file);
+	uint32_t a;
+	const char *inst;
+	if (kv_rejoin_find(t, acc, &a, &inst, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet kv: %s has %s\n", file, err);
 		goto out;
 	}
 	rc = 1;
 	char set[INNET_NAME_MAX + 32];
-	snprintf(set, sizeof(set), "%s.join=true", apr->name);
+	snprintf(set, sizeof(set), "%s.join=true", inst);
 	char *fargv[] = { "innet", "fabric", "restart", (char *)file, (char *)acc, "--kill", "--set",
 			  set, NULL };
 	if (run_self(fargv) != 0)
 		goto out;
-	/* The joiner is silent now: everything it voted or promised is behind
-	 * it. Read the others, then the coordinators. */
-	uint32_t need = n_acc - (n_acc / 2 + 1) + 1;
-	struct rejoin_view v;
-	uint64_t next = 0, ballot = 0;
-	const char *who = NULL;
-	bool found = false;
-	for (int attempt = 0; attempt < 50 && !found; attempt++) {
-		if (attempt > 0)
-			usleep(100000);
-		ctl_quiet = attempt > 0; /* say once which acceptor does not answer */
-		rejoin_read_acceptors(t, (uint32_t)a, &v);
-		ctl_quiet = false;
-		if (v.read < need)
-			continue;
-		found = rejoin_coordinator(t, &v, &next, &who, &ballot);
-	}
-	if (v.read < need) {
-		fprintf(stderr, "innet kv: only %u other acceptors answered; the join needs %u (N = %u) "
-				"to bound the restarted one's votes and promises: %s stays silent\n",
-			v.read, need, n_acc, acc);
+	struct kv_rejoin r;
+	if (kv_rejoin_complete(t, a, 5000, &r, rejoin_say, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet kv: %s\n", err);
 		goto out;
 	}
-	if (!found) {
-		fprintf(stderr, "innet kv: no coordinator in charge to bound the instances %s may have "
-				"voted in (the acceptors promised ballot 0x%llx%s): %s stays silent (safe); "
-				"run kv rejoin again once a coordinator serves\n", acc,
-			(unsigned long long)v.promised, v.why, acc);
-		goto out;
-	}
-	uint64_t j = next > v.j ? next : v.j;
-	const char *jsock = t->nodes[a].conf->ctl_path;
-	if (ctl_reg_write(jsock, apr->name, "join_inst", j) != 0 ||
-	    ctl_reg_write(jsock, apr->name, "join_ballot", v.promised) != 0 ||
-	    ctl_reg_write(jsock, apr->name, "joining", 0) != 0)
-		goto out;
 	printf("acceptor %s rejoined: silent below instance %llu and ballot 0x%llx (read %u other "
 	       "acceptors; coordinator in charge: %s, ballot 0x%llx, next %llu)\n", acc,
-	       (unsigned long long)j, (unsigned long long)v.promised, v.read, who,
-	       (unsigned long long)ballot, (unsigned long long)next);
+	       (unsigned long long)r.join_inst, (unsigned long long)r.join_ballot, r.read, r.who,
+	       (unsigned long long)r.ballot, (unsigned long long)r.next);
 	rc = 0;
 out:
 	innet_topology_free(t);
@@ -821,40 +495,46 @@ static int kv_down(const char *file, bool keep_logs)
  * coordinator) for host h in the background: log and pid file in the state
  * dir; a replica is waited for until it accepts connections. 0 or 1. */
 static int spawn_host(const struct innet_topology *t, const char *file, uint32_t h, uint16_t port,
-		      uint32_t window, bool fresh_log)
+		      const struct kv_opts *o, bool fresh_log)
 {
 	char portstr[8], winstr[16];
 	snprintf(portstr, sizeof(portstr), "%u", port);
-	snprintf(winstr, sizeof(winstr), "%u", window); /* 0: the replica's default */
+	snprintf(winstr, sizeof(winstr), "%u", o->window); /* 0: the replica's default */
 	bool lead = kv_topology_is_leader_host(t, h);
 	char logp[PATH_MAX + 128], pidp[PATH_MAX + 128];
 	snprintf(logp, sizeof(logp), "%s/kv-%s.log", t->state_dir, t->nodes[h].name);
 	pid_path(t, h, pidp, sizeof(pidp));
-	pid_t pid = fork();
-	if (pid < 0)
+	char *argv[24] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
+			   (char *)file, "--name", t->nodes[h].name, "--port", portstr };
+	int n = 9;
+	if (!lead && o->window != 0) {
+		argv[n++] = "--window";
+		argv[n++] = winstr;
+	}
+	if (!lead && o->reads_log) {
+		argv[n++] = "--reads";
+		argv[n++] = "log";
+	}
+	if (!lead && o->max_bulk[0] != '\0') {
+		argv[n++] = "--proto-max-bulk-len";
+		argv[n++] = (char *)o->max_bulk;
+	}
+	if (!lead && o->filter != NULL) {
+		argv[n++] = "--learner-filter";
+		argv[n++] = (char *)o->filter;
+		argv[n++] = "--filter-mode";
+		argv[n++] = o->filter_redundant ? "redundant" : "quorum";
+	}
+	argv[n] = NULL;
+	struct sv_spawn sp = { .exe = "/proc/self/exe", .argv = argv, .log = logp, .append = !fresh_log };
+	pid_t pid = sv_spawn(&sp);
+	if (pid < 0) {
+		fprintf(stderr, "innet kv: cannot start %s (log %s): %s\n", t->nodes[h].name, logp,
+			strerror(errno));
 		return 1;
-	if (pid == 0) {
-		setsid();
-		int fd = open(logp, O_WRONLY | O_CREAT | (fresh_log ? O_TRUNC : O_APPEND) | O_CLOEXEC,
-			      0644);
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		if (nul >= 0)
-			dup2(nul, 0);
-		char *argv[] = { "innet", "kv", lead ? "leader" : "serve", "--topology",
-				 (char *)file, "--name", t->nodes[h].name, "--port", portstr,
-				 lead || window == 0 ? NULL : "--window", winstr, NULL };
-		execv("/proc/self/exe", argv);
-		_exit(127);
 	}
-	FILE *f = fopen(pidp, "w");
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
+	if (sv_pidfile_write(pidp, pid) != 0)
+		fprintf(stderr, "innet kv: %s: cannot write its pid file %s\n", t->nodes[h].name, pidp);
 	if (lead) {
 		printf("backup coordinator %s (pid %d)\n", t->nodes[h].name, (int)pid);
 		return 0;
@@ -889,27 +569,20 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 {
 	char path[PATH_MAX + 128];
 	pid_path(t, h, path, sizeof(path));
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return 0;
-	int pid = 0, rc = 0;
-	if (fscanf(f, "%d", &pid) == 1 && pid > 0 && is_kv_process(pid, t->nodes[h].name)) {
-		kill(pid, kill_now ? SIGKILL : SIGTERM);
-		for (int i = 0; i < 300 && is_kv_process(pid, t->nodes[h].name); i++)
-			usleep(10000);
-		if (is_kv_process(pid, t->nodes[h].name))
-			kill(pid, SIGKILL);
-		for (int i = 0; i < 100 && is_kv_process(pid, t->nodes[h].name); i++)
-			usleep(10000);
-		rc = is_kv_process(pid, t->nodes[h].name);
+	if (access(path, F_OK) != 0)
+		return 0;   /* none started (or it was stopped): nothing of ours to remove */
+	struct kv_proc p = { sv_pidfile_read(path), t->nodes[h].name };
+	int rc = 0;
+	if (p.pid > 0 && kv_proc_alive(&p)) {
+		rc = sv_stop(p.pid, kill_now, 3000, kv_proc_alive, &p, NULL);
 		if (rc == 0)
-			printf("stopped %s (pid %d%s)\n", t->nodes[h].name, pid, kill_now ? ", killed" : "");
+			printf("stopped %s (pid %d%s)\n", t->nodes[h].name, (int)p.pid,
+			       kill_now ? ", killed" : "");
 	}
-	fclose(f);
 	if (rc == 0) {
 		unlink(path);
 		if (kv_topology_is_leader_host(t, h)) { /* its status socket, if it was killed */
-			leader_sock_path(t, h, path, sizeof(path));
+			kv_leader_sock_path(t, h, path, sizeof(path));
 			unlink(path);
 		}
 	}
@@ -918,7 +591,7 @@ static int stop_host(const struct innet_topology *t, uint32_t h, bool kill_now)
 
 /* innet kv start|stop FILE HOST: one replica (or backup coordinator) of a
  * running KV fabric. */
-static int kv_one(const char *file, const char *name, bool start, uint16_t port, uint32_t window,
+static int kv_one(const char *file, const char *name, bool start, uint16_t port, const struct kv_opts *o,
 		  bool kill_now)
 {
 	char err[8192];
@@ -936,13 +609,13 @@ static int kv_one(const char *file, const char *name, bool start, uint16_t port,
 	}
 	rc = stop_host(t, (uint32_t)h, kill_now);
 	if (rc == 0 && start)
-		rc = spawn_host(t, file, (uint32_t)h, port, window, false);
+		rc = spawn_host(t, file, (uint32_t)h, port, o, false);
 out:
 	innet_topology_free(t);
 	return rc;
 }
 
-static int kv_up(const char *file, uint16_t port, uint32_t window)
+static int kv_up(const char *file, uint16_t port, const struct kv_opts *o)
 {
 	char err[8192];
 	struct innet_topology *t = innet_topology_load(file, err, sizeof(err));
@@ -958,7 +631,7 @@ static int kv_up(const char *file, uint16_t port, uint32_t window)
 	int rc = 0;
 	for (uint32_t h = t->n_switches; h < t->n_nodes && rc == 0; h++)
 		if (kv_topology_is_replica(t, h) || kv_topology_is_leader_host(t, h))
-			rc = spawn_host(t, file, h, port, window, true);
+			rc = spawn_host(t, file, h, port, o, true);
 	innet_topology_free(t);
 	if (rc != 0)
 		kv_down(file, true);   /* keep the logs: they say why up failed */
@@ -1105,7 +778,7 @@ static int kv_membership(const char *file, const char *name, bool add, uint16_t 
 			target = n > target ? n : target;
 		}
 		if (replica_info(t->nodes[h].addr, port, "log_next") < 0 &&
-		    spawn_host(t, file, (uint32_t)h, port, 0, false) != 0)
+		    spawn_host(t, file, (uint32_t)h, port, &(struct kv_opts){ 0 }, false) != 0)
 			goto out;
 		long long at = -1;
 		for (int i = 0; i < 300; i++) {
@@ -1189,11 +862,15 @@ int cmd_kv(int argc, char **argv)
 		{ "topology", required_argument, NULL, 't' }, { "name", required_argument, NULL, 'n' },
 		{ "port", required_argument, NULL, 'p' },     { "help", no_argument, NULL, 'h' },
 		{ "window", required_argument, NULL, 'w' },   { "kill", no_argument, NULL, 'k' },
-		{ "metrics", required_argument, NULL, 'M' },  { "keep-logs", no_argument, NULL, 'K' },
+		{ "metrics", required_argument, NULL, 'M' }, { "reads", required_argument, NULL, 'r' },
+		{ "proto-max-bulk-len", required_argument, NULL, 'B' },
+		{ "learner-filter", required_argument, NULL, 'L' },
+		{ "filter-mode", required_argument, NULL, 'F' }, { "keep-logs", no_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *file = NULL, *name = NULL, *metrics = NULL;
-	unsigned long port = 6379, window = 0;
+	unsigned long port = 6379;
+	struct kv_opts o = { 0 };
 	bool kill_now = false, keep_logs = false;
 	int c;
 	optind = 1;
@@ -1210,13 +887,40 @@ int cmd_kv(int argc, char **argv)
 		}
 		case 'w': {
 			char *end;
-			window = strtoul(optarg, &end, 10);
+			unsigned long window = strtoul(optarg, &end, 10);
 			if (*end || window == 0 || window > KV_MAX_WINDOW) {
 				fprintf(stderr, "innet kv: --window wants 1..%u\n", KV_MAX_WINDOW);
 				goto bad;
 			}
+			o.window = (uint32_t)window;
 			break;
 		}
+		case 'r':
+			if (strcmp(optarg, "index") != 0 && strcmp(optarg, "log") != 0) {
+				fprintf(stderr, "innet kv: --reads wants index or log, not '%s'\n", optarg);
+				goto bad;
+			}
+			o.reads_log = !strcmp(optarg, "log");
+			break;
+		case 'B': {
+			unsigned long long v;
+			if (kv_parse_memory(optarg, strlen(optarg), &v) != 0 || v < (1u << 20) ||
+			    v > (1ull << 30) || strlen(optarg) >= sizeof(o.max_bulk)) {
+				fprintf(stderr, "innet kv: --proto-max-bulk-len wants a memory value from "
+						"1mb to 1gb, not '%s'\n", optarg);
+				goto bad;
+			}
+			snprintf(o.max_bulk, sizeof(o.max_bulk), "%s", optarg);
+			break;
+		}
+		case 'L': o.filter = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "quorum") != 0 && strcmp(optarg, "redundant") != 0) {
+				fprintf(stderr, "innet kv: --filter-mode wants quorum or redundant\n");
+				goto bad;
+			}
+			o.filter_redundant = !strcmp(optarg, "redundant");
+			break;
 		case 'k': kill_now = true; break;
 		case 'K': keep_logs = true; break;
 		case 'M': metrics = optarg; break;
@@ -1232,16 +936,16 @@ int cmd_kv(int argc, char **argv)
 		goto bad;
 	}
 	if (!strcmp(verb, "serve") && optind + 1 == argc && file && name)
-		return serve(file, name, (uint16_t)port, window, metrics);
+		return serve(file, name, (uint16_t)port, &o, metrics);
 	if (!strcmp(verb, "leader") && optind + 1 == argc && file && name)
 		return leader(file, name);
 	if (!strcmp(verb, "up") && optind + 2 == argc)
-		return kv_up(argv[optind + 1], (uint16_t)port, (uint32_t)window);
+		return kv_up(argv[optind + 1], (uint16_t)port, &o);
 	if (!strcmp(verb, "down") && optind + 2 == argc)
 		return kv_down(argv[optind + 1], keep_logs);
 	if ((!strcmp(verb, "start") || !strcmp(verb, "stop")) && optind + 3 == argc)
 		return kv_one(argv[optind + 1], argv[optind + 2], verb[2] == 'a', (uint16_t)port,
-			      (uint32_t)window, kill_now);
+			      &o, kill_now);
 	if (!strcmp(verb, "rejoin") && optind + 3 == argc)
 		return kv_rejoin(argv[optind + 1], argv[optind + 2]);
 	if ((!strcmp(verb, "remove") || !strcmp(verb, "add")) && optind + 3 == argc)

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/ctl_client.h"
 #include "innet/switch.h"
 #include "innet/topology.h"
 #include "innet/wire.h"

@@ -512,7 +512,7 @@ int cmd_programs(int argc, char **argv)
 		json_decref(arr);
 	}
 	char err[256];
-	if (innet_program_registry_check(err, sizeof(err)) != 0) {
+	if (innet_program_registration_error(err, sizeof(err)) != 0) {
 		fprintf(stderr, "innet programs: %s\n", err);
 		return 1;
 	}

@@ -17,5 +17,6 @@ int cmd_paxos(int argc, char **argv);
 int cmd_dnn(int argc, char **argv);
 int cmd_allreduce(int argc, char **argv);
 int cmd_lb(int argc, char **argv);
+int cmd_p4(int argc, char **argv);
 
 #endif

@@ -36,6 +36,7 @@ static const struct subcmd subcmds[] = {
 	{ "dnn", cmd_dnn, "DNN inference in the fabric: compile a model, infer, eval" },
 	{ "allreduce", cmd_allreduce, "all-reduce int32/float32 arrays through the switch's agg program" },
 	{ "lb", cmd_lb, "load balancer host side: DNS backends, open-loop load, agents, keys" },
+	{ "p4", cmd_p4, "P4 programs compiled by p4c for BMv2: run a script offline, build, check" },
 };
 
 static void usage(FILE *f)

@@ -29,6 +29,8 @@
  *                RANGE); 1B back with vrnd and value. Else NACK/ballot.
  *   RECOVER(i):  2B back with the vote (status empty if none).
  *   TRIM(l, w):  lwm[l] = max(lwm[l], w); trim = max(trim, min(lwm)).
+ *   READ:        READ_ACK back with max(hi, join_inst) (a read round: the
+ *                highest bound of a majority is above every chosen instance).
  *
  * Why Trio and SERIAL: a vote spans several registers (rnd, vrnd, value up to
  * PAXOS_VALUE_MAX = INNET_PKT_MAX - 56 bytes: over a thousand register

@@ -12,6 +12,8 @@
  *   TRIM         lwm[l] = max(lwm[l], w); trim = max(trim, min(lwm)); reply
  *   below trim   NACK/trimmed
  *   joining      NACK/joining (silent restart, or instance < join_inst)
+ *   READ         READ_ACK back with the read bound max(hi, join_inst), or
+ *                status joining (no state changes: a read round's answer)
  *   RECOVER(i)   2B back with the slot's vote (status empty if none)
  *   1A / 2A      ballot 0: bad_ballot; outside the window: NACK/ring_full
  *                (a range 1A is promised anyway); ballot below the promise:
@@ -61,7 +63,7 @@ static enum innet_action nack(struct innet_ctx *ctx, struct innet_pkt *pkt, uint
 	p->hi = innet_be64(innet_reg_read(ctx, ACC_R_HI, 0));
 	swap_nodes(h);
 	innet_pkt_resize(ctx, pkt, PAXOS_HDR_LEN);
-	innet_alu(ctx, 6);
+	innet_alu(ctx, 3); /* the window and the slot, on most paths here */
 	return innet_reflect(pkt);
 }
 
@@ -117,6 +119,16 @@ static enum innet_action reply(struct innet_ctx *ctx, struct innet_pkt *pkt, str
 	return innet_reflect(pkt);
 }
 
+/* A promise (1B for ballot) back to the proposer, the slot's vote already
+ * in the reply (vote_put). */
+static enum innet_action promise(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h,
+				 uint32_t ballot, uint64_t trim)
+{
+	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
+	p->ballot = innet_be32(ballot);
+	return reply(ctx, pkt, h, PAXOS_1B, trim);
+}
+
 /* TRIM(l, w) from learner l: its watermark, and the acceptor's trim back. */
 static enum innet_action acc_trim(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h)
 {
@@ -139,6 +151,31 @@ static enum innet_action acc_trim(struct innet_ctx *ctx, struct innet_pkt *pkt, 
 	return reply(ctx, pkt, h, PAXOS_TRIM, max_u64(before, min));
 }
 
+/* READ from a learner (a read round): READ_ACK with this acceptor's read
+ * bound, max(hi, join_inst) — above every instance it ever voted in, also
+ * across a restart (its join instance is above those: docs/consensus.md,
+ * "Acceptor restart") — or status joining while it is silent. Changes
+ * nothing. */
+static enum innet_action acc_read(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_hdr *h,
+				  uint64_t trim)
+{
+	struct paxos_hdr *p = (struct paxos_hdr *)(h + 1);
+	uint64_t bound = 0;
+	p->status = PAXOS_OK;
+	if (innet_reg_read(ctx, ACC_R_JOINING, 0) != 0)
+		p->status = PAXOS_ST_JOINING;
+	else
+		bound = max_u64(innet_reg_read(ctx, ACC_R_HI, 0),
+				innet_reg_read(ctx, ACC_R_JOIN_INST, 0));
+	p->ballot = 0;
+	p->vballot = 0;
+	p->reserved = 0;
+	p->instance = innet_be64(bound);
+	h->flags = 0;
+	innet_alu(ctx, 4);
+	return reply(ctx, pkt, h, PAXOS_READ_ACK, trim);
+}
+
 static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt)
 {
 	const struct acc_conf *c = innet_conf(ctx);
@@ -153,7 +190,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	if (h->service != INNET_SVC_PAXOS)
 		return innet_drop(pkt, AC_WRONG_SERVICE);
 	uint8_t type = p->type;
-	if (type != PAXOS_2A && type != PAXOS_1A && type != PAXOS_RECOVER && type != PAXOS_TRIM)
+	if (type != PAXOS_2A && type != PAXOS_1A && type != PAXOS_RECOVER && type != PAXOS_TRIM &&
+	    type != PAXOS_READ)
 		return innet_drop(pkt, AC_UNEXPECTED_TYPE);
 	uint32_t vlen = innet_be16(p->vlen);
 	if (vlen > PAXOS_VALUE_MAX || pkt->len != PAXOS_HDR_LEN + vlen ||
@@ -161,11 +199,13 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		return innet_drop(pkt, AC_BAD_LENGTH);
 	if (c->check_peer && pkt->src.ip != innet_port_peer_ip(ctx, pkt->in_port))
 		return innet_drop(pkt, AC_SPOOFED);
-	innet_alu(ctx, 10);
+	innet_alu(ctx, 3);
 
 	uint64_t trim = innet_reg_read(ctx, ACC_R_TRIM, 0);
 	if (type == PAXOS_TRIM)
 		return acc_trim(ctx, pkt, h);
+	if (type == PAXOS_READ)
+		return acc_read(ctx, pkt, h, trim);
 
 	uint64_t inst = innet_be64(p->instance);
 	uint32_t ballot = innet_be32(p->ballot);
@@ -190,11 +230,14 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			return INNET_DROP;
 		p = (struct paxos_hdr *)(h + 1);
 		p->ballot = p->vballot;
+		innet_alu(ctx, 10); /* the window, the slot, the reply's length */
 		return reply(ctx, pkt, h, PAXOS_2B, trim);
 	}
 
-	if (ballot == 0)
+	if (ballot == 0) {
+		innet_alu(ctx, 5); /* the window, the slot */
 		return innet_drop(pkt, AC_BAD_BALLOT);
+	}
 	uint32_t promised = (uint32_t)innet_reg_read(ctx, ACC_R_PROMISED, 0);
 	uint32_t join_ballot = (uint32_t)innet_reg_read(ctx, ACC_R_JOIN_BALLOT, 0);
 	promised = join_ballot > promised ? join_ballot : promised;
@@ -207,7 +250,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			struct acc_vote none = { 0, 0 };
 			if ((h = vote_put(ctx, pkt, slot, &none)) == NULL)
 				return INNET_DROP;
-			goto reply_1b;
+			innet_alu(ctx, 5); /* the window, the slot */
+			return promise(ctx, pkt, h, ballot, trim);
 		}
 		/* Remember that the instance exists, so learners fill the holes
 		 * the coordinator leaves behind refused 2As (with no-ops) once the
@@ -248,10 +292,8 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 			innet_reg_fetch_max(ctx, ACC_R_PROMISED, 0, ballot);
 		if ((h = vote_put(ctx, pkt, slot, &v)) == NULL)
 			return INNET_DROP;
-	reply_1b:
-		p = (struct paxos_hdr *)(h + 1);
-		p->ballot = innet_be32(ballot);
-		return reply(ctx, pkt, h, PAXOS_1B, trim);
+		innet_alu(ctx, 10); /* the window, the slot, the reply's length */
+		return promise(ctx, pkt, h, ballot, trim);
 	}
 
 	/* 2A: vote. */
@@ -268,7 +310,7 @@ static enum innet_action acc_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 	p->trim = innet_be64(trim);
 	p->hi = innet_be64(hi);
 	h->flags = 0;
-	innet_alu(ctx, 8);
+	innet_alu(ctx, 10); /* the window, the slot, inst + 1 */
 	return innet_multicast(pkt, 0);
 }
 

@@ -36,7 +36,7 @@ static enum innet_action coord_handle(struct innet_ctx *ctx, struct innet_pkt *p
 		return innet_drop(pkt, CO_BAD_LENGTH);
 	if (p->req_id == 0)
 		return innet_drop(pkt, CO_BAD_REQUEST);
-	innet_alu(ctx, 8);
+	innet_alu(ctx, 1); /* the length check's sum (the rest moves fields) */
 	if (vlen > PAXOS_VALUE_MAX) {
 		/* A clear error rather than a silent drop: the value is too big
 		 * for an acceptor slot. */
@@ -61,7 +61,6 @@ static enum innet_action coord_handle(struct innet_ctx *ctx, struct innet_pkt *p
 	p->trim = 0;
 	p->hi = 0;
 	h->flags = 0;
-	innet_alu(ctx, 8);
 	return innet_multicast(pkt, 0);
 }
 

@@ -7,6 +7,7 @@
  *   2A(b, i, v): b >= max(rnd[i], promised) -> vote, 2B to every learner
  *   1A(b, i):    same test -> promise (RANGE: for all), 1B with the vote
  *   RECOVER(i):  2B with the vote or status empty;  TRIM(l, w): trim = min
+ *   READ:        READ_ACK with the read bound (hi: it never restarts with a join)
  *
  * One thread: recvmmsg a burst of up to 32, handle each, sendmmsg the replies.
  */
@@ -104,6 +105,18 @@ static void handle(struct acc *a, struct paxos_msg *m, ssize_t n, struct sockadd
 		if (min > a->trim)
 			a->trim = min;
 		m->p.status = PAXOS_OK;
+		reply(a, m, PAXOS_HDR_LEN, from);
+		return;
+	}
+	if (type == PAXOS_READ) {
+		if (vlen != 0)
+			return;
+		m->p.type = PAXOS_READ_ACK;
+		m->p.status = PAXOS_OK;
+		m->p.ballot = 0;
+		m->p.vballot = 0;
+		m->p.instance = htobe64(a->hi);
+		m->h.flags = 0;
 		reply(a, m, PAXOS_HDR_LEN, from);
 		return;
 	}

@@ -11,10 +11,18 @@
  * peers, one after the other, with the RESP command SNAPSHOT and installs
  * the first answer that reaches at least the acceptors' trim:
  *
- *   'K' 'V' 'S' version 2 | u64 next (every instance below it is applied)
+ *   'K' 'V' 'S' version 4 | u64 next (every instance below it is applied)
  *   | u32 dlen, the learner's dedup state (innet_paxos_dedup_save)
- *   | u64 removed (learner ids removed from the trim group: REPLICA REMOVE)
- *   | u64 n_keys, then per key: u32 klen, key, u32 vlen, value  (big-endian)
+ *   | u64 slen, the store's state (kv_store_save: REPLICA REMOVE's mask, log
+ *     time, versions, every key with its database, type, expire and value)
+ *   | u32 n_partial, the large entries being put together from their chunks
+ *     (kv_chunk_save: per one u64 id, u64 first, u32 total, u32 got, total
+ *     bytes) — so that a replica installing it mid-image completes the image
+ *     as the others do                                         (big-endian)
+ *
+ * Version 4 (both the typed store with log time and the partials). A
+ * replica refuses any other version with a message that says so: all
+ * replicas of a log run the same version (docs/protocol.md 2.2).
  *
  * The peer builds it between two log entries (one thread), so it is the
  * state at exactly `next`; the dedup state makes a resend chosen again after
@@ -67,21 +75,13 @@ void kv_snapshot_build(struct server *s, struct kv_buf *b)
 	innet_paxos_dedup_save(s->px, d, dlen);
 	kv_buf_append(b, d, dlen);
 	free(d);
-	uint8_t n[8];
-	put64(n, kv_store_removed(s->store));
+	size_t at = b->len;
+	uint8_t n[8] = { 0 };
 	kv_buf_append(b, n, 8);
-	put64(n, s->store->n);
-	kv_buf_append(b, n, 8);
-	for (size_t i = 0; i < s->store->cap; i++)
-		for (const struct kv_item *it = s->store->tab[i]; it; it = it->next) {
-			uint8_t l[4];
-			kv_put32(l, (uint32_t)it->klen);
-			kv_buf_append(b, l, 4);
-			kv_buf_append(b, it->key, it->klen);
-			kv_put32(l, (uint32_t)it->vlen);
-			kv_buf_append(b, l, 4);
-			kv_buf_append(b, it->val, it->vlen);
-		}
+	kv_store_save(s->store, b);
+	if (!b->oom)
+		put64((uint8_t *)b->p + at, b->len - at - 8);
+	kv_chunk_save(s, b);
 }
 
 /* Ask peer for a snapshot: the bulk payload into b. Blocking, bounded by
@@ -154,8 +154,14 @@ static void fail_inflight(struct server *s)
 static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint64_t min_next,
 			    char *err, size_t errlen)
 {
-	if (len < 16 || memcmp(v, "KVS", 3) != 0 || v[3] != KV_SNAPSHOT_VERSION) {
-		snprintf(err, errlen, "not a version-%u snapshot", KV_SNAPSHOT_VERSION);
+	if (len < 16 || memcmp(v, "KVS", 3) != 0) {
+		snprintf(err, errlen, "not a KV snapshot");
+		return -1;
+	}
+	if (v[3] != KV_SNAPSHOT_VERSION) {
+		snprintf(err, errlen, "a version-%u snapshot: this replica reads version %u only "
+				      "(every replica of a log must run the same innet kv)",
+			 v[3], KV_SNAPSHOT_VERSION);
 		return -1;
 	}
 	uint64_t next = get64(v + 4);
@@ -165,48 +171,41 @@ static int snapshot_install(struct server *s, const uint8_t *v, size_t len, uint
 			 (unsigned long long)next, (unsigned long long)min_next);
 		return -1;
 	}
-	if (pos + 16 > len) {
+	if (pos > len || len - pos < 8 || get64(v + pos) > len - pos - 8) {
 		snprintf(err, errlen, "truncated");
 		return -1;
 	}
-	uint64_t removed = get64(v + pos);
-	uint64_t n = get64(v + pos + 8);
-	pos += 16;
-	struct kv_store *st = kv_store_create();
-	if (st == NULL) {
-		snprintf(err, errlen, "out of memory");
+	size_t slen = (size_t)get64(v + pos);
+	pos += 8;
+	struct kv_store *st = kv_store_load(v + pos, slen, err, errlen);
+	if (st == NULL)
 		return -1;
-	}
-	st->removed = removed;
-	st->n_learners = s->c->n_learners;
-	for (uint64_t i = 0; i < n; i++) {
-		if (pos + 4 > len || pos + 4 + kv_get32(v + pos) + 4 > len)
-			goto bad;
-		size_t kl = kv_get32(v + pos);
-		const char *k = (const char *)v + pos + 4;
-		pos += 4 + kl;
-		size_t vl = kv_get32(v + pos);
-		if (pos + 4 + vl > len)
-			goto bad;
-		kv_store_set(st, k, kl, (const char *)v + pos + 4, vl);
-		pos += 4 + vl;
-	}
-	if (st->oom) {
+	pos += slen;
+	struct kv_big bigs[KV_BIG_MAX];
+	uint32_t n_bigs = 0;
+	size_t used = 0;
+	int rc = kv_chunk_parse(v + pos, len - pos, bigs, &n_bigs, &used);
+	if (rc != 0 || pos + used != len) {
+		if (rc == 0)
+			kv_chunk_free(bigs, n_bigs);
 		kv_store_destroy(st);
-		snprintf(err, errlen, "out of memory");
+		snprintf(err, errlen, rc == -ENOMEM ? "out of memory" : "malformed large-entry partials");
 		return -1;
 	}
-	if (pos != len || st->n != n || innet_paxos_dedup_load(s->px, v + 16, dlen) != 0)
-		goto bad;
+	kv_server_store_init(s, st);
+	if (innet_paxos_dedup_load(s->px, v + 16, dlen) != 0) {
+		kv_chunk_free(bigs, n_bigs);
+		kv_store_destroy(st);
+		snprintf(err, errlen, "malformed dedup state");
+		return -1;
+	}
+	kv_followers_drop(s);
+	kv_chunk_install(s, bigs, n_bigs);
 	kv_store_destroy(s->store);
 	s->store = st;
 	innet_paxos_restart_at(s->px, next);
 	fail_inflight(s);
 	return 0;
-bad:
-	kv_store_destroy(st);
-	snprintf(err, errlen, "malformed");
-	return -1;
 }
 
 /* Stale: try every peer for a snapshot (at most once a second). */
@@ -226,7 +225,7 @@ void kv_snapshot_catch_up(struct server *s)
 		    snapshot_install(s, (const uint8_t *)b.p, b.len, trim, err, sizeof(err)) == 0) {
 			fprintf(stderr, "innet kv: installed a snapshot from %s:%u at instance %llu "
 					"(%zu keys, %zu bytes)\n", inet_ntoa(ia), pa->udp,
-				(unsigned long long)innet_paxos_delivered(s->px), s->store->n, b.len);
+				(unsigned long long)innet_paxos_delivered(s->px), kv_store_keys(s->store), b.len);
 			s->st.snapshots_installed++;
 			s->stale = false;
 			kv_buf_free(&b);

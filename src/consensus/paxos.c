@@ -22,6 +22,12 @@
  * Proposer failover: when no own request was chosen for failover_ms while
  * some wait, requests go to the next of coordinator, backups[] (a backup is
  * an innet_paxos_leader, leader.c, which takes over on the first REQUEST).
+ *
+ * Read rounds (reads without a log entry): READ(round id) to every
+ * acceptor; each READ_ACK carries the acceptor's read bound; a majority's
+ * highest bound is the round's index (read_done), which also raises `hi`
+ * so that the instances below it that this learner lacks are recovered.
+ *   round: id | first_ns, sent_ns | acks (acceptor mask) | index
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -45,6 +51,7 @@ _Static_assert(LF_F_QUORUM == PAXOS_F_QUORUM, "the filter's mark is the protocol
 
 #define RECOVER_BATCH 64u
 #define MAX_PENDING   256u
+#define MAX_READS     64u     /* read rounds in flight */
 /* Datagrams per recvmmsg: a learner gets one 2B per acceptor per command,
  * so at tens of thousands of commands a second one system call per datagram
  * was most of its time. */
@@ -83,6 +90,14 @@ struct pending {
 	uint8_t *value;           /* PAXOS_VALUE_MAX bytes in pend_values */
 };
 
+/* A read round in flight. */
+struct read_round {
+	uint64_t id;              /* 0 = free */
+	uint64_t first_ns, sent_ns;
+	uint64_t acks;            /* acceptors that answered */
+	uint64_t index;           /* highest bound among their answers */
+};
+
 struct dedup {
 	uint32_t client;          /* 0 = free */
 	uint32_t last;            /* highest seq delivered */
@@ -102,6 +117,7 @@ struct innet_paxos {
 	uint32_t round;           /* highest ballot round seen */
 	uint32_t cur_coord;       /* 0 = coordinator, k = backups[k - 1] */
 	uint64_t progress_ns;     /* last time one of our requests was chosen */
+	uint32_t fo_streak;       /* failovers since the last own request chosen */
 	uint32_t client;          /* own client id for submit */
 	uint32_t seq;
 	struct pending *pend;     /* MAX_PENDING */
@@ -116,6 +132,10 @@ struct innet_paxos {
 	uint64_t wait_inst;
 	bool wait_done;
 	bool trust_filter;        /* PAXOS_F_QUORUM on a 2B means a majority voted */
+	struct read_round reads[MAX_READS];
+	uint32_t n_reads;
+	uint32_t read_client;     /* read rounds' ids: read_client << 32 | ++read_seq */
+	uint32_t read_seq;
 	struct innet_paxos_stats st;
 };
 
@@ -146,7 +166,9 @@ static void send_acceptors(struct innet_paxos *p, const struct paxos_msg *m, uin
 
 static struct entry *entry_get(struct innet_paxos *p, uint64_t inst)
 {
-	if (inst < p->next || inst - p->next >= p->c.window)
+	/* (instance 2^64 - 1 has no entry: inst1 would be 0, "unused", and
+	 * the slot's last instance would pass for it) */
+	if (inst < p->next || inst - p->next >= p->c.window || inst == UINT64_MAX)
 		return NULL;
 	struct entry *e = &p->ring[inst % p->c.window];
 	if (e->inst1 != inst + 1) {
@@ -224,8 +246,12 @@ static bool dd_seen(struct innet_paxos *p, uint64_t req)
 
 /* ---- proposer ----------------------------------------------------------- */
 
+/* The pending request req, or NULL. Request id 0 is never one (a free slot
+ * holds 0: a NACK or 2B naming request 0 must not end a free slot). */
 static struct pending *pend_find(struct innet_paxos *p, uint64_t req)
 {
+	if (req == 0)
+		return NULL;
 	for (uint32_t i = 0; i < MAX_PENDING && p->n_pend > 0; i++)
 		if (p->pend[i].req == req)
 			return &p->pend[i];
@@ -333,6 +359,7 @@ static void chosen(struct innet_paxos *p, struct entry *e)
 		struct pending *pe = pend_find(p, e->req);
 		if (pe != NULL) {
 			p->progress_ns = innet_now_ns();
+			p->fo_streak = 0;
 			pend_done(p, pe, 0, e->inst1 - 1);
 		}
 	}
@@ -346,6 +373,7 @@ static void deliver_ready(struct innet_paxos *p)
 			break;
 		uint64_t inst = p->next;
 		e->inst1 = 0;
+		e->chosen = false;   /* (a free slot must not pass for a chosen one) */
 		p->next++;
 		p->stall_ns = 0;
 		if (e->req == 0) {
@@ -503,6 +531,97 @@ static void on_nack(struct innet_paxos *p, const struct paxos_msg *m)
 	}
 }
 
+/* ---- read rounds -------------------------------------------------------- */
+
+static void read_send(struct innet_paxos *p, struct read_round *r, uint64_t t)
+{
+	struct paxos_msg m;
+	msg_init(&m, PAXOS_READ, 0);
+	m.p.req_id = htobe64(r->id);
+	r->sent_ns = t;
+	for (uint32_t i = 0; i < p->c.n_acceptors; i++)
+		if (!(r->acks & (1ull << i)))
+			send_to(p, &p->c.acceptors[i], &m, PAXOS_HDR_LEN);
+}
+
+int innet_paxos_read_index(struct innet_paxos *p, uint64_t *round)
+{
+	if (p->n_reads >= MAX_READS)
+		return -EAGAIN;
+	struct read_round *r = NULL;
+	for (uint32_t i = 0; i < MAX_READS; i++)
+		if (p->reads[i].id == 0) {
+			r = &p->reads[i];
+			break;
+		}
+	if (++p->read_seq == 0)
+		p->read_seq = 1;
+	*r = (struct read_round){ .id = innet_paxos_req_id(p->read_client, p->read_seq) };
+	r->first_ns = innet_now_ns();
+	p->n_reads++;
+	p->st.read_rounds++;
+	read_send(p, r, r->first_ns);
+	*round = r->id;
+	return 0;
+}
+
+static void read_end(struct innet_paxos *p, struct read_round *r, int status)
+{
+	uint64_t id = r->id, index = r->index;
+	r->id = 0;
+	p->n_reads--;
+	if (status == 0 && index > p->hi)
+		p->hi = index; /* recover below it what this learner lacks */
+	if (status != 0)
+		p->st.read_failed++;
+	if (p->c.read_done)
+		p->c.read_done(p->c.arg, id, status, index);
+}
+
+static void on_read_ack(struct innet_paxos *p, const struct paxos_msg *m)
+{
+	uint64_t id = be64toh(m->p.req_id);
+	uint16_t a = ntohs(m->p.node);
+	if (id == 0 || m->p.status != PAXOS_OK || a >= 64 || p->n_reads == 0)
+		return; /* joining: no bound to count */
+	for (uint32_t i = 0; i < MAX_READS; i++) {
+		struct read_round *r = &p->reads[i];
+		if (r->id != id)
+			continue;
+		uint64_t bound = be64toh(m->p.instance);
+		r->acks |= 1ull << a;
+		if (bound > r->index)
+			r->index = bound;
+		if ((uint32_t)__builtin_popcountll(r->acks) >= p->majority)
+			read_end(p, r, 0);
+		return;
+	}
+}
+
+static void read_timers(struct innet_paxos *p, uint64_t t)
+{
+	if (p->n_reads == 0)
+		return;
+	uint64_t every = (uint64_t)p->c.recover_ms * 1000000ull;
+	for (uint32_t i = 0; i < MAX_READS; i++) {
+		struct read_round *r = &p->reads[i];
+		if (r->id == 0)
+			continue;
+		if (t - r->first_ns >= (uint64_t)p->c.deadline_ms * 1000000ull) {
+			read_end(p, r, -ETIMEDOUT);
+			continue;
+		}
+		/* back off up to 8x, as the proposer does */
+		uint64_t age = r->sent_ns - r->first_ns, wait = every;
+		if (age > wait)
+			wait = age < 8 * every ? age : 8 * every;
+		if (t - r->sent_ns >= wait) {
+			p->st.read_resent++;
+			read_send(p, r, t);
+		}
+	}
+}
+
 static void on_packet(struct innet_paxos *p, const struct paxos_msg *m, ssize_t n)
 {
 	if (n < (ssize_t)PAXOS_HDR_LEN || m->h.magic != INNET_MAGIC || m->h.version != INNET_VERSION ||
@@ -533,6 +652,11 @@ static void on_packet(struct innet_paxos *p, const struct paxos_msg *m, ssize_t 
 	case PAXOS_TRIM:
 		if (hi > p->hi)
 			p->hi = hi;
+		break;
+	case PAXOS_READ_ACK:
+		if (hi > p->hi)
+			p->hi = hi;
+		on_read_ack(p, m);
 		break;
 	default:
 		p->st.bad_packets++;
@@ -594,11 +718,21 @@ static void recover(struct innet_paxos *p, uint64_t t)
 	}
 }
 
+/* How long the proposer waits for progress before it moves on: failover_ms,
+ * and twice that on a coordinator it has just failed over to (which needs a
+ * phase 1 first: under heavy loss, 1As, 1Bs and the first 2As can take more
+ * than one failover_ms, and moving on to the dead one would cost a whole
+ * failover_ms more). */
+static uint64_t failover_wait_ns(const struct innet_paxos *p)
+{
+	return (uint64_t)p->c.failover_ms * 1000000ull * (p->fo_streak == 1 ? 2 : 1);
+}
+
 static void proposer_timers(struct innet_paxos *p, uint64_t t)
 {
 	if (p->n_pend == 0)
 		return;
-	if (p->c.n_backups > 0 && t - p->progress_ns >= (uint64_t)p->c.failover_ms * 1000000ull) {
+	if (p->c.n_backups > 0 && t - p->progress_ns >= failover_wait_ns(p)) {
 		/* Nothing of ours chosen for a while: the coordinator may be
 		 * gone. Try the next one; resend everything to it now, and then
 		 * every retry_ms as for new requests: the backoff was for the old
@@ -607,6 +741,7 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		 * again before the new coordinator ever saw a second copy). */
 		p->cur_coord = (p->cur_coord + 1) % (p->c.n_backups + 1);
 		p->progress_ns = t;
+		p->fo_streak++;
 		p->st.failovers++;
 		for (uint32_t i = 0; i < MAX_PENDING; i++)
 			if (p->pend[i].req != 0) {
@@ -623,10 +758,13 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 			continue;
 		}
 		/* Back off (up to 8x): every resend costs the coordinator an
-		 * instance, which learners must fill if it is not chosen. */
+		 * instance, which learners must fill if it is not chosen. Not
+		 * after a failover, until something of ours is chosen: then a
+		 * lost REQUEST (or 2A, or 2B) must be resent every retry_ms, or
+		 * the backoff alone (100, 200, 400 ms ...) outlasts the pause. */
 		uint64_t age = pe->sent_ns > pe->backoff_ns ? pe->sent_ns - pe->backoff_ns : 0;
 		uint64_t every = p->c.retry_ms * 1000000ull;
-		if (age > every)
+		if (age > every && p->fo_streak == 0)
 			every = age < 8 * every ? age : 8 * every;
 		if (t - pe->sent_ns >= every) {
 			p->st.resent++;
@@ -657,6 +795,7 @@ int innet_paxos_process(struct innet_paxos *p)
 	uint64_t t = innet_now_ns();
 	recover(p, t);
 	proposer_timers(p, t);
+	read_timers(p, t);
 	if (p->stale_trim > p->next)
 		return -ESTALE;
 	return 0;
@@ -670,12 +809,12 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	if (p->n_pend > 0 && p->c.n_backups > 0) {
 		/* Wake up for the failover deadline itself, not at the next
 		 * resend after it (up to retry_ms later). */
-		uint64_t due = p->progress_ns + (uint64_t)p->c.failover_ms * 1000000ull, now = innet_now_ns();
+		uint64_t due = p->progress_ns + failover_wait_ns(p), now = innet_now_ns();
 		int f = due > now ? (int)((due - now + 999999) / 1000000) : 0;
 		t = f < t ? f : t;
 	}
 	int r = (int)p->c.recover_ms;
-	if (p->hi <= p->next)
+	if (p->hi <= p->next && p->n_reads == 0)
 		r *= 10;
 	return t < 0 || r < t ? r : t;
 }
@@ -881,6 +1020,7 @@ struct innet_paxos *innet_paxos_create(const struct innet_paxos_conf *conf, char
 	for (uint32_t i = 0; i < MAX_PENDING; i++)
 		p->pend[i].value = p->pend_values + (size_t)i * PAXOS_VALUE_MAX;
 	p->client = innet_paxos_client_new(p);
+	p->read_client = innet_paxos_client_new(p);
 	return p;
 err_close:
 	close(p->fd);

@@ -30,6 +30,11 @@
  *   +---------------------------------------------------------------+
  *   |  value (vlen bytes, at most PAXOS_VALUE_MAX) ...
  *
+ * Reads without a log entry (docs/consensus.md): READ(req_id) from a learner
+ * to every acceptor; each reflects READ_ACK with its read bound in
+ * `instance` (max of hi and its join instance). The highest bound of a
+ * majority is above every instance chosen before the READ was sent.
+ *
  * Base header flags (innet_hdr.flags) for service 2: PAXOS_F_RANGE on a 1A
  * makes the promise cover every instance, not only `instance` (a new leader's
  * phase 1).
@@ -62,7 +67,9 @@ enum paxos_type {
 	PAXOS_NACK = 6,     /* acceptor -> sender: refused; status says why */
 	PAXOS_TRIM = 7,     /* learner -> acceptor: my delivered watermark; reply: TRIM with acceptor's trim */
 	PAXOS_RECOVER = 8,  /* learner -> acceptor: what did you vote at instance? reply: 2B (or NACK) */
-	PAXOS_TYPE_MAX = 8,
+	PAXOS_READ = 9,     /* learner -> acceptor: a read round (req_id = its id); reply: READ_ACK */
+	PAXOS_READ_ACK = 10, /* acceptor -> learner: instance = its read bound max(hi, join_inst) */
+	PAXOS_TYPE_MAX = 10,
 };
 
 enum paxos_status {
@@ -73,7 +80,8 @@ enum paxos_status {
 	PAXOS_ST_TOO_BIG = 4,    /* NACK from the coordinator: vlen > PAXOS_VALUE_MAX */
 	PAXOS_ST_EMPTY = 5,      /* 2B answering RECOVER / 1B: nothing voted at this instance */
 	PAXOS_ST_JOINING = 6,    /* NACK: a restarted acceptor that does not know this instance
-	                          * (still joining, or instance < its join instance) */
+	                          * (still joining, or instance < its join instance);
+	                          * READ_ACK: still joining (no bound: not counted) */
 };
 
 #define PAXOS_F_RANGE 0x01u  /* 1A: promise for all instances */
@@ -91,7 +99,7 @@ struct paxos_hdr {
 	uint32_t vballot;   /* 1B / 2B answering RECOVER: ballot the value was voted in (0 none) */
 	uint16_t vlen;      /* value bytes after the header */
 	uint16_t reserved;  /* zero */
-	uint64_t instance;  /* log position */
+	uint64_t instance;  /* log position (READ_ACK: the read bound) */
 	uint64_t req_id;    /* client << 32 | seq; 0 = no-op */
 	uint64_t trim;      /* TRIM request: learner watermark; replies: acceptor's trim */
 	uint64_t hi;        /* replies: 1 + highest instance the acceptor voted in */

@@ -37,6 +37,7 @@ static json_t *port_stats_json(struct innet_switch *sw, uint32_t i)
 	ctl_jset(o, "tx_bytes", ctl_ju64(s.tx_bytes));
 	ctl_jset(o, "tx_errors", ctl_ju64(s.tx_errors));
 	ctl_jset(o, "tx_gso", ctl_ju64(s.tx_gso));
+	ctl_jset(o, "rx_sock_drops", ctl_ju64(s.rx_sock_drops));
 	ctl_jset(o, "link_lost", ctl_ju64(s.link_lost));
 	ctl_jset(o, "link_duplicated", ctl_ju64(s.link_duplicated));
 	ctl_jset(o, "link_reordered", ctl_ju64(s.link_reordered));

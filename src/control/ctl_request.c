@@ -253,6 +253,7 @@ static int cmd_programs(struct ctl_req *r, int argc, char **argv)
 			ctl_jset(t, "capacity", json_integer(ti.capacity));
 			ctl_jset(t, "entries", json_integer(ti.entries));
 			ctl_jset(t, "insert_full", ctl_ju64(ti.insert_full));
+			ctl_jset(t, "busy", ctl_ju64(ti.busy));
 			ctl_jpush(tables, t);
 		}
 		ctl_jset(p, "tables", tables);
@@ -409,7 +410,33 @@ json_t *innet_control_run(struct innet_switch *sw, char *line, size_t len)
 			cmd = c;
 	}
 	if (cmd == NULL && !known_word) {
-		ctl_fail(&r, "unknown command '%s' (try 'help')", ctl_show(words[0]).s);
+		/* a P4 switch takes simple_switch_CLI's commands (table_add ...):
+		 * the words go to its "p4" instance (prog NAME ... if several) */
+		struct innet_cp *p4 = NULL;
+		uint32_t n_p4 = 0;
+		for (uint32_t i = 0; i < innet_switch_conf(sw)->n_progs; i++) {
+			struct innet_cp *c = innet_switch_prog_at(sw, i);
+			if (!strcmp(innet_cp_program(c)->name, "p4") && innet_cp_program(c)->on_ctl) {
+				p4 = c;
+				n_p4++;
+			}
+		}
+		if (n_p4 == 1) {
+			r.resp = json_object();
+			if (r.resp == NULL)
+				return NULL;
+			ctl_jset(r.resp, "ok", json_true());
+			r.err[0] = '\0';
+			if (innet_cp_program(p4)->on_ctl(p4, innet_cp_priv(p4), n, words, r.resp, r.err,
+							 sizeof(r.err)) == 0)
+				return r.resp;
+			json_decref(r.resp);
+			if (r.err[0] == '\0')
+				ctl_fail(&r, "program '%s': command failed", innet_cp_name(p4));
+			goto err;
+		}
+		ctl_fail(&r, "unknown command '%s' (try 'help'%s)", ctl_show(words[0]).s,
+			 n_p4 > 1 ? "; a P4 command with several P4 programs: prog NAME COMMAND" : "");
 		goto err;
 	}
 	if (cmd == NULL) {

@@ -254,6 +254,8 @@ static const struct field port_fields[] = {
 	       "Packets the kernel refused to send on the port."),
 	PORT_F("innet_port_sent_gso_packets_total", tx_gso,
 	       "Of the packets sent, those coalesced into UDP GSO messages."),
+	PORT_F("innet_port_socket_dropped_packets_total", rx_sock_drops,
+	       "Packets the kernel dropped at the port's sockets (mostly a full receive buffer)."),
 	PORT_F("innet_port_link_lost_packets_total", link_lost,
 	       "Packets dropped by the port's link emulation."),
 	PORT_F("innet_port_link_duplicated_packets_total", link_duplicated,

@@ -58,6 +58,11 @@
 #define RES_TRIO_INSN_FIXED 40u
 #define RES_TRIO_INSN_PER_REG 4u
 #define RES_TRIO_INSN_PER_TABLE 8u
+/* PISA TCAM (ternary, LPM and range keys: a P4 program's tables): blocks of
+ * 512 entries x 44 bits, keys wider than 44 bits take blocks side by side.
+ * Commonly cited for Tofino; assumed for both generations. */
+#define RES_TCAM_ROWS 512u
+#define RES_TCAM_BITS 44u
 /* The most stages any profile has (the packing arrays are this long). */
 #define RES_MAX_STAGES 32u
 
@@ -246,7 +251,18 @@ static uint64_t table_slots(const struct innet_res_table *t)
 
 static uint64_t table_entry_bits(const struct innet_res_table *t)
 {
-	return 8u * ((uint64_t)t->key_size + t->value_size) + RES_TABLE_OVERHEAD_BITS;
+	/* a TCAM table keeps its key in TCAM: SRAM holds the action data */
+	return 8u * ((uint64_t)(t->tcam ? 0 : t->key_size) + t->value_size) +
+	       RES_TABLE_OVERHEAD_BITS;
+}
+
+/* TCAM blocks of a ternary / LPM / range table (0 for an exact one). */
+static uint64_t table_tcam_blocks(const struct innet_res_table *t)
+{
+	if (!t->tcam)
+		return 0;
+	return sat_mul(div_up(8u * (uint64_t)t->key_size, RES_TCAM_BITS),
+		       div_up(t->capacity, RES_TCAM_ROWS));
 }
 
 /* SRAM blocks of an exact-match table: narrow entries packed several to a
@@ -293,6 +309,8 @@ struct pisa_plan {
 	uint64_t table_blocks;                   /* SRAM blocks of all tables */
 	uint64_t table_blocks_left;              /* table blocks that found no room */
 	uint32_t stages_used;                    /* highest stage touched + 1 */
+	uint64_t tcam_blocks;                    /* TCAM blocks of all tables */
+	uint64_t tcam_blocks_left;               /* TCAM blocks that found no room */
 	bool reg_too_big[INNET_MAX_REGS];        /* one word array exceeds a stage */
 };
 
@@ -347,6 +365,23 @@ static void pisa_pack(const struct innet_res_profile *p, const struct innet_res_
 				plan->stages_used = s + 1;
 		}
 		plan->table_blocks_left = sat_add(plan->table_blocks_left, left);
+	}
+	uint64_t tcam_used[RES_MAX_STAGES] = { 0 };
+	for (uint32_t i = 0; i < u->n_tables; i++) {
+		uint64_t left = table_tcam_blocks(&u->tables[i]);
+
+		plan->tcam_blocks = sat_add(plan->tcam_blocks, left);
+		for (uint32_t s = 0; s < stages && left > 0; s++) {
+			uint64_t room = p->tcam_blocks_per_stage - tcam_used[s];
+			uint64_t take = left < room ? left : room;
+			if (take == 0)
+				continue;
+			tcam_used[s] += take;
+			left -= take;
+			if (s + 1 > plan->stages_used)
+				plan->stages_used = s + 1;
+		}
+		plan->tcam_blocks_left = sat_add(plan->tcam_blocks_left, left);
 	}
 }
 
@@ -532,11 +567,18 @@ static void check_pisa_tables(struct checker *c)
 		const struct innet_res_table *t = &u->tables[i];
 		uint64_t blocks = table_blocks(p, t);
 
-		add(c, INNET_RES_OK, "table", blocks, 0, "blocks",
-		    "'%s': %u entries of %llu bits (key %u B + value %u B + overhead), sized "
-		    "for %u%% load: %llu SRAM blocks", t->name, t->capacity,
-		    (unsigned long long)table_entry_bits(t), t->key_size, t->value_size,
-		    RES_TABLE_LOAD_PCT, (unsigned long long)blocks);
+		if (t->tcam)
+			add(c, INNET_RES_OK, "table", blocks, 0, "blocks",
+			    "'%s': %u entries, key %u B in %llu TCAM blocks, action data %u B + "
+			    "overhead (%llu bits) in %llu SRAM blocks", t->name, t->capacity,
+			    t->key_size, (unsigned long long)table_tcam_blocks(t), t->value_size,
+			    (unsigned long long)table_entry_bits(t), (unsigned long long)blocks);
+		else
+			add(c, INNET_RES_OK, "table", blocks, 0, "blocks",
+			    "'%s': %u entries of %llu bits (key %u B + value %u B + overhead), sized "
+			    "for %u%% load: %llu SRAM blocks", t->name, t->capacity,
+			    (unsigned long long)table_entry_bits(t), t->key_size, t->value_size,
+			    RES_TABLE_LOAD_PCT, (unsigned long long)blocks);
 	}
 }
 
@@ -566,14 +608,50 @@ static void check_pisa_sram(struct checker *c, const struct pisa_plan *plan)
 		    fmt_bytes(b2, sizeof(b2), sat_mul(used, block_bytes)));
 }
 
+/* Only for a program with TCAM tables (a P4 program's ternary, LPM, range). */
+static void check_pisa_tcam(struct checker *c, const struct pisa_plan *plan)
+{
+	const struct innet_res_profile *p = c->p;
+	uint64_t limit = (uint64_t)p->stages * p->tcam_blocks_per_stage;
+
+	if (plan->tcam_blocks == 0)
+		return;
+	if (plan->tcam_blocks_left > 0)
+		add(c, INNET_RES_FAIL, "tcam", plan->tcam_blocks, limit, "blocks",
+		    "ternary/LPM/range keys need %llu blocks of %u x %u bits > %llu (%u stages x %u)",
+		    (unsigned long long)plan->tcam_blocks, RES_TCAM_ROWS, RES_TCAM_BITS,
+		    (unsigned long long)limit, p->stages, p->tcam_blocks_per_stage);
+	else
+		add(c, INNET_RES_OK, "tcam", plan->tcam_blocks, limit, "blocks",
+		    "ternary/LPM/range keys: %llu blocks of %u x %u bits",
+		    (unsigned long long)plan->tcam_blocks, RES_TCAM_ROWS, RES_TCAM_BITS);
+}
+
 static void check_pisa_stages(struct checker *c, const struct pisa_plan *plan)
 {
 	const struct innet_res_usage *u = c->u;
-	bool placed = plan->words_placed == plan->words_needed && plan->table_blocks_left == 0;
+	bool placed = plan->words_placed == plan->words_needed && plan->table_blocks_left == 0 &&
+		      plan->tcam_blocks_left == 0;
 	bool too_big = false;
 
 	for (uint32_t i = 0; i < u->n_regs; i++)
 		too_big |= plan->reg_too_big[i];
+	if (u->dep_stages > 0) {
+		uint32_t need = u->dep_stages > plan->stages_used ? u->dep_stages : plan->stages_used;
+		if (u->dep_stages > c->p->stages)
+			add(c, INNET_RES_FAIL, "stages", u->dep_stages, c->p->stages, "stages",
+			    "dependent tables need %u stages > %u: %s", u->dep_stages, c->p->stages,
+			    u->dep_chain);
+		else if (!placed || too_big)
+			add(c, INNET_RES_FAIL, "stages", c->p->stages, c->p->stages, "stages",
+			    "greedy packing ran out of stages: not every register array and table "
+			    "could be placed");
+		else
+			add(c, INNET_RES_OK, "stages", need, c->p->stages, "stages",
+			    "dependent tables need %u (%s); memory packing uses %u", u->dep_stages,
+			    u->dep_chain, plan->stages_used);
+		return;
+	}
 	if (placed && !too_big)
 		add(c, INNET_RES_OK, "stages", plan->stages_used, c->p->stages, "stages",
 		    "greedy packing uses %u of %u stages (an estimate: the compiler also "
@@ -659,10 +737,12 @@ static void check_pisa_alu_ops(struct checker *c)
 		    "nothing measured yet");
 	else if (max == 0)
 		add(c, INNET_RES_OK, "alu ops/pass", 0, limit, "ops",
-		    "none reported (programs report stateless work with innet_alu())");
+		    "none reported (programs report stateless work with innet_alu(); "
+		    "a path of at most 4 operations may report none)");
 	else if (max <= limit)
 		add(c, INNET_RES_OK, "alu ops/pass", max, limit, "ops",
-		    "max %u, mean %.1f per pass (estimate: %u per stage, one per PHV container)",
+		    "max %u, mean %.1f per pass, as innet_alu() reports them (estimate: %u per "
+		    "stage, one per PHV container)",
 		    max, mean_per_pass(u, u->m.alu_ops), c->p->valus_per_stage);
 	else
 		add(c, INNET_RES_FAIL, "alu ops/pass", max, limit, "ops",
@@ -721,6 +801,7 @@ static void check_pisa(struct checker *c)
 	check_pisa_registers(c, &plan);
 	check_pisa_tables(c);
 	check_pisa_sram(c, &plan);
+	check_pisa_tcam(c, &plan);
 	check_pisa_stages(c, &plan);
 	check_pisa_reg_ops(c, &plan);
 	check_pisa_table_ops(c);
@@ -1100,12 +1181,17 @@ static json_t *json_declared(const struct innet_res_usage *u, bool *ok)
 					(json_int_t)u->regs[i].width, "count",
 					(json_int_t)u->regs[i].count), ok);
 	for (uint32_t i = 0; i < u->n_tables; i++)
-		jappend(tables, json_pack("{s:s, s:I, s:I, s:I}", "name", u->tables[i].name,
+		jappend(tables, json_pack("{s:s, s:I, s:I, s:I, s:b}", "name", u->tables[i].name,
 					  "key_size", (json_int_t)u->tables[i].key_size,
 					  "value_size", (json_int_t)u->tables[i].value_size,
-					  "capacity", (json_int_t)u->tables[i].capacity), ok);
+					  "capacity", (json_int_t)u->tables[i].capacity,
+					  "tcam", u->tables[i].tcam), ok);
 	jset(d, "registers", regs, ok);
 	jset(d, "tables", tables, ok);
+	if (u->dep_stages > 0) {
+		jset(d, "dependency_stages", jint(u->dep_stages), ok);
+		jset(d, "dependency_chain", json_string(u->dep_chain), ok);
+	}
 	return d;
 }
 
@@ -1308,5 +1394,8 @@ int innet_res_usage_from_prog(struct innet_cp *cp, struct innet_res_usage *u)
 	innet_res_usage_set_stats(u, &st);
 	/* the eBPF column, from the loaded object (XDP target) or the reason
 	 * the program has none */
-	return innet_cp_ebpf(cp, &u->ebpf);
+	err = innet_cp_ebpf(cp, &u->ebpf);
+	if (err == 0 && prog->resources != NULL)
+		err = prog->resources(cp, innet_cp_priv(cp), u);
+	return err;
 }

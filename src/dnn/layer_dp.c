@@ -51,14 +51,18 @@
 #include "dnn/layer.h"
 #include "dnn/wire.h"
 
+/* A port toward node (an enum innet_route_rc: a group route is none here). */
 static int route_port(struct innet_ctx *ctx, uint16_t node, uint32_t hash, uint16_t *port)
 {
 	struct innet_route r;
-	if (innet_route_get(ctx, T_ROUTES, node, &r) != INNET_ROUTE_FOUND || r.n == INNET_ROUTE_GROUP)
-		return -1;
+	int rc = innet_route_get(ctx, T_ROUTES, node, &r);
+	if (rc != INNET_ROUTE_OK)
+		return rc;
+	if (r.n == INNET_ROUTE_GROUP)
+		return INNET_ROUTE_NONE;
 	*port = innet_route_pick(&r, hash);
 	innet_alu(ctx, 1);
-	return 0;
+	return INNET_ROUTE_OK;
 }
 
 /* a * w, as the paper does it: one shift and one add per set bit of |w|.
@@ -376,8 +380,8 @@ static void emit_outputs(struct innet_ctx *ctx, const struct layer_conf *c, cons
 			__builtin_memcpy(p + 4 * k, &be, 4);
 		}
 		struct innet_out out = { .udp = c->udp_base };
-		if (route_port(ctx, innet_be16(dh->client_node), id, &out.port) != 0)
-			return; /* no route to the client: it times out and retries */
+		if (route_port(ctx, innet_be16(dh->client_node), id, &out.port) != INNET_ROUTE_OK)
+			return; /* no route to the client (or a busy lookup): it times out and retries */
 		innet_emit(ctx, &out, false, buf, INNET_DNN_HDRS_LEN + 4 * nv);
 		return;
 	}
@@ -393,8 +397,8 @@ static void emit_outputs(struct innet_ctx *ctx, const struct layer_conf *c, cons
 			buf[INNET_DNN_HDRS_LEN + k] = (uint8_t)(int8_t)v[ch->offset - c->pipe.out_lo + k];
 		for (uint32_t q = 0; q < c->next_pipes; q++) {
 			struct innet_out out = { .udp = (uint16_t)(c->udp_base + q) };
-			if (route_port(ctx, c->next_node, id, &out.port) != 0)
-				return;
+			if (route_port(ctx, c->next_node, id, &out.port) != INNET_ROUTE_OK)
+				return;   /* (as above: the client retries) */
 			innet_emit(ctx, &out, false, buf, INNET_DNN_HDRS_LEN + ch->n);
 		}
 	}
@@ -416,8 +420,9 @@ static enum innet_action layer_handle(struct innet_ctx *ctx, struct innet_pkt *p
 	uint16_t dst = innet_be16(h->dst_node);
 	if (dst != c->node) {
 		uint16_t port;
-		if (route_port(ctx, dst, innet_be32(d->infer_id), &port) != 0)
-			return innet_drop(pkt, DNN_NO_ROUTE);
+		int rc = route_port(ctx, dst, innet_be32(d->infer_id), &port);
+		if (rc != INNET_ROUTE_OK)
+			return innet_drop(pkt, rc == INNET_ROUTE_BUSY ? INNET_DROP_TABLE_BUSY : DNN_NO_ROUTE);
 		return innet_forward(pkt, port);
 	}
 	if (c->transit_only)

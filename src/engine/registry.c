@@ -10,14 +10,12 @@
  * and all. Registering the same program twice (its constructor, then the
  * list) is a no-op; another program under a taken name is -EEXIST.
  *
- * A registration from a constructor or the list has no caller to tell: a
- * failed one is kept (the first MAX_FAILED), innet_program_registry_check
- * reports it, and innet_switch_create refuses to build a switch while there
- * is one — a name two programs use must not leave one of them silently
- * unreachable.
- *
  * Registration happens before main, one constructor at a time; lookups come
- * later (the shipped list once, under pthread_once). The list is kept sorted
+ * later (the shipped list once, under pthread_once). A constructor's
+ * registration that is refused (INNET_PROGRAM_REGISTER has no caller to
+ * return to) is remembered: innet_switch_create refuses to create a switch
+ * while one is, naming the program, so a duplicate name never silently
+ * loses. The list is kept sorted
  * by name, so listings do not depend on the order in which the linker laid
  * out the objects.
  */
@@ -34,22 +32,10 @@ extern const struct innet_program *const innet__shipped_programs[];
 static const struct innet_program *programs[INNET_MAX_PROGRAMS + 1];
 static unsigned n_programs;
 static pthread_once_t shipped_once = PTHREAD_ONCE_INIT;
-
-#define MAX_FAILED 8u
-static struct {
-	const struct innet_program *prog;
-	int err;
-} failed[MAX_FAILED];
-static unsigned n_failed;   /* all of them, even past MAX_FAILED */
-
-static void note_failure(const struct innet_program *prog, int err)
-{
-	if (n_failed < MAX_FAILED) {
-		failed[n_failed].prog = prog;
-		failed[n_failed].err = err;
-	}
-	n_failed++;
-}
+/* The first refused constructor registration, and how many were refused. */
+static const char *refused_name;
+static int refused_rc;
+static unsigned n_refused;
 
 static const struct innet_program *find(const char *name)
 {
@@ -82,50 +68,14 @@ static int add(const struct innet_program *prog)
 
 static void add_shipped(void)
 {
-	for (const struct innet_program *const *p = innet__shipped_programs; *p != NULL; p++) {
-		int rc = add(*p);
-		if (rc != 0)
-			note_failure(*p, rc);
-	}
+	for (const struct innet_program *const *p = innet__shipped_programs; *p != NULL; p++)
+		add(*p);
 }
 
 int innet_program_register(const struct innet_program *prog)
 {
 	pthread_once(&shipped_once, add_shipped);
 	return add(prog);
-}
-
-int innet__program_register_at_load(const struct innet_program *prog)
-{
-	int rc = innet_program_register(prog);
-	if (rc != 0)
-		note_failure(prog, rc);
-	return rc;
-}
-
-int innet_program_registry_check(char *err, size_t errlen)
-{
-	pthread_once(&shipped_once, add_shipped);
-	if (n_failed == 0)
-		return 0;
-	const struct innet_program *prog = failed[0].prog;
-	const char *name = prog != NULL && prog->name != NULL ? prog->name : "(no name)";
-	const char *more = n_failed > 1 ? " (and more)" : "";
-	switch (failed[0].err) {
-	case -EEXIST:
-		snprintf(err, errlen, "program '%s' (\"%s\") was not registered: another program has "
-			 "that name%s", name, prog->summary ? prog->summary : "", more);
-		break;
-	case -ENOSPC:
-		snprintf(err, errlen, "program '%s' was not registered: more than %u programs%s", name,
-			 INNET_MAX_PROGRAMS, more);
-		break;
-	default:
-		snprintf(err, errlen, "program '%s' was not registered: it has no name or no handler%s",
-			 name, more);
-		break;
-	}
-	return failed[0].err;
 }
 
 const struct innet_program *innet_program_find(const char *name)
@@ -138,4 +88,27 @@ const struct innet_program *const *innet_program_list(void)
 {
 	pthread_once(&shipped_once, add_shipped);
 	return programs;
+}
+
+void innet_program_register_ctor(const struct innet_program *prog)
+{
+	int rc = innet_program_register(prog);
+	if (rc == 0)
+		return;
+	if (n_refused++ == 0) {
+		refused_name = prog != NULL && prog->name != NULL ? prog->name : "";
+		refused_rc = rc;
+	}
+}
+
+int innet_program_registration_error(char *err, size_t errlen)
+{
+	if (n_refused == 0)
+		return 0;
+	const char *why = refused_rc == -EEXIST ? "another program of this process has that name"
+			  : refused_rc == -ENOSPC ? "more programs than INNET_MAX_PROGRAMS"
+						  : "it has no name or no handler";
+	snprintf(err, errlen, "program '%s' was not registered: %s%s", refused_name, why,
+		 n_refused > 1 ? " (and more refused registrations)" : "");
+	return refused_rc;
 }

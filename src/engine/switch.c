@@ -41,6 +41,7 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_NO_UDP_SOCKET] = "no_udp_socket",
 	[INNET_DROP_REG_CONTENDED] = "reg_contended",
 	[INNET_DROP_TABLE_KEY] = "table_key_size",
+	[INNET_DROP_TABLE_BUSY] = "table_busy",
 };
 
 static const char *const action_names[INNET_ACTION_COUNT] = {
@@ -261,7 +262,7 @@ int innet_prog_conf_add_udp(struct innet_prog_conf *pc, uint32_t lo, uint32_t hi
 struct innet_switch *innet_switch_create(const struct innet_switch_conf *conf, char *err, size_t errlen)
 {
 	err[0] = '\0';
-	int rc = innet_program_registry_check(err, errlen);
+	int rc = innet_program_registration_error(err, errlen);
 	if (rc == 0)
 		rc = check_conf(conf, err, errlen);
 	if (rc != 0) {

@@ -161,10 +161,17 @@ static inline size_t innet_reg_bytes(const struct innet_reg *r)
 	return (size_t)r->stride * r->count;
 }
 
-/* table.c */
+/* table.c (the algorithm: engine/table_algo.h) */
 struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
 				       uint32_t capacity);
 void innet_table_destroy(struct innet_table *t);
+/* The data path's calls: one bounded attempt, an enum innet_table_rc
+ * (innet/dp.h): OK, ABSENT, BUSY (a wait ran out: unknown), FULL. */
+int innet_table_try_get(struct innet_table *t, const void *key, void *val);
+int innet_table_try_put(struct innet_table *t, const void *key, const void *val);
+int innet_table_try_del(struct innet_table *t, const void *key);
+/* The control plane's: 0, -ENOENT, -ENOSPC, or -EBUSY when a writer stayed
+ * in the way for longer than the wait (BUSY is retried, yielding, first). */
 int innet_table_get(struct innet_table *t, const void *key, void *val);
 int innet_table_put(struct innet_table *t, const void *key, const void *val);
 int innet_table_del(struct innet_table *t, const void *key);
@@ -175,6 +182,10 @@ int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const voi
  * (val_size UINT32_MAX: any)? */
 bool innet_table_sizes_match(const struct innet_table *t, uint32_t key_size, uint32_t val_size);
 void innet_table_geometry(const struct innet_table *t, uint32_t *n_slots, uint32_t *slot_size);
+/* Tests: stop as a writer would in the middle of a write to key's entry —
+ * inside its slot (seq left odd), or holding its home lock (lock) — or go on
+ * (hold false). 0, -ENOENT (the key is not there), -EBUSY (already so). */
+int innet_table_test_hold(struct innet_table *t, const void *key, bool lock, bool hold);
 /* Move an empty table onto memory someone else provides (the XDP target's
  * maps): n_slots * slot_size bytes of zeroed slots, n_slots u32 locks, the
  * counters. 0, or -EBUSY if the table has entries. */

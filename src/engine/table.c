@@ -2,53 +2,58 @@
  * table.c — exact-match tables: fixed capacity, open addressing with a
  * bounded probe window (like a hardware hash table with a fixed number of
  * ways), safe for concurrent lookups and writes without locks on the read
- * side.
+ * side. The algorithm and the memory layout are engine/table_algo.h's, the
+ * one copy that the XDP target's eBPF programs compile too (targets/xdp/dp_xdp.h);
+ * this file is its native executor: the memory, the atomics, and the two
+ * faces of the table —
  *
- * Memory layout (n_slots = power of two >= 2 * capacity, so the load factor
- * stays <= 0.5 and probe windows stay short):
+ *   innet_table_try_get/put/del   the data path's: one bounded attempt, an
+ *                                 enum innet_table_rc (BUSY when a wait ran out)
+ *   innet_table_get/put/del       the control plane's: 0 or -errno; BUSY is
+ *                                 waited out (retried, yielding, for up to
+ *                                 TABLE_WAIT_NS) before it becomes -EBUSY
  *
- *   slots: | slot 0 | slot 1 | ... | slot n-1 |
- *   slot:  | seq u32 | state u32 | key (key_size) | value (value_size) | pad to 8 |
- *   locks: | u32 home lock per slot |
- *   shared counters: struct innet_table_shared (entries, insert_full, insert_busy)
- *
- * On the XDP target the three live in BPF array maps that the eBPF program
- * reads and writes with the same algorithm (targets/xdp/dp_xdp.h): the loader
- * rehomes an empty table onto them (innet_table_rehome), so lookups and
- * writes from either executor and from the control plane see one table.
- *
- *   seq    even = stable, odd = a writer is changing the slot (seqlock)
- *   state  EMPTY (never used), USED, or DEAD (deleted: probing continues)
- *
- * A key lives within PROBE slots of its home slot hash(key) & (n_slots-1).
- * Readers copy key and value between two reads of seq and retry (boundedly)
- * when they overlap a write. Writers first take the key's home lock (a flag
- * per home slot, so two writers of the same key serialise), then claim a
- * slot by moving its seq from even to odd with a compare-and-swap. Every
- * loop is bounded: a writer that cannot get the home lock after SPIN tries
- * gives up with -EBUSY rather than block the data plane.
+ * On the XDP target the slots, the home locks and the counters live in BPF
+ * array maps: the loader rehomes an empty table onto them
+ * (innet_table_rehome), so lookups and writes from either executor and from
+ * the control plane see one table.
  */
 #include <errno.h>
-#include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "targets/xdp/xdp_abi.h"
+#include "innet/clock.h"
 #include "engine/switch_pvt.h"
 
-#define PROBE      32u
-#define SPIN       100000u
+struct innet_table;
 
-enum { SLOT_EMPTY = 0, SLOT_USED = 1, SLOT_DEAD = 2 };
-
-struct slot_hdr {
-	_Atomic uint32_t seq;
-	_Atomic uint32_t state;
+/* The executor's half of engine/table_algo.h: atomics as the C11 model has
+ * them (acquire loads, release stores: on x86 plain moves), the pause
+ * instruction inside waits. */
+struct innet__tbl_ref {
+	struct innet_table *t;
+	bool walk;         /* innet_table_iter: every used slot matches, its key copied */
+	uint8_t *kdst;     /* to here */
 };
+#define innet__tbl_ld(p)       __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define innet__tbl_st(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define innet__tbl_add(p, n)   __atomic_fetch_add((p), (n), __ATOMIC_ACQ_REL)
+#define innet__tbl_cas(p, o, n)                                                           \
+	({                                                                                \
+		__typeof__(*(p)) o_ = (o);                                                \
+		__atomic_compare_exchange_n((p), &o_, (n), false, __ATOMIC_ACQUIRE,       \
+					    __ATOMIC_RELAXED);                            \
+	})
+#define innet__tbl_relax()     innet_cpu_relax()
+#define INNET__TBL_EXECUTOR
+#include "engine/table_algo.h"
 
-_Static_assert(sizeof(struct slot_hdr) == sizeof(struct innet_table_slot), "slot header layout");
+/* How long the control plane waits out INNET_TABLE_BUSY: a writer preempted
+ * inside a slot comes back within a scheduler tick or two. */
+#define TABLE_WAIT_NS (200u * 1000000u)
 
 struct innet_table {
 	char name[INNET_NAME_MAX];
@@ -58,47 +63,75 @@ struct innet_table {
 	uint32_t n_slots;          /* power of two */
 	uint32_t slot_size;        /* bytes per slot, multiple of 8 */
 	uint8_t *slots;
-	_Atomic uint32_t *home_lock; /* [n_slots] */
+	uint32_t *home_lock;       /* [n_slots] */
 	struct innet_table_shared *sh; /* counters (atomics through __atomic) */
 	bool own;                  /* slots, home_lock, sh are ours to free */
 };
 
 #define SH_LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define SH_ADD(x, n)   __atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED)
-#define SH_SUB(x, n)   __atomic_fetch_sub(&(x), (n), __ATOMIC_RELAXED)
 
-static inline struct slot_hdr *slot_at(const struct innet_table *t, uint32_t i)
+/* ------------------------------------------------------------------------ */
+/* The accessors engine/table_algo.h asks for.                                */
+
+static inline struct innet_table_slot *innet__tbl_slot(const struct innet__tbl_op *op, uint32_t k)
 {
-	return (struct slot_hdr *)(t->slots + (size_t)(i & (t->n_slots - 1)) * t->slot_size);
+	const struct innet_table *t = op->ref.t;
+	return (struct innet_table_slot *)(t->slots + (size_t)(k & (t->n_slots - 1)) * t->slot_size);
 }
 
-static inline uint8_t *slot_key(struct slot_hdr *s)
+static inline uint32_t *innet__tbl_lock(const struct innet__tbl_op *op)
 {
-	return (uint8_t *)(s + 1);
+	return &op->ref.t->home_lock[op->home];
 }
 
-static inline uint8_t *slot_val(const struct innet_table *t, struct slot_hdr *s)
+static inline struct innet_table_shared *innet__tbl_shared(const struct innet__tbl_op *op)
 {
-	return (uint8_t *)(s + 1) + t->key_size;
+	return op->ref.t->sh;
 }
 
-static inline bool shared_equal(const uint8_t *shared, const uint8_t *key, uint32_t n)
+static inline bool innet__tbl_key_eq(const struct innet__tbl_op *op, const struct innet_table_slot *s)
 {
-	uint8_t copy[256];
-	innet_shared_load(copy, shared, n);
-	return memcmp(copy, key, n) == 0;
+	if (op->ref.walk) {   /* innet_table_iter: any key, copied out */
+		innet_shared_load(op->ref.kdst, s->kv, (uint32_t)op->ks);
+		return true;
+	}
+	uint8_t copy[INNET_TABLE_KEY_MAX];
+	innet_shared_load(copy, s->kv, (uint32_t)op->ks);
+	return memcmp(copy, op->key, op->ks) == 0;
 }
 
-static inline uint32_t home_of(const struct innet_table *t, const void *key)
+static inline void innet__tbl_val_out(const struct innet__tbl_op *op, const struct innet_table_slot *s)
 {
-	return (uint32_t)innet_hash(key, t->key_size, 0) & (t->n_slots - 1);
+	if (op->val != NULL)
+		innet_shared_load(op->val, s->kv + op->ks, (uint32_t)op->vs);
+}
+
+static inline void innet__tbl_kv_in(const struct innet__tbl_op *op, struct innet_table_slot *s,
+				    bool key_too)
+{
+	if (key_too)
+		innet_shared_store(s->kv, op->key, (uint32_t)op->ks);
+	innet_shared_store(s->kv + op->ks, op->val, (uint32_t)op->vs);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void op_init(struct innet__tbl_op *op, struct innet_table *t, const void *key)
+{
+	memset(op, 0, sizeof(*op));
+	op->ref.t = t;
+	op->key = key;
+	op->ks = t->key_size;
+	op->vs = t->value_size;
+	op->mask = t->n_slots - 1;
+	op->home = (uint32_t)innet_hash(key, t->key_size, 0) & (t->n_slots - 1);
 }
 
 struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint32_t value_size,
 				       uint32_t capacity)
 {
-	if (key_size == 0 || key_size > 256 || value_size > 4096 || capacity == 0 ||
-	    capacity > (1u << 26)) {
+	if (key_size == 0 || key_size > INNET_TABLE_KEY_MAX || value_size > INNET_TABLE_VALUE_MAX ||
+	    capacity == 0 || capacity > (1u << 26)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -109,10 +142,8 @@ struct innet_table *innet_table_create(const char *name, uint32_t key_size, uint
 	t->key_size = key_size;
 	t->value_size = value_size;
 	t->capacity = capacity;
-	t->n_slots = 16;
-	while (t->n_slots < 2 * capacity)
-		t->n_slots <<= 1;
-	t->slot_size = (uint32_t)((sizeof(struct slot_hdr) + key_size + value_size + 7) & ~7u);
+	t->n_slots = innet_table_n_slots(capacity);
+	t->slot_size = innet_table_slot_size(key_size, value_size);
 	t->slots = calloc(t->n_slots, t->slot_size);
 	t->home_lock = calloc(t->n_slots, sizeof(*t->home_lock));
 	t->sh = calloc(1, sizeof(*t->sh));
@@ -136,7 +167,7 @@ void innet_table_destroy(struct innet_table *t)
 		return;
 	if (t->own) {
 		free(t->slots);
-		free((void *)t->home_lock);
+		free(t->home_lock);
 		free(t->sh);
 	}
 	free(t);
@@ -154,7 +185,7 @@ int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct i
 		return -EBUSY;
 	if (t->own) {
 		free(t->slots);
-		free((void *)t->home_lock);
+		free(t->home_lock);
 		free(t->sh);
 	}
 	t->slots = slots;
@@ -164,165 +195,84 @@ int innet_table_rehome(struct innet_table *t, void *slots, void *locks, struct i
 	return 0;
 }
 
-/* Copy a consistent (state, key, value) of slot s. Waits (boundedly) for a
- * writer in the slot to finish. Returns the state, or -1 when it kept
- * changing for SPIN rounds (a writer preempted inside the slot). */
-static int slot_read(const struct innet_table *t, struct slot_hdr *s, uint8_t *key, uint8_t *val)
+/* ------------------------------------------------------------------------ */
+/* The data path's face: one bounded attempt.                                 */
+
+int innet_table_try_get(struct innet_table *t, const void *key, void *val)
 {
-	for (uint32_t tries = 0; tries < SPIN; tries++) {
-		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-		if (seq & 1) {
-			innet_cpu_relax();
-			continue;
-		}
-		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
-		if (state == SLOT_USED) {
-			innet_shared_load(key, slot_key(s), t->key_size);
-			if (val != NULL)
-				innet_shared_load(val, slot_val(t, s), t->value_size);
-		}
-		if (atomic_load_explicit(&s->seq, memory_order_relaxed) == seq)
-			return (int)state;
+	struct innet__tbl_op op;
+	op_init(&op, t, key);
+	op.val = val;
+	return innet__tbl_lookup(&op);
+}
+
+int innet_table_try_put(struct innet_table *t, const void *key, const void *val)
+{
+	struct innet__tbl_op op;
+	op_init(&op, t, key);
+	op.val = (uint8_t *)(uintptr_t)val;   /* (read, never written) */
+	return innet__tbl_write(&op, t->capacity, false);
+}
+
+int innet_table_try_del(struct innet_table *t, const void *key)
+{
+	struct innet__tbl_op op;
+	op_init(&op, t, key);
+	return innet__tbl_write(&op, t->capacity, true);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The control plane's face: BUSY waited out, results as -errno.              */
+
+static int table_errno(int rc)
+{
+	switch (rc) {
+	case INNET_TABLE_OK: return 0;
+	case INNET_TABLE_ABSENT: return -ENOENT;
+	case INNET_TABLE_FULL: return -ENOSPC;
+	case INNET_TABLE_BUSY: return -EBUSY;
+	default: return -EFAULT;
 	}
-	return -1;
+}
+
+/* Whether a BUSY result is worth another attempt (the wait started at *t0;
+ * 0: not yet). Yields the CPU: the writer we wait for may need it. */
+static bool wait_more(uint64_t *t0)
+{
+	uint64_t now = innet_now_ns();
+	if (*t0 == 0)
+		*t0 = now;
+	if (now - *t0 > TABLE_WAIT_NS)
+		return false;
+	sched_yield();
+	return true;
 }
 
 int innet_table_get(struct innet_table *t, const void *key, void *val)
 {
-	uint8_t k[256];
-	uint8_t v[4096];
-	uint32_t home = home_of(t, key);
-	for (uint32_t i = 0; i < PROBE; i++) {
-		struct slot_hdr *s = slot_at(t, home + i);
-		int state = slot_read(t, s, k, val ? v : NULL);
-		if (state == SLOT_EMPTY)
-			return -ENOENT;
-		if (state == SLOT_USED && !memcmp(k, key, t->key_size)) {
-			if (val != NULL)
-				memcpy(val, v, t->value_size);
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static bool home_lock(struct innet_table *t, uint32_t home)
-{
-	for (uint32_t i = 0; i < SPIN; i++) {
-		uint32_t expected = 0;
-		if (atomic_compare_exchange_weak_explicit(&t->home_lock[home], &expected, 1,
-							  memory_order_acquire, memory_order_relaxed))
-			return true;
-		innet_cpu_relax();
-	}
-	return false;
-}
-
-static void home_unlock(struct innet_table *t, uint32_t home)
-{
-	atomic_store_explicit(&t->home_lock[home], 0, memory_order_release);
-}
-
-/* Claim slot s for writing: seq even → odd. Bounded. */
-static bool slot_claim(struct slot_hdr *s)
-{
-	for (uint32_t i = 0; i < SPIN; i++) {
-		uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
-		if (!(seq & 1) && atomic_compare_exchange_weak_explicit(&s->seq, &seq, seq + 1,
-									 memory_order_acquire,
-									 memory_order_relaxed))
-			return true;
-		innet_cpu_relax();
-	}
-	return false;
-}
-
-static void slot_release(struct slot_hdr *s)
-{
-	atomic_fetch_add_explicit(&s->seq, 1, memory_order_release);
-}
-
-/* Find the slot holding key (home lock held: the key cannot move). */
-static struct slot_hdr *find_locked(struct innet_table *t, uint32_t home, const void *key)
-{
-	for (uint32_t i = 0; i < PROBE; i++) {
-		struct slot_hdr *s = slot_at(t, home + i);
-		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
-		if (state == SLOT_EMPTY)
-			return NULL;
-		if (state == SLOT_USED && shared_equal(slot_key(s), key, t->key_size))
-			return s;
-	}
-	return NULL;
+	uint64_t t0 = 0;
+	int rc;
+	while ((rc = innet_table_try_get(t, key, val)) == INNET_TABLE_BUSY && wait_more(&t0))
+		;
+	return table_errno(rc);
 }
 
 int innet_table_put(struct innet_table *t, const void *key, const void *val)
 {
-	uint32_t home = home_of(t, key);
-	if (!home_lock(t, home)) {
-		SH_ADD(t->sh->insert_busy, 1);
-		return -EBUSY;
-	}
-	int rc = 0;
-	struct slot_hdr *s = find_locked(t, home, key);
-	if (s != NULL) { /* replace the value in place */
-		if (!slot_claim(s)) {
-			rc = -EBUSY;
-			goto out_unlock;
-		}
-		innet_shared_store(slot_val(t, s), val, t->value_size);
-		slot_release(s);
-		goto out_unlock;
-	}
-	if (SH_ADD(t->sh->entries, 1) >= t->capacity) {
-		SH_SUB(t->sh->entries, 1);
-		SH_ADD(t->sh->insert_full, 1);
-		rc = -ENOSPC;
-		goto out_unlock;
-	}
-	for (uint32_t i = 0; i < PROBE; i++) {
-		s = slot_at(t, home + i);
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
-			continue;
-		if (!slot_claim(s))
-			continue;
-		/* Another key's writer may have taken it between the check and the claim. */
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED) {
-			slot_release(s);
-			continue;
-		}
-		innet_shared_store(slot_key(s), key, t->key_size);
-		innet_shared_store(slot_val(t, s), val, t->value_size);
-		atomic_store_explicit(&s->state, SLOT_USED, memory_order_release);
-		slot_release(s);
-		goto out_unlock;
-	}
-	/* The probe window around this key's home is full. */
-	SH_SUB(t->sh->entries, 1);
-	SH_ADD(t->sh->insert_full, 1);
-	rc = -ENOSPC;
-out_unlock:
-	home_unlock(t, home);
-	return rc;
+	uint64_t t0 = 0;
+	int rc;
+	while ((rc = innet_table_try_put(t, key, val)) == INNET_TABLE_BUSY && wait_more(&t0))
+		;
+	return table_errno(rc);
 }
 
 int innet_table_del(struct innet_table *t, const void *key)
 {
-	uint32_t home = home_of(t, key);
-	if (!home_lock(t, home))
-		return -EBUSY;
-	int rc = -ENOENT;
-	struct slot_hdr *s = find_locked(t, home, key);
-	if (s != NULL && !slot_claim(s))
-		rc = -EBUSY;
-	else if (s != NULL) {
-		atomic_store_explicit(&s->state, SLOT_DEAD, memory_order_release);
-		slot_release(s);
-		SH_SUB(t->sh->entries, 1);
-		rc = 0;
-	}
-	home_unlock(t, home);
-	return rc;
+	uint64_t t0 = 0;
+	int rc;
+	while ((rc = innet_table_try_del(t, key)) == INNET_TABLE_BUSY && wait_more(&t0))
+		;
+	return table_errno(rc);
 }
 
 void innet_table_info_get(const struct innet_table *t, struct innet_table_info *info)
@@ -333,19 +283,58 @@ void innet_table_info_get(const struct innet_table *t, struct innet_table_info *
 	info->capacity = t->capacity;
 	info->entries = SH_LOAD(t->sh->entries);
 	info->insert_full = SH_LOAD(t->sh->insert_full);
+	info->busy = SH_LOAD(t->sh->busy);
 }
 
 int innet_table_iter(struct innet_table *t, int (*fn)(const void *key, const void *val, void *arg),
 		     void *arg)
 {
-	uint8_t k[256];
+	uint8_t k[INNET_TABLE_KEY_MAX];
 	uint8_t *v = malloc(t->value_size ? t->value_size : 1);
 	if (v == NULL)
 		return -ENOMEM;
+	struct innet__tbl_op op;
+	memset(&op, 0, sizeof(op));
+	op.ref.t = t;
+	op.ref.walk = true;
+	op.ref.kdst = k;
+	op.ks = t->key_size;
+	op.vs = t->value_size;
+	op.val = v;
 	int rc = 0;
-	for (uint32_t i = 0; i < t->n_slots && rc == 0; i++)
-		if (slot_read(t, slot_at(t, i), k, v) == SLOT_USED)
+	for (uint32_t i = 0; i < t->n_slots && rc == 0; i++) {
+		const struct innet_table_slot *s = innet__tbl_slot(&op, i);
+		int seen;
+		uint64_t t0 = 0;
+		/* a slot a writer stays in is waited out, as the other calls do */
+		while ((seen = innet__tbl_look(&op, s)) == INNET__SEEN_WRITER && wait_more(&t0))
+			;
+		if (seen == INNET__SEEN_MATCH)
 			rc = fn(k, v, arg);
+	}
 	free(v);
 	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tests: a writer stopped in the middle of its work.                          */
+
+int innet_table_test_hold(struct innet_table *t, const void *key, bool lock, bool hold)
+{
+	struct innet__tbl_op op;
+	op_init(&op, t, key);
+	if (lock) {
+		uint32_t *l = innet__tbl_lock(&op);
+		return innet__tbl_cas(l, hold ? 0u : 1u, hold ? 1u : 0u) ? 0 : -EBUSY;
+	}
+	op.at = -1;
+	op.rc = INNET_TABLE_OK;
+	innet_loop(INNET_TABLE_PROBE, innet__tbl_find_step, &op);
+	if (op.at < 0)
+		return -ENOENT;
+	struct innet_table_slot *s = innet__tbl_slot(&op, (uint32_t)op.at);
+	if (hold)
+		return innet__tbl_claim(s) ? 0 : -EBUSY;
+	innet__tbl_release(s);
+	return 0;
 }

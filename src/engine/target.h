@@ -98,6 +98,13 @@ struct innet_target_ops {
 	 * outputs and cpu_drop_reason zeroed. 0 or -errno. */
 	int (*inject)(void *priv, uint16_t port, uint16_t dst_udp, const struct innet_addr *src,
 		      const void *data, uint32_t len, struct innet_inject_result *res);
+	/* Tests (optional, NULL: none): run the target's data path `runs` times
+	 * on one datagram on the calling thread, unserialised — several threads
+	 * at once, against writers of the state (the contention tests). The
+	 * verdicts show in the counters only. 0, or -EINVAL (not a datagram the
+	 * target runs), -errno. */
+	int (*test_run)(void *priv, uint16_t port, uint16_t dst_udp, const struct innet_addr *src,
+			const void *data, uint32_t len, uint32_t runs);
 
 	/* Observability: add the target's counters to out (zeroed by the
 	 * engine); zero them. */
@@ -124,7 +131,7 @@ const struct innet_target_ops *innet_target_ops(enum innet_target t);
 /* what its own executor could not finish (src/targets/user/handoff.c).      */
 /*                                                                            */
 /*   XDP's ring thread          innet_handoff_begin(h)                        */
-/*     for each record:         innet_handoff_send / _to_cpu / _timer          */
+/*     for each record:         innet_handoff_send / _to_cpu / _timer / _resume */
 /*                              innet_handoff_flush(h, NULL)   the sends go out */
 /*   XDP's inject               ... innet_handoff_flush(h, res) recorded in res */
 /*                                                                            */
@@ -153,6 +160,17 @@ void innet_handoff_to_cpu(struct innet_handoff *h, struct innet_cp *cp, const st
  * -ENOSPC (the timer queue is full: counted). */
 int innet_handoff_timer(struct innet_handoff *h, struct innet_cp *cp, uint32_t timer,
 			uint64_t deadline_ns);
+/* Run pkt through cp's handler on from where the stacked target's handler
+ * handed it over (innet_hand_off): state_len bytes of the handler's state
+ * go to the start of the seat's innet_scratch(), INNET_PKT_F_RESUMED is set,
+ * and the verdict and counters are the engine's (not the receive counts:
+ * the stacked target counted the packet in). -EINVAL when state_len is more
+ * than the scratch holds. */
+int innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
+			 const void *state, uint32_t state_len);
+/* The verdict and drop reason of the last packet resumed on h since
+ * innet_handoff_begin (INNET_DROP, 0 if none). */
+void innet_handoff_verdict(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason);
 /* Carry out what was handed over: send it (res NULL), or record it in res
  * (an injection; on a switch not started, on_cpu then runs for what was
  * queued for it, as innet_switch_inject documents). */

@@ -17,8 +17,9 @@
  *                          to `say`
  *   innet_fabric_topology_json  the resolved topology as JSON (show --json;
  *                          fabric_json.c builds it)
- *   innet_mkdir_p, innet_mkdir_parent, innet_ctl_answers (a control socket
- *                          that accepts connections)
+ *   innet_mkdir_p, innet_mkdir_parent
+ * (whether a switch is up: its control socket accepts connections,
+ * innet_ctl_answers of innet/ctl_client.h)
  *
  * This file is those calls and their steps; the rest is
  *
@@ -58,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "innet/ctl_client.h"
 #include "innet/fabric.h"
 #include "innet/topology.h"
 #include "innet/switch.h"
@@ -145,7 +147,7 @@ static int wait_ready(const struct innet_topology *t, struct proc *procs, const 
 				fab_print_log_tail(log, 5);
 				goto out;
 			}
-			ready[i] = fab_ctl_accepts(p->ctl);
+			ready[i] = innet_ctl_answers(p->ctl);
 			waiting += !ready[i];
 		}
 		if (waiting == 0) {
@@ -249,7 +251,7 @@ static int fabric_up(const struct opts *o)
 				(int)prev[i].pid, o->file);
 			goto out;
 		}
-	if (fab_find_exe(o, exe, sizeof(exe)) != 0)
+	if (fab_find_exe(o, exe, sizeof(exe)) != 0 || fab_p4_prebuild(exe, t, procs) != 0)
 		goto out;
 	int r = innet_mkdir_p(t->state_dir);
 	if (r < 0) {
@@ -607,7 +609,7 @@ static int start_switch(const struct opts *o, const char *topo_ready)
 			fab_print_log_tail(log, 5);
 			goto out;
 		}
-		if (fab_ctl_accepts(p.ctl))
+		if (innet_ctl_answers(p.ctl))
 			break;
 		if (fab_now_ms() >= deadline) {
 			fab_say(true, "timed out after %llu s waiting for the control "
@@ -811,9 +813,4 @@ int innet_mkdir_parent(const char *path)
 		return 0;
 	*slash = '\0';
 	return innet_mkdir_p(dir);
-}
-
-bool innet_ctl_answers(const char *path)
-{
-	return fab_ctl_accepts(path);
 }

@@ -95,6 +95,13 @@ static json_t *port_json(const struct innet_topology *t, const struct innet_topo
 		jset(o, "dev", json_string(pc->dev));
 	if (innet_link_faulty(&pc->link))
 		jset(o, "link", innet_link_json(&pc->link));
+	if (pc->iface[0] != '\0') {
+		const struct innet_topo_link *l = &t->links[pe->link];
+		uint32_t gw = n == &t->nodes[l->a] ? l->a_gw : l->b_gw;
+		jset(o, "iface", json_string(pc->iface));
+		if (gw != 0)   /* a P4 switch's port: the address its neighbour routes through */
+			jset(o, "gateway", jaddr(gw));
+	}
 	return o;
 }
 
@@ -112,6 +119,8 @@ static json_t *switch_json(const struct innet_topology *t, uint32_t i)
 		jset(o, "machine", json_string(n->machine));
 	jset(o, "workers", json_integer(c->n_workers));
 	jset(o, "target", json_string(innet_target_info(n->target)->name));
+	if (n->p4)
+		jset(o, "p4", json_true());
 	if (t->netns) {
 		char ns[256];
 		innet_topology_netns_name(t, i, ns, sizeof(ns));
@@ -170,7 +179,8 @@ static json_t *host_json(const struct innet_topology *t, uint32_t i)
 		json_t *e = json_object();
 		jset(e, "switch", json_string(t->nodes[sw].name));
 		jset(e, "port", json_integer(port));
-		jset(e, "addr", jaddr(t->nodes[sw].conf->ports[port].ip));
+		uint32_t gw = l->a == i ? l->b_gw : l->a_gw;
+		jset(e, "addr", jaddr(gw != 0 ? gw : t->nodes[sw].conf->ports[port].ip));
 		jpush(links, e);
 	}
 	jset(o, "links", links);

@@ -8,19 +8,19 @@
  *
  * A pid that is not our own child counts as a switch only while it is alive
  * and /proc/PID/cmdline reads "innet switch ... --name SWITCH"; our own
- * children are reaped with waitpid.
+ * children are reaped with waitpid. Starting, recognising and stopping one
+ * process is fabric/supervise.h's, shared with `innet kv`'s replicas.
  *
  * No state of its own; messages go to the calling thread's call (fab_say).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +28,7 @@
 #include "innet/topology.h"
 #include "innet/switch.h"
 #include "fabric/fabric_pvt.h"
+#include "fabric/supervise.h"
 
 #define STOP_GRACE_MS   5000   /* SIGTERM, then this long, then SIGKILL */
 
@@ -78,37 +79,10 @@ none:
 	return -1;
 }
 
-/* True if pid is alive (not a zombie) and runs "innet switch ... --name sw". */
-static bool is_switch_process(pid_t pid, const char *sw)
+/* sv_running's test: "innet switch ... --name SW" (arg: SW). */
+static bool is_switch_cmdline(int argc, const char *const *argv, void *arg)
 {
-	char path[64], buf[8192];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *state = strrchr(buf, ')');
-	if (state == NULL || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X')
-		return false;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	const char *argv[64];
-	int argc = 0;
-	for (const char *s = buf; s < buf + n && argc < 64; s += strlen(s) + 1)
-		argv[argc++] = s;
+	const char *sw = arg;
 	if (argc < 2 || strcmp(argv[1], "switch") != 0)
 		return false;
 	for (int i = 2; i + 1 < argc; i++)
@@ -129,7 +103,12 @@ bool fab_proc_alive(struct proc *p)
 		}
 		return true;
 	}
-	return is_switch_process(p->pid, p->name);
+	return sv_running(p->pid, is_switch_cmdline, p->name);
+}
+
+static bool proc_alive(void *arg)
+{
+	return fab_proc_alive(arg);
 }
 
 /* Wait up to ms for every process to be gone; returns how many are left. */
@@ -170,30 +149,6 @@ int fab_stop_procs(struct proc *procs, size_t n)
 	return left;
 }
 
-/* True if something accepts connections on the unix socket at path. */
-bool fab_ctl_accepts(const char *path)
-{
-	static const int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return false;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return false;
-		int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-		int e = errno;
-		close(fd);
-		if (r == 0)
-			return true;
-		if (e != EPROTOTYPE)
-			return false;
-	}
-	return false;
-}
-
 /* The last `lines` lines of a log file, indented, on stderr. */
 void fab_print_log_tail(const char *path, int lines)
 {
@@ -220,9 +175,27 @@ void fab_print_log_tail(const char *path, int lines)
 		fab_say(true, "  | %s\n", line);
 }
 
-/* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with
- * stdout and stderr to its log, in its own session (so that a terminal's
- * Ctrl-C reaches only us: we stop the switches in order). */
+/* In the child, before exec: the switch's network namespace (netns mode). */
+struct enter_arg {
+	const struct innet_topology *t;
+	const char *sw;
+};
+
+static int enter_netns(void *arg)
+{
+	const struct enter_arg *e = arg;
+	int idx = e->t != NULL && e->t->netns ? innet_topology_find(e->t, e->sw) : -1;
+	if (idx >= 0 && innet_topology_enter(e->t, (uint32_t)idx) != 0) {
+		fab_say(true, "cannot enter the namespace of %s: %s\n", e->sw, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* `innet switch --topology FILE --name SW [--workers N]` in the background
+ * (fabric/supervise.h: its own session, so that a terminal's Ctrl-C reaches
+ * only us — we stop the switches in order —, output to its log), in its
+ * namespace in netns mode. */
 pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
 		       uint64_t workers, const sigset_t *mask, bool append,
 		       const struct innet_topology *t)
@@ -230,35 +203,11 @@ pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const 
 	char wbuf[24];
 	const char *argv[] = { exe, "switch", "--topology", file, "--name", sw,
 			       workers ? "--workers" : NULL /* ends argv here */, wbuf, NULL };
-	int fd = open(log, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_CLOEXEC, 0644);
-
 	snprintf(wbuf, sizeof(wbuf), "%llu", (unsigned long long)workers);
-	if (fd < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		setsid();
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		sigprocmask(SIG_SETMASK, mask, NULL);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		int idx = t != NULL && t->netns ? innet_topology_find(t, sw) : -1;
-		if (idx >= 0 && innet_topology_enter(t, (uint32_t)idx) != 0) {
-			fab_say(true, "cannot enter the namespace of %s: %s\n", sw,
-				strerror(errno));
-			_exit(127);
-		}
-		execv(exe, (char *const *)argv);
-		fab_say(true, "cannot run %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	int e = errno;
-	close(fd);
-	errno = e;
-	return pid;
+	struct enter_arg ea = { t, sw };
+	struct sv_spawn sp = { .exe = exe, .argv = (char *const *)argv, .log = log, .append = append,
+			       .mask = mask, .setup = enter_netns, .arg = &ea };
+	return sv_spawn(&sp);
 }
 
 void fab_describe_exit(const struct proc *p, char *out, size_t len)
@@ -279,17 +228,83 @@ int fab_stop_one(struct proc *p, bool kill_now)
 		fab_say(false, "switch %s is not running\n", p->name);
 		return 0;
 	}
-	kill(p->pid, kill_now ? SIGKILL : SIGTERM);
-	if (wait_gone(p, 1, kill_now ? 2000 : STOP_GRACE_MS) != 0 && !kill_now) {
-		fab_say(true, "%s (pid %d) ignored SIGTERM; killing it\n", p->name,
-			(int)p->pid);
-		kill(p->pid, SIGKILL);
-		wait_gone(p, 1, 1000);
-	}
-	if (fab_proc_alive(p)) {
+	bool killed;
+	int left = sv_stop(p->pid, kill_now, STOP_GRACE_MS, proc_alive, p, &killed);
+	if (killed && !kill_now)
+		fab_say(true, "%s (pid %d) ignored SIGTERM; killed it\n", p->name, (int)p->pid);
+	if (left) {
 		fab_say(true, "%s (pid %d) is still running\n", p->name, (int)p->pid);
 		return 1;
 	}
 	fab_say(false, "stopped switch %s (pid %d%s)\n", p->name, (int)p->pid, kill_now ? ", killed" : "");
+	return 0;
+}
+
+/* `exe p4 build json`, its output into out; the exit status or -1. */
+static int run_p4_build(const char *exe, const char *json, char *out, size_t len)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
+			_exit(127);
+		close(fds[0]);
+		execl(exe, exe, "p4", "build", json, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	size_t n = 0;
+	ssize_t r;
+	while ((r = read(fds[0], out + n, len - 1 - n)) > 0 && n + (size_t)r < len - 1)
+		n += (size_t)r;
+	if (r > 0)
+		n += (size_t)r;
+	out[n] = '\0';
+	close(fds[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int fab_p4_prebuild(const char *exe, const struct innet_topology *t, const struct proc *procs)
+{
+	for (uint32_t i = 0; i < t->n_switches; i++) {
+		const struct innet_topo_node *n = &t->nodes[i];
+		if (!n->p4 || procs[i].pid >= 0 || n->conf->progs[0].args_json == NULL)
+			continue;
+		json_t *a = json_loads(n->conf->progs[0].args_json, 0, NULL);
+		const char *json = json_string_value(json_object_get(a, "json"));
+		bool seen = false;
+		for (uint32_t j = 0; json != NULL && j < i && !seen; j++) {
+			const struct innet_topo_node *m = &t->nodes[j];
+			if (!m->p4 || procs[j].pid >= 0 || m->conf->progs[0].args_json == NULL)
+				continue;
+			json_t *b = json_loads(m->conf->progs[0].args_json, 0, NULL);
+			const char *other = json_string_value(json_object_get(b, "json"));
+			seen = other != NULL && !strcmp(other, json);
+			json_decref(b);
+		}
+		int rc = 0;
+		if (json != NULL && !seen) {
+			char out[4096];
+			rc = run_p4_build(exe, json, out, sizeof(out));
+			if (rc != 0)
+				fab_say(true, "switch %s: cannot build its P4 program %s:\n%s", n->name, json,
+					out);
+		}
+		json_decref(a);
+		if (rc != 0)
+			return -1;
+	}
 	return 0;
 }

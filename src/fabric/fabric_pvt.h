@@ -110,7 +110,6 @@ int fab_stop_procs(struct proc *procs, size_t n);
  * once with --kill. 0 stopped or not running, 1 still running. */
 int fab_stop_one(struct proc *p, bool kill_now);
 /* True if something accepts connections on the unix socket at path. */
-bool fab_ctl_accepts(const char *path);
 /* The last `lines` lines of a log file, indented, to `say`. */
 void fab_print_log_tail(const char *path, int lines);
 /* fork + exec `innet switch --topology FILE --name SW [--workers N]`, with
@@ -120,6 +119,12 @@ void fab_print_log_tail(const char *path, int lines);
 pid_t fab_spawn_switch(const char *exe, const char *file, const char *sw, const char *log,
 		       uint64_t workers, const sigset_t *mask, bool append,
 		       const struct innet_topology *t);
+/* Build the P4 programs of the selected switches (procs[i].pid < 0) once
+ * each, before any starts: `innet p4 build JSON` into the cache the switches
+ * then load from (a program is compiled when first loaded: seconds, not
+ * something N switches should each do against the start timeout). 0, or -1
+ * (reported, with the build's own message). */
+int fab_p4_prebuild(const char *exe, const struct innet_topology *t, const struct proc *procs);
 /* How child p ended: "exited with status N", "was killed by SIGNAL". */
 void fab_describe_exit(const struct proc *p, char *out, size_t len);
 

@@ -251,12 +251,12 @@ static int parse_vips(struct innet_decl *d, struct lb_priv *p, json_t *vips)
 		struct lb_vip *vp = &c->vips[c->n_vips++];
 		snprintf(vp->name, sizeof(vp->name), "%s", name ? name : where);
 		vp->port = (uint16_t)port;
-		vp->proto = 17;
+		vp->proto = LB_PROTO_UDP;
 		if (proto != NULL && !strcmp(proto, "tcp"))
-			vp->proto = 6;
+			vp->proto = LB_PROTO_TCP;
 		else if (proto != NULL && strcmp(proto, "udp"))
 			return innet_decl_error(d, "%s.proto must be \"udp\" or \"tcp\"", where);
-		if (c->mode == LB_MODE_PROXY && vp->proto == 6)
+		if (c->mode == LB_MODE_PROXY && vp->proto == LB_PROTO_TCP)
 			return innet_decl_error(d, "%s: TCP VIPs need packet mode (proxy mode is UDP)",
 						where);
 		vp->ip = 0;

@@ -265,14 +265,14 @@ static uint32_t lb_sweep(struct innet_cp *cp, const struct lb_conf *c)
 		memset(&rk, 0, sizeof(rk));
 		rk.unit = v.unit;
 		if (c->mode == LB_MODE_PROXY) {
-			rk.kind = 1;
-			rk.proto = 17;
+			rk.kind = LB_REV_PROXY;
+			rk.proto = LB_PROTO_UDP;
 			rk.port = v.nat;
 			uint64_t *w = elem(cp, R_NATMAP, v.unit * c->nat_words + v.nat / 64);
 			if (w != NULL)
 				__atomic_fetch_and(w, ~(1ull << (v.nat % 64)), __ATOMIC_SEQ_CST);
 		} else {
-			rk.kind = 2;
+			rk.kind = LB_REV_PACKET;
 			rk.proto = k->proto;
 			rk.port = k->cport;
 			rk.cip = k->cip;
@@ -530,11 +530,11 @@ static int cmd_show(struct innet_cp *cp, struct lb_priv *p, json_t *reply, FILE 
 		}
 		json_array_append_new(vips, json_pack("{s:s,s:s,s:i,s:s,s:s,s:s}", "name", v->name,
 						       "address", ip, "port", v->port, "proto",
-						       v->proto == 6 ? "tcp" : "udp", "pool",
+						       v->proto == LB_PROTO_TCP ? "tcp" : "udp", "pool",
 						       p->pool_names[v->pool], "policy",
 						       lb_policy_name(v->policy)));
 		fprintf(t, "  %-12s %s:%u/%s -> pool %s, policy %s\n", v->name, ip, v->port,
-			v->proto == 6 ? "tcp" : "udp", p->pool_names[v->pool], lb_policy_name(v->policy));
+			v->proto == LB_PROTO_TCP ? "tcp" : "udp", p->pool_names[v->pool], lb_policy_name(v->policy));
 	}
 	json_object_set_new(reply, "vips", vips);
 	json_t *pools = json_array();
@@ -718,12 +718,12 @@ static int list_one(const void *key, const void *val, void *arg)
 	uint32_t now = (uint32_t)(innet_now_ns() / 1000000u);
 	json_array_append_new(l->arr, json_pack("{s:s,s:s,s:s,s:i,s:i,s:i,s:i}", "client", cl,
 						"vip", l->c->vips[k->vip % l->c->n_vips].name, "proto",
-						k->proto == 6 ? "tcp" : "udp", "server",
+						k->proto == LB_PROTO_TCP ? "tcp" : "udp", "server",
 						l->p->servers[srv % INNET_LB_MAX_SERVERS].id, "unit",
 						v->unit % LB_UNITS_PER_SERVER, "idle_ms",
 						(int)(now - v->seen_ms), "closing", v->closing));
 	fprintf(l->t, "  %-21s %-10s %s -> %u/%u idle %u ms%s\n", cl,
-		l->c->vips[k->vip % l->c->n_vips].name, k->proto == 6 ? "tcp" : "udp",
+		l->c->vips[k->vip % l->c->n_vips].name, k->proto == LB_PROTO_TCP ? "tcp" : "udp",
 		l->p->servers[srv % INNET_LB_MAX_SERVERS].id, v->unit % LB_UNITS_PER_SERVER,
 		now - v->seen_ms, v->closing ? " (closing)" : "");
 	return 0;

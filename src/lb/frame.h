@@ -44,9 +44,11 @@ struct lb_frame {
 	uint32_t sip, dip;  /* host order */
 	uint16_t sport, dport;
 	uint32_t l4_len;    /* UDP: its length field; TCP: IPv4 total length - IHL */
-	uint8_t proto;      /* 6 or 17 */
-	uint8_t tcp_flags;  /* TCP: FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10 */
+	uint8_t proto;      /* LB_PROTO_TCP or LB_PROTO_UDP */
+	uint8_t tcp_flags;  /* TCP: LB_TCP_FIN, _SYN, _RST, _ACK */
 	uint8_t ttl;        /* IPv4 TTL */
+	uint8_t parse_alu;  /* stateless operations lb_fr_parse did, as far as it got
+	                     * (innet_alu: docs/resources.md) */
 	uint32_t opaque;    /* lb_fr_opaque's cell */
 };
 
@@ -180,7 +182,7 @@ static inline uint8_t *lb_fr_ip(struct innet_pkt *pkt, const struct lb_frame *fr
  * header lies outside the packet, which the parser excludes). */
 static inline uint8_t *lb_fr_l4_csum_at(struct innet_pkt *pkt, const struct lb_frame *fr)
 {
-	if (fr->proto == 17) {
+	if (fr->proto == LB_PROTO_UDP) {
 		uint8_t *u = innet_pkt_ptr(pkt, fr->l4_off, 8);
 		return u == NULL ? NULL : u + 6;
 	}
@@ -192,7 +194,7 @@ static inline uint8_t *lb_fr_l4_csum_at(struct innet_pkt *pkt, const struct lb_f
 static inline uint8_t *lb_fr_l4_csum(struct innet_pkt *pkt, const struct lb_frame *fr)
 {
 	uint8_t *c = lb_fr_l4_csum_at(pkt, fr);
-	if (c != NULL && fr->proto == 17 && lb_rd16(c) == 0)
+	if (c != NULL && fr->proto == LB_PROTO_UDP && lb_rd16(c) == 0)
 		return NULL;
 	return c;
 }
@@ -215,6 +217,7 @@ static inline uint16_t lb_fr_csum_l4(struct innet_pkt *pkt, const struct lb_fram
  * FRAGMENT, BAD_L4, NOT_VIP for another protocol). */
 LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 {
+	out->parse_alu = 1;
 	const uint8_t *eth = innet_pkt_ptr(pkt, 0, 14);
 	if (eth == NULL)
 		return LB_DR_BAD_FRAME;
@@ -236,8 +239,10 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 	uint32_t len = pkt->len;
 	uint32_t ihl = (uint32_t)(ip[0] & 0x0f) * 4;
 	uint32_t tot = lb_rd16(ip + 2);
+	out->parse_alu = 6;
 	if (ip[0] >> 4 != 4 || ihl < 20 || l3 + ihl > len || tot < ihl || l3 + tot > len)
 		return LB_DR_BAD_IP;
+	out->parse_alu = 22;
 	uint32_t hsum = lb_sum_fixed(ip, 20, 0);
 	uint16_t frag = lb_rd16(ip + 6);
 	out->l3_off = l3;
@@ -255,14 +260,14 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 		return LB_DR_FRAGMENT;
 	uint32_t l4len = tot - ihl;
 	const uint8_t *l4;
-	if (out->proto == 17) {
+	if (out->proto == LB_PROTO_UDP) {
 		if (l4len < 8 || (l4 = innet_pkt_ptr(pkt, out->l4_off, 8)) == NULL)
 			return LB_DR_BAD_L4;
 		uint32_t ulen = lb_rd16(l4 + 4);
 		if (ulen < 8 || ulen > l4len)
 			return LB_DR_BAD_L4;
 		out->l4_len = ulen;
-	} else if (out->proto == 6) {
+	} else if (out->proto == LB_PROTO_TCP) {
 		if (l4len < 20 || (l4 = innet_pkt_ptr(pkt, out->l4_off, 20)) == NULL)
 			return LB_DR_BAD_L4;
 		uint32_t doff = (uint32_t)(l4[12] >> 4) * 4;
@@ -275,6 +280,7 @@ LB_FR_STEP int lb_fr_parse(struct innet_pkt *pkt, struct lb_frame *out)
 	}
 	out->sport = lb_rd16(l4);
 	out->dport = lb_rd16(l4 + 2);
+	out->parse_alu = 25;
 	return 0;
 }
 
@@ -308,7 +314,7 @@ static inline __attribute__((always_inline)) void lb_fr_rewrite(struct innet_pkt
 		uint16_t hc = lb_csum_adjust32(lb_rd16(c), old_ip, new_ip);
 		hc = lb_csum_adjust(hc, old_port, new_port);
 		/* UDP: a computed 0 is sent as 0xffff (0 means "no checksum"). */
-		if (fr->proto == 17 && hc == 0)
+		if (fr->proto == LB_PROTO_UDP && hc == 0)
 			hc = 0xffff;
 		lb_wr16(c, hc);
 	}
@@ -380,7 +386,7 @@ LB_FR_STEP bool lb_fr_complete_csum(struct innet_pkt *pkt, const struct lb_frame
 		return false;
 	lb_wr16(c, 0);
 	uint16_t sum = lb_fr_csum_l4(pkt, fr, fr->l4_len);
-	if (fr->proto == 17 && sum == 0)
+	if (fr->proto == LB_PROTO_UDP && sum == 0)
 		sum = 0xffff;
 	c = lb_fr_l4_csum_at(pkt, fr);
 	if (c == NULL)

@@ -32,7 +32,7 @@ const char *const lb_drop_names[LB_N_DROPS] = {
 	"report_bad_field", "report_bad_mac", "report_no_key", "report_unknown_unit",
 	"report_bad_kind", "report_replayed", "no_backend", "nat_exhausted", "conn_table_full",
 	"unknown_source", "no_connection", "not_a_vip", "bad_frame", "not_ipv4", "bad_ip",
-	"ip_fragment", "bad_l4", "wrong_mode", "ttl_expired",
+	"ip_fragment", "bad_l4", "wrong_mode", "ttl_expired", "conn_busy",
 };
 _Static_assert(sizeof(lb_drop_names) / sizeof(lb_drop_names[0]) == LB_N_DROPS, "drop names");
 

@@ -35,6 +35,14 @@ _Static_assert((LB_MAX_UNIT_SLOTS & (LB_MAX_UNIT_SLOTS - 1)) == 0, "unit slots: 
 _Static_assert((INNET_LB_MAX_VIPS & (INNET_LB_MAX_VIPS - 1)) == 0, "VIPs: a power of two");
 _Static_assert((INNET_LB_MAX_SERVERS & (INNET_LB_MAX_SERVERS - 1)) == 0, "servers: a power of two");
 
+/* The IP protocols lb balances, and the TCP flags it reads. */
+#define LB_PROTO_TCP 6u
+#define LB_PROTO_UDP 17u
+#define LB_TCP_FIN   0x01u
+#define LB_TCP_SYN   0x02u
+#define LB_TCP_RST   0x04u
+#define LB_TCP_ACK   0x10u
+
 /* Per-unit flags in R_UNIT_META bits 0..7 (control plane writes). */
 #define LB_UF_CONFIGURED  0x01u  /* slot in use */
 #define LB_UF_DRAINED     0x02u  /* no new connections; existing ones stay */
@@ -160,6 +168,9 @@ enum lb_drop {
 	LB_DR_BAD_L4,            /* frame: bad UDP/TCP length or offset */
 	LB_DR_WRONG_MODE,        /* frame in proxy mode or datagram on a VIP in packet mode */
 	LB_DR_TTL_EXPIRED,       /* frame: TTL <= 1, cannot be forwarded (no ICMP is sent) */
+	LB_DR_CONN_BUSY,         /* a connection table's answer was INNET_TABLE_BUSY (a writer
+	                          * stopped in the entry's slot): the connection may exist, so
+	                          * the packet is dropped, never balanced anew */
 	LB_DR_COUNT_END
 };
 #define LB_N_DROPS (LB_DR_COUNT_END - INNET_DROP_PROGRAM)
@@ -171,7 +182,7 @@ struct lb_conn_key {
 	uint32_t vip_ip;    /* VIP address (packet mode) */
 	uint16_t cport;     /* client port */
 	uint16_t vport;     /* VIP port */
-	uint8_t proto;      /* 6 or 17 */
+	uint8_t proto;      /* LB_PROTO_TCP or LB_PROTO_UDP */
 	uint8_t vip;        /* VIP index */
 	uint16_t zero;      /* 0 */
 };
@@ -185,9 +196,15 @@ struct lb_conn_val {
 	uint8_t pad[7];
 };
 
-/* Reverse table: proxy {1, unit, nat}; packet {2, unit, cport, cip, proto}. */
+/* Reverse table: proxy {LB_REV_PROXY, unit, nat}; packet {LB_REV_PACKET, unit,
+ * cport, cip, proto}. */
+enum lb_rev_kind {
+	LB_REV_PROXY = 1,   /* a reply to a NAT port: the unit and the port's index */
+	LB_REV_PACKET = 2,  /* a reply frame: the unit, the client's address and port */
+};
+
 struct lb_rev_key {
-	uint8_t kind;
+	uint8_t kind;       /* enum lb_rev_kind */
 	uint8_t proto;
 	uint16_t unit;
 	uint16_t port;      /* proxy: NAT port index; packet: client port */

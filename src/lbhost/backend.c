@@ -56,9 +56,8 @@ void lbh_backend_defaults(struct lbh_backend_cfg *c)
 	c->ttl = 60;
 }
 
-/* The answer to one datagram: its length, or 0 to drop it. */
-static int answer(const struct lbh_backend_cfg *c, const uint8_t *req, size_t len, uint8_t *out,
-		  struct lbh_backend_stats *st)
+int lbh_backend_answer(const struct lbh_backend_cfg *c, const uint8_t *req, size_t len, uint8_t *out,
+		       struct lbh_backend_stats *st)
 {
 	struct lbh_dns_question q;
 	int rc = lbh_dns_parse_question(req, len, &q);
@@ -156,7 +155,7 @@ static int run_queue(const struct lbh_backend_cfg *c, int fd, volatile sig_atomi
 		/* Serve what is done. */
 		while (len > 0 && q[head].done_ns <= now) {
 			struct qent *e = &q[head];
-			int n = answer(c, e->buf, e->len, out, st);
+			int n = lbh_backend_answer(c, e->buf, e->len, out, st);
 			if (n > 0 && sendto(fd, out, (size_t)n, MSG_DONTWAIT, (struct sockaddr *)&e->peer,
 					    sizeof(e->peer)) < 0)
 				st->tx_errors++;
@@ -239,7 +238,7 @@ static void *run_fast(void *p)
 		int k = 0;
 		for (int i = 0; i < n; i++) {
 			a->st.rx++;
-			int l = answer(a->c, in[i], rm[i].msg_len, out[k], &a->st);
+			int l = lbh_backend_answer(a->c, in[i], rm[i].msg_len, out[k], &a->st);
 			if (l <= 0)
 				continue;
 			siov[k] = (struct iovec){ out[k], (size_t)l };

@@ -92,8 +92,16 @@ int lbh_dns_parse_question(const void *msg, size_t len, struct lbh_dns_question 
 			return -EBADMSG;
 		if (w)
 			q->name[w++] = '.';
-		for (unsigned i = 0; i < l; i++)
+		for (unsigned i = 0; i < l; i++) {
+			/* the name is kept as dotted text: a NUL or a dot inside
+			 * a label would make it another name ("lb.test\0.x" read
+			 * as lb.test) */
+			if (m[o + i] == '\0' || m[o + i] == '.') {
+				q->name[0] = '\0';
+				return -EBADMSG;
+			}
 			q->name[w++] = (char)tolower(m[o + i]);
+		}
 		o += l;
 	}
 	q->name[w] = '\0';

@@ -72,7 +72,8 @@ int lbh_dns_build_query(void *buf, size_t cap, uint16_t id, const char *name, ui
 
 /* Parse the header and the first question of msg. 0 or -EBADMSG (too short,
  * qdcount 0, label over 63 bytes, name over 255, compression in a question,
- * truncated). q->id and q->flags are set whenever len >= 12, even on error,
+ * a NUL or a dot inside a label — the name could not be told apart from
+ * another in dotted text —, truncated). q->id and q->flags are set whenever len >= 12, even on error,
  * so a server can still answer FORMERR. */
 int lbh_dns_parse_question(const void *msg, size_t len, struct lbh_dns_question *q);
 

@@ -55,6 +55,13 @@ struct lbh_backend_stats {
 };
 
 void lbh_backend_defaults(struct lbh_backend_cfg *c);
+/* The answer to one request datagram req (len bytes, at most
+ * LBH_DNS_MSG_MAX: what a receive of that size keeps) into out
+ * (LBH_DNS_MSG_MAX bytes): its length, or 0 when it is dropped. Each
+ * datagram counts in exactly one of st's answered, nxdomain, formerr,
+ * notimp, drop_malformed. */
+int lbh_backend_answer(const struct lbh_backend_cfg *c, const uint8_t *req, size_t len, uint8_t *out,
+		       struct lbh_backend_stats *st);
 int lbh_backend_run(const struct lbh_backend_cfg *c, volatile sig_atomic_t *stop,
 		    struct lbh_backend_stats *st, FILE *log, char *err, size_t errlen);
 

@@ -38,7 +38,7 @@ static enum innet_action counter_handle(struct innet_ctx *ctx, struct innet_pkt 
 	} else if (op == INNET_COUNTER_INC) {
 		uint64_t delta = innet_be64(ch->value);
 		ch->value = innet_be64(innet_reg_fetch_add(ctx, CNT_R_VALUE, idx, delta) + delta);
-		innet_alu(ctx, 1);
+		innet_alu(ctx, 2);
 	} else if (op == INNET_COUNTER_READ) {
 		ch->value = innet_be64(innet_reg_read(ctx, CNT_R_VALUE, idx));
 	} else {
@@ -48,7 +48,7 @@ static enum innet_action counter_handle(struct innet_ctx *ctx, struct innet_pkt 
 	uint16_t src = h->src_node;
 	h->src_node = h->dst_node;
 	h->dst_node = src;
-	innet_alu(ctx, 3);
+	innet_alu(ctx, 1); /* the reply bit (the rest moves fields) */
 	/* Replies are exactly one header long, whatever trailed the request. */
 	innet_pkt_resize(ctx, pkt, sizeof(*h) + sizeof(*ch));
 	return innet_reflect(pkt);

@@ -42,9 +42,11 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 		uint16_t node = innet_be16(h->dst_node);
 		if (node != 0) {
 			struct innet_route r;
-			enum innet_route_result rr = innet_route_get(ctx, FWD_T_ROUTES, node, &r);
-			if (rr != INNET_ROUTE_FOUND)
-				return innet_drop(pkt, rr == INNET_ROUTE_NONE ? FWD_NO_ROUTE : FWD_BAD_ROUTE);
+			int rc = innet_route_get(ctx, FWD_T_ROUTES, node, &r);
+			if (rc != INNET_ROUTE_OK)
+				return innet_drop(pkt, rc == INNET_ROUTE_NONE ? FWD_NO_ROUTE
+						       : rc == INNET_ROUTE_BUSY ? INNET_DROP_TABLE_BUSY
+						       : FWD_BAD_ROUTE);
 			if (r.n == INNET_ROUTE_GROUP)
 				return innet_multicast(pkt, r.ports[0]);
 			uint64_t hash = 0;
@@ -52,7 +54,7 @@ static enum innet_action fwd_handle(struct innet_ctx *ctx, struct innet_pkt *pkt
 				uint64_t flow[2] = { ((uint64_t)pkt->src.ip << 16) | pkt->src.udp,
 						     ((uint64_t)node << 16) | pkt->dst_udp };
 				hash = innet_hash(flow, sizeof(flow), 0);
-				innet_alu(ctx, 2);
+				innet_alu(ctx, 5); /* innet_route_pick's choice among r.n */
 			}
 			return innet_forward(pkt, innet_route_pick(&r, hash));
 		}

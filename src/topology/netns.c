@@ -29,6 +29,13 @@
  * eBPF program (linkfault.bpf.c) and reordering an HTB slow lane it puts a
  * fraction of the frames in. delay_us and jitter_us need netem.
  *
+ * A P4 switch ("p4") has only raw ports: no address of its own on them, no
+ * forwarding and no IPv6 in its namespace; the address allocated to each of
+ * its ports is its neighbour's gateway (link a_gw/b_gw), with the port's MAC
+ * as a static neighbour, so a host's default route crosses the P4 program
+ * and the P4 program sees the host's frames with the MACs of the scheme
+ * above (its commands file's table entries can name them).
+ *
  * Switch namespaces also route plain IP between hosts (ip_forward, routes to
  * every host address), so traffic that is not for a program (a replica's
  * snapshot, an ssh) still crosses the fabric through the kernel; hosts have a
@@ -384,11 +391,22 @@ static int ns_tune(const struct innet_topology *t, uint32_t node)
 		if (innet_topology_enter(t, node) != 0)
 			_exit(1);
 		const struct innet_topo_node *n = &t->nodes[node];
-		if (n->kind == INNET_TOPO_SWITCH) {
+		if (n->kind == INNET_TOPO_SWITCH && !n->p4) {
 			int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY);
 			if (fd < 0 || write(fd, "1", 1) != 1)
 				_exit(2);
 			close(fd);
+		}
+		if (n->p4) {
+			/* its ports are the P4 program's alone: no IPv6 of the
+			 * kernel's own (router solicitations, DAD) on them */
+			int fd = open("/proc/sys/net/ipv6/conf/all/disable_ipv6", O_WRONLY);
+			if (fd >= 0) {
+				if (write(fd, "1", 1) != 1) {
+					/* best effort: a kernel without IPv6 has none */
+				}
+				close(fd);
+			}
 		}
 		if (n->kind == INNET_TOPO_SWITCH && innet_target_info(n->target) != NULL &&
 		    innet_target_info(n->target)->attaches_xdp)
@@ -423,6 +441,8 @@ static void end_addrs(const struct innet_topology *t, uint32_t node, uint32_t li
 					      : t->nodes[node].conf->ports[myport].ip;
 	*remote = oport == INNET_TOPO_NO_PORT ? t->nodes[other].addr
 					      : t->nodes[other].conf->ports[oport].ip;
+	if (*remote == 0)   /* a P4 switch's raw port: its gateway address */
+		*remote = is_a ? l->b_gw : l->a_gw;
 }
 
 static int node_batch(const struct innet_topology *t, uint32_t node, const char *file, char *err,

@@ -281,10 +281,86 @@ static void parse_node_common(struct parser *p, json_t *o, const char *path,
 	topo_get_name(p, o, path, "machine", false, n->machine);
 }
 
+/* A file a switch names ("p4", "commands"): relative to the topology file's
+ * directory, made absolute (the switch may run elsewhere: innet fabric up).
+ * 1 with out set, 0 absent, -1 reported. */
+static int topo_file(struct parser *p, json_t *o, const char *path, const char *key, char *out,
+		     size_t len)
+{
+	const char *s;
+	char kp[PATH_LEN], joined[8192];
+
+	if (topo_get_str(p, o, path, key, false, &s) <= 0)
+		return json_object_get(o, key) != NULL ? -1 : 0;
+	topo_path_key(kp, path, key);
+	const char *slash = strrchr(p->t->origin, '/');
+	if (s[0] == '/' || slash == NULL)
+		snprintf(joined, sizeof(joined), "%s", s);
+	else
+		snprintf(joined, sizeof(joined), "%.*s/%s", (int)(slash - p->t->origin), p->t->origin, s);
+	char *abs = realpath(joined, NULL);
+	if (abs == NULL) {
+		topo_errs_add(&p->e, kp, "cannot find '%.200s': %s", joined, strerror(errno));
+		return -1;
+	}
+	int w = snprintf(out, len, "%s", abs);
+	free(abs);
+	if (w < 0 || (size_t)w >= len) {
+		topo_errs_add(&p->e, kp, "path '%.200s' is too long", s);
+		return -1;
+	}
+	return 1;
+}
+
+/* "p4": a switch that runs a P4 program (p4c's BMv2 JSON) and "commands", its
+ * simple_switch_CLI commands file: the one raw program "p4" (docs/p4.md),
+ * every port raw (netns mode, topology_resolve.c). 1 if a P4 switch, 0 if
+ * not, -1 (reported), -ENOMEM. */
+static int parse_p4(struct parser *p, json_t *o, const char *path, struct innet_topo_node *n)
+{
+	char json[4096], cmds[4096], kp[PATH_LEN];
+	int rj = topo_file(p, o, path, "p4", json, sizeof(json));
+	int rc = topo_file(p, o, path, "commands", cmds, sizeof(cmds));
+
+	if (rj <= 0) {
+		if (rc != 0 && rj == 0) {
+			topo_path_key(kp, path, "commands");
+			topo_errs_add(&p->e, kp, "\"commands\" is for a P4 switch: it needs \"p4\"");
+		}
+		return rj < 0 || rc < 0 ? -1 : 0;
+	}
+	if (rc < 0)
+		return -1;
+	json_t *args = json_pack("{s:s}", "json", json);
+	if (args != NULL && rc > 0 && json_object_set_new(args, "commands", json_string(cmds)) != 0) {
+		json_decref(args);
+		args = NULL;
+	}
+	char *text = args != NULL ? json_dumps(args, JSON_COMPACT) : NULL;
+	json_decref(args);
+	if (text == NULL)
+		return -ENOMEM;
+	if (innet_program_find("p4") == NULL) {
+		free(text);
+		topo_path_key(kp, path, "p4");
+		topo_errs_add(&p->e, kp, "this innet has no P4 program support (program \"p4\")");
+		return -1;
+	}
+	struct innet_prog_conf *pc = &n->conf->progs[0];
+	memset(pc, 0, sizeof(*pc));
+	snprintf(pc->name, sizeof(pc->name), "p4");
+	pc->program = innet_program_find("p4");
+	pc->raw = true;
+	pc->args_json = text;
+	n->conf->n_progs = 1;
+	n->p4 = true;
+	return 1;
+}
+
 static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "node", "workers", "programs", "machine", "gso",
-					    "target", "metrics", NULL };
+					    "target", "metrics", "p4", "commands", NULL };
 	struct innet_topo_node *n = &p->t->nodes[idx];
 	char path[PATH_LEN], kp[PATH_LEN];
 	uint64_t w = p->def_workers;
@@ -324,7 +400,16 @@ static int parse_switch(struct parser *p, json_t *o, uint32_t idx)
 		else
 			snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", maddr);
 	}
-	if (topo_get_value(p, o, path, "programs", false, &progs) > 0) {
+	int have_p4 = parse_p4(p, o, path, n);
+	if (have_p4 < 0)
+		return have_p4 == -ENOMEM ? -ENOMEM : 0;
+	if (have_p4 > 0) {
+		if (json_object_get(o, "programs") != NULL) {
+			topo_path_key(kp, path, "programs");
+			topo_errs_add(&p->e, kp, "a P4 switch runs its P4 program only: drop \"programs\" "
+				      "(or \"p4\")");
+		}
+	} else if (topo_get_value(p, o, path, "programs", false, &progs) > 0) {
 		topo_path_key(kp, path, "programs");
 		if (parse_programs(p, progs, kp, c->progs, &c->n_progs) == -ENOMEM)
 			return -ENOMEM;

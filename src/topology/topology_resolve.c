@@ -201,15 +201,22 @@ int topo_resolve_netns(struct parser *p)
 {
 	struct innet_topology *t = p->t;
 	const struct innet_target_info *needs = NULL;   /* a target that needs devices */
+	bool any_p4 = false;
 	for (uint32_t i = 0; i < t->n_switches; i++) {
 		const struct innet_target_info *ti = innet_target_info(t->nodes[i].target);
 		if (needs == NULL && ti != NULL && ti->needs_devices)
 			needs = ti;
+		any_p4 |= t->nodes[i].p4;
 	}
-	t->netns = p->netns < 0 ? needs != NULL : p->netns == 1;
+	t->netns = p->netns < 0 ? needs != NULL || any_p4 : p->netns == 1;
 	if (needs != NULL && !t->netns) {
 		topo_errs_add(&p->e, "$.netns", "a switch with \"target\": \"%s\" needs network devices: "
 			      "\"netns\": false cannot be", needs->name);
+		return 0;
+	}
+	if (any_p4 && !t->netns) {
+		topo_errs_add(&p->e, "$.netns", "a switch with a P4 program (\"p4\") needs network "
+			      "devices: \"netns\": false cannot be");
 		return 0;
 	}
 	for (uint32_t i = 0; i < t->n_switches; i++)
@@ -242,6 +249,14 @@ int topo_resolve_netns(struct parser *p)
 			innet_topology_dev(t, ends[s], li, pc->dev, sizeof(pc->dev));
 			end_mac(t, ends[1 - s], li, pc->peer_mac);
 			pc->has_peer_mac = true;
+			if (n->p4 && pc->iface[0] == '\0') {
+				/* a P4 switch's port is raw: the program sees every frame;
+				 * its address stays the neighbour's gateway (netns.c) */
+				*(s ? &t->links[li].b_gw : &t->links[li].a_gw) = pc->ip;
+				memcpy(pc->iface, pc->dev, sizeof(pc->iface));
+				pc->ip = 0;
+				pc->peer_ip = 0;
+			}
 			const struct innet_target_info *ti = innet_target_info(n->target);
 			if (ti != NULL && ti->mtu_max != 0 && l->mtu > ti->mtu_max) {
 				char path[PATH_LEN];

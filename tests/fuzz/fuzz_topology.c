@@ -41,8 +41,8 @@ static void check_conf(const struct innet_switch_conf *c)
 		CHECK(l->loss >= 0 && l->loss <= 1);
 		CHECK(l->dup >= 0 && l->dup <= 1);
 		CHECK(l->reorder >= 0 && l->reorder <= 1);
-		for (uint32_t q = 0; q < p; q++)
-			CHECK(c->ports[q].ip != c->ports[p].ip);
+		for (uint32_t q = 0; q < p && c->ports[p].iface[0] == '\0'; q++)
+			CHECK(c->ports[q].ip != c->ports[p].ip);   /* (raw ports have none) */
 	}
 	for (uint32_t i = 0; i < c->n_progs; i++) {
 		const struct innet_prog_conf *pc = &c->progs[i];

@@ -80,7 +80,11 @@ struct contrib {
 	uint8_t exp;
 	int32_t base;      /* element i = base + i * step */
 	int32_t step;
+	uint8_t gen;       /* the job's generation the worker knows (0: the first) */
 };
+
+/* The generation results must carry (test_runs moves job 7 to the next). */
+static uint8_t want_gen;
 
 static uint32_t build(uint8_t *buf, const struct contrib *ct)
 {
@@ -91,7 +95,7 @@ static uint32_t build(uint8_t *buf, const struct contrib *ct)
 	*a = (struct innet_agg_hdr){ .op = INNET_AGG_CONTRIB, .job = htons(ct->job), .slot = htons(ct->slot),
 				     .ver = (uint8_t)(ct->round & 1), .worker = ct->worker,
 				     .round = htonl(ct->round), .offset = htonl(ct->offset), .exp = ct->exp,
-				     .k = htons(K) };
+				     .k = htons(K), .gen = ct->gen };
 	uint32_t *el = (uint32_t *)(a + 1);
 	for (uint32_t i = 0; i < K; i++)
 		el[i] = htonl((uint32_t)(ct->base + (int32_t)i * ct->step));
@@ -158,7 +162,7 @@ static void check_result(const char *why, const uint8_t *d, uint32_t len, uint8_
 	assert_int_equal(ntohl(a->offset), offset);
 	assert_int_equal(a->exp, exp);
 	assert_int_equal(be64toh(a->bitmap), bitmap);
-	assert_int_equal(a->n_contrib, __builtin_popcountll(bitmap));
+	assert_int_equal(a->gen, want_gen); /* the job's generation */
 	assert_int_equal(ntohs(a->k), K);
 	assert_int_equal(a->call, 0);
 	const uint32_t *el = (const uint32_t *)(a + 1);
@@ -169,9 +173,10 @@ static void check_result(const char *why, const uint8_t *d, uint32_t len, uint8_
 	}
 }
 
-/* The multicast of a complete job-7 result: one copy to each of its 3 workers. */
-static void expect_multicast7(const char *why, uint16_t slot, uint32_t round, uint32_t offset, uint8_t exp,
-			      int64_t base, int64_t step)
+/* The multicast of a job-7 result with `status` and `bitmap`: one copy to
+ * each of its 3 workers. */
+static void expect_multicast7_of(const char *why, uint8_t status, uint64_t bitmap, uint16_t slot, uint32_t round,
+				 uint32_t offset, uint8_t exp, int64_t base, int64_t step)
 {
 	if (res.action != INNET_MULTICAST)
 		fail_msg("%s: want multicast, got %s (%s)", why, innet_action_name(res.action),
@@ -182,9 +187,16 @@ static void expect_multicast7(const char *why, uint16_t slot, uint32_t round, ui
 		assert_int_equal(res.out[w].dst.ip, test_ip(11 + w));
 		assert_int_equal(res.out[w].dst.udp, 6001 + w);
 		assert_int_equal(res.out[w].src_udp, UDP_AGG);
-		check_result(why, res.out[w].data, res.out[w].len, INNET_AGG_COMPLETE, 7, slot, round, 0xff,
-			     offset, exp, 0x7, base, step);
+		check_result(why, res.out[w].data, res.out[w].len, status, 7, slot, round, 0xff,
+			     offset, exp, bitmap, base, step);
 	}
+}
+
+/* The multicast of a complete job-7 result. */
+static void expect_multicast7(const char *why, uint16_t slot, uint32_t round, uint32_t offset, uint8_t exp,
+			      int64_t base, int64_t step)
+{
+	expect_multicast7_of(why, INNET_AGG_COMPLETE, 0x7, slot, round, offset, exp, base, step);
 }
 
 static void expect_reply(const char *why, uint8_t status, uint16_t job, uint16_t slot, uint32_t round,
@@ -218,8 +230,20 @@ static void expect_stale(const char *why, uint16_t job, uint16_t slot, uint32_t 
 	assert_int_equal(a->k, 0);
 }
 
+/* Element idx of the agg program's register `name`. */
+static uint64_t reg_get(const char *name, uint32_t idx)
+{
+	int r = innet_cp_reg_find(cp, name);
+	if (r < 0)
+		fail_msg("no register '%s'", name);
+	uint64_t v = 0;
+	assert_int_equal(innet_cp_reg_read(cp, (unsigned)r, idx, &v), 0);
+	return v;
+}
+
 static int setup(void **state)
 {
+	want_gen = 0;
 	sw = make_switch();
 	cp = innet_switch_prog(sw, "agg");
 	return 0;
@@ -564,20 +588,40 @@ static void test_straggler_timer(void **state)
 	contribute(&c);
 	expect_reply("and again", INNET_AGG_PARTIAL, 9, 1, 0, 1, 64, 131, 0x1, 40, 1);
 
-	/* round 1 with both workers in time: complete, no timer result */
+	/* worker 1 missed the round: the timer put it out of the run (job 9's
+	 * `run` register, at its group 1: OUT bit 1), so the next rounds close on
+	 * worker 0 alone, at once, without waiting for the timer */
+	assert_int_equal(reg_get("run", 1), 0x2);
 	struct contrib d = { .job = 9, .slot = 1, .round = 1, .worker = 0, .base = 1, .step = 0 };
 	contribute(&d);
-	expect_consumed("round 1 w0");
+	if (res.action != INNET_MULTICAST || res.n_out != 2)
+		fail_msg("round 1, worker 0 alone: want multicast to 2, got %s", innet_action_name(res.action));
+	check_result("round 1 closed on the run's members", res.out[0].data, res.out[0].len, INNET_AGG_PARTIAL,
+		     9, 1, 1, 0xff, 0, 0, 0x1, 1, 0);
+	/* worker 1, in step again (it took round 0's result), is late for round
+	 * 1 too: the partial result, to it only */
 	d.worker = 1;
+	d.base = 5;
+	contribute(&d);
+	expect_reply("worker 1 late for round 1", INNET_AGG_PARTIAL, 9, 1, 1, 1, 0, 0, 0x1, 1, 0);
+	/* round 2: worker 1 in time: the round closes with both, and worker 1,
+	 * in step with the others again, is back in the run */
+	d.round = 2;
+	contribute(&d);
+	expect_consumed("round 2 worker 1");
+	assert_int_equal(reg_get("run", 1), 0x2); /* out until the round goes out with it */
+	d.worker = 0;
+	d.base = 1;
 	contribute(&d);
 	assert_int_equal(res.action, INNET_MULTICAST);
-	check_result("round 1 complete", res.out[0].data, res.out[0].len, INNET_AGG_COMPLETE, 9, 1, 1,
-		     0xff, 0, 0, 0x3, 2, 0);
+	check_result("round 2 complete", res.out[0].data, res.out[0].len, INNET_AGG_COMPLETE, 9, 1, 2, 0xff, 0,
+		     0, 0x3, 6, 0);
+	assert_int_equal(reg_get("run", 1), 0); /* back in */
 	/* a straggler two rounds behind: its copy now holds round 2 */
 	contribute(&c);
-	expect_stale("round 0 after round 1 completed", 9, 1, 0, 1, 2);
-	/* the timer of round 1 was cancelled (and would be ignored anyway):
-	 * nothing more arrives */
+	expect_stale("round 0 after round 2 completed", 9, 1, 0, 1, 2);
+	/* the timers of rounds 1 and 2 were cancelled (and would be ignored
+	 * anyway): nothing more arrives */
 	assert_int_equal(recv_wait(fd[0], buf, sizeof(buf), 100), -1);
 
 	struct innet_prog_stats st;
@@ -623,8 +667,9 @@ static void expect_joined(const char *why, uint8_t w, uint16_t slot, uint16_t wa
 	assert_int_equal(ntohs(a->slot), slot);
 	assert_int_equal(a->worker, w);
 	assert_int_equal(ntohs(a->k), n);
-	assert_int_equal(a->round, 0);
-	assert_int_equal(a->bitmap, 0);
+	assert_int_equal(ntohl(a->round), want_gen); /* the job's generation */
+	assert_int_equal(a->gen, want_gen);
+	assert_int_equal(be64toh(a->bitmap), 0x7); /* every member in the run */
 	const uint8_t *r = res.out[0].data + INNET_AGG_HDR_LEN;
 	for (uint32_t i = 0; i < want; i++) {
 		struct innet_agg_join_rec jr;
@@ -710,6 +755,209 @@ static void test_join(void **state)
 	a->op = INNET_AGG_JOINED;
 	inject_from(jb, len, 7, 0);
 	expect_drop("a JOINED sent to the switch", "is_result");
+}
+
+/* A START, REJOIN or LEAVE of job 7's worker w with handle `nonce`; the
+ * answer in res. */
+static void run_ask(uint8_t op, uint8_t status, uint8_t w, uint32_t nonce)
+{
+	uint8_t buf[INNET_AGG_HDR_LEN + 12 * 2];
+	uint32_t len = build_join(buf, 7, w, 0, 2);
+	struct innet_agg_hdr *a = (struct innet_agg_hdr *)(buf + 8);
+	a->op = op;
+	a->status = status;
+	a->offset = htonl(nonce);
+	if (op == INNET_AGG_LEAVE) {
+		a->k = 0;
+		len = INNET_AGG_HDR_LEN;
+	}
+	inject_from(buf, len, 7, w);
+}
+
+/* A JOINED answer to job 7's worker w: status, generation, the members in
+ * the run; its two records (slots 0, 1) are not checked here. */
+static void expect_run(const char *why, uint8_t w, uint8_t status, uint32_t gen, uint64_t in)
+{
+	if (res.action != INNET_REFLECT)
+		fail_msg("%s: want reflect, got %s (%s)", why, innet_action_name(res.action),
+			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
+	assert_int_equal(res.n_out, 1);
+	assert_int_equal(res.out[0].dst.ip, test_ip(11u + w));
+	assert_int_equal(res.out[0].len, INNET_AGG_HDR_LEN + 24);
+	const struct innet_agg_hdr *a = (const struct innet_agg_hdr *)(res.out[0].data + 8);
+	if (a->op != INNET_AGG_JOINED || a->status != status || ntohl(a->round) != gen || a->gen != (uint8_t)gen ||
+	    be64toh(a->bitmap) != in)
+		fail_msg("%s: JOINED op %u status %u gen %u/%u in 0x%llx, want status %u gen %u in 0x%llx", why,
+			 a->op, a->status, ntohl(a->round), a->gen, (unsigned long long)be64toh(a->bitmap), status,
+			 gen, (unsigned long long)in);
+	assert_int_equal(a->worker, w);
+	assert_int_equal(ntohs(a->k), 2);
+}
+
+/* Runs: a job runs program after program on one switch (docs/aggregation.md,
+ * "Runs"). A run dies mid-call (its rounds claimed, never finished); the
+ * next run's STARTs wait until each member of the old run has started
+ * again, the last one begins generation 1, which resets the job's slots;
+ * then the new run sums from a clean state, and the old run's packets are
+ * answered RESTARTED. A LEAVE takes a member out of the run: the rounds stop
+ * waiting for it (an open one closes on a retransmission); a REJOIN puts it
+ * back once it contributes in time. Malformed asks are counted drops. */
+static void test_runs(void **state)
+{
+	char err[256];
+	if (innet_switch_start(sw, err, sizeof(err)) != 0) /* the reset runs on the timer thread */
+		fail_msg("start: %s", err);
+	const uint64_t P = 1ull << 47; /* a handle waiting (PENDING) */
+	const struct innet_agg_hdr *ah;
+	/* run 1: three handles START on a fresh job: generation 0, every member in */
+	for (uint8_t w = 0; w < 3; w++) {
+		run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, w, 0xA0u + w);
+		expect_run("run 1 START", w, INNET_AGG_JOINED_OK, 0, 0x7);
+		assert_int_equal(reg_get("handles", w), 0xA0u + w); /* group 0: job 7; generation 0 */
+	}
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, 0, 0xA0);
+	expect_run("a START asked again: the same answer", 0, INNET_AGG_JOINED_OK, 0, 0x7);
+	/* run 1 dies in its first call: round 0 of slot 0 claimed by workers 0
+	 * and 1, slot 1 by worker 0; worker 2 never sends */
+	struct contrib c = { .job = 7, .slot = 0, .round = 0, .worker = 0, .base = 1000, .step = 1 };
+	contribute(&c);
+	expect_consumed("run 1 w0 slot 0");
+	c.worker = 1;
+	contribute(&c);
+	expect_consumed("run 1 w1 slot 0");
+	c.slot = 1;
+	c.worker = 0;
+	contribute(&c);
+	expect_consumed("run 1 w0 slot 1");
+
+	/* run 2: each new handle's worker had a handle in generation 0, now
+	 * gone: it is out, and waits for the others of run 1 */
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, 0, 0xB0);
+	expect_run("run 2 w0 START: waits for 1 and 2", 0, INNET_AGG_JOINED_WAIT, 0, 0x6);
+	assert_int_equal(reg_get("run", 0), 0x1);
+	assert_int_equal(reg_get("handles", 0), P | 0xB0);
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, 0, 0xB0);
+	expect_run("again: still waiting", 0, INNET_AGG_JOINED_WAIT, 0, 0x6);
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 0, .worker = 1, .base = 2000, .step = 1 };
+	contribute(&c);
+	expect_drop("run 1's w1 retransmits: its round still waits for w2", "duplicate");
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, 1, 0xB1);
+	expect_run("run 2 w1 START", 1, INNET_AGG_JOINED_WAIT, 0, 0x4);
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, 2, 0xB2);
+	/* (the answer's members: none while the reset runs, all once it is done
+	 * — the timer thread may have finished it before the answer was made) */
+	ah = (const struct innet_agg_hdr *)(res.out[0].data + 8);
+	expect_run("run 2 w2 START: nobody of run 1 left: generation 1, being reset", 2, INNET_AGG_JOINED_WAIT, 1,
+		   be64toh(ah->bitmap) == 0x7 ? 0x7 : 0);
+	assert_int_equal(reg_get("handles", 2), (1ull << 32) | 0xB2);
+	/* while the reset runs: contributions dropped, asks answered WAIT (the
+	 * reset may be done already: then the first drop is not seen) */
+	uint64_t run = reg_get("run", 0);
+	if (run & (1ull << 63)) {
+		assert_int_equal(run, (1ull << 63) | (1ull << 48));
+		contribute(&c);
+		/* (the timer thread may finish the reset between the read above and
+		 * this packet: then run 1's contribution is answered RESTARTED) */
+		if (res.action == INNET_REFLECT && !(reg_get("run", 0) & (1ull << 63)))
+			assert_int_equal(res.n_out, 1);
+		else
+			expect_drop("a contribution while the job is reset", "resetting");
+	}
+	for (int t = 0; t < 2000 && (reg_get("run", 0) & (1ull << 63)); t++)
+		usleep(1000);
+	assert_int_equal(reg_get("run", 0), 1ull << 48); /* generation 1, every member in */
+	/* the job's copies are a fresh switch's: round 0, open, zero sums */
+	for (uint32_t idx = 0; idx < 4; idx++) {
+		assert_int_equal(reg_get("state", idx), 0);
+		assert_int_equal(reg_get("count", idx), 0);
+		assert_int_equal(reg_get("values", idx * K + 5), 0);
+	}
+	want_gen = 1;
+	for (uint8_t w = 0; w < 3; w++) {
+		run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_START, w, 0xB0u + w);
+		expect_run("run 2 START after the reset", w, INNET_AGG_JOINED_OK, 1, 0x7);
+		assert_int_equal(reg_get("handles", w), (1ull << 32) | (0xB0u + w));
+	}
+	/* run 1's packets: RESTARTED (header only, the job's generation now) */
+	contribute(&c);
+	assert_int_equal(res.action, INNET_REFLECT);
+	assert_int_equal(res.out[0].len, INNET_AGG_HDR_LEN);
+	ah = (const struct innet_agg_hdr *)(res.out[0].data + 8);
+	assert_int_equal(ah->op, INNET_AGG_RESULT);
+	assert_int_equal(ah->status, INNET_AGG_RESTARTED);
+	assert_int_equal(ah->gen, 1);
+	assert_int_equal(ntohl(ah->round), 0);
+	assert_int_equal(ah->worker, 1);
+	/* run 2 sums from scratch: nothing of run 1's claims */
+	for (uint8_t w = 0; w < 3; w++) {
+		c = (struct contrib){ .job = 7, .slot = 0, .round = 0, .worker = w, .base = 10 * (w + 1), .step = 1,
+				      .gen = 1 };
+		contribute(&c);
+		if (w < 2)
+			expect_consumed("run 2 round 0");
+	}
+	expect_multicast7("run 2 round 0: exact", 0, 0, 0, 0, 60, 3);
+
+	/* LEAVE: worker 2 is done; an open round stops waiting for it */
+	run_ask(INNET_AGG_LEAVE, 0, 2, 0xA2);
+	expect_drop("LEAVE of run 1's handle", "not_registered");
+	run_ask(INNET_AGG_LEAVE, 0, 2, 0);
+	expect_drop("LEAVE without a handle", "not_registered");
+	uint8_t lb[INNET_AGG_HDR_LEN + 12];
+	uint32_t ll = build_join(lb, 7, 2, 0, 1);
+	((struct innet_agg_hdr *)(lb + 8))->op = INNET_AGG_LEAVE;
+	((struct innet_agg_hdr *)(lb + 8))->offset = htonl(0xB2);
+	inject_from(lb, ll, 7, 2);
+	expect_drop("LEAVE with records", "bad_length");
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 1, .worker = 0, .base = 10, .step = 1, .gen = 1 };
+	contribute(&c);
+	expect_consumed("round 1 w0");
+	c.worker = 1;
+	c.base = 20;
+	contribute(&c);
+	expect_consumed("round 1 w1: waits for w2");
+	run_ask(INNET_AGG_LEAVE, 0, 2, 0xB2);
+	expect_consumed("LEAVE of w2");
+	assert_int_equal(reg_get("run", 0), (1ull << 48) | 0x4);
+	c.worker = 0;
+	c.base = 10;
+	contribute(&c);
+	expect_multicast7_of("w0's retransmission closes round 1 on the run's members", INNET_AGG_PARTIAL, 0x3, 0, 1,
+			     0, 0, 30, 2);
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 2, .worker = 0, .base = 1, .step = 0, .gen = 1 };
+	contribute(&c);
+	expect_consumed("round 2 w0");
+	c.worker = 1;
+	contribute(&c);
+	expect_multicast7_of("round 2 closes at once without w2", INNET_AGG_PARTIAL, 0x3, 0, 2, 0, 0, 2, 0);
+
+	/* REJOIN: a new handle of worker 2 joins the run where it is; out until
+	 * it contributes in time, then the rounds wait for it again */
+	run_ask(INNET_AGG_JOIN, INNET_AGG_JOIN_REJOIN, 2, 0xC2);
+	expect_run("w2 REJOIN", 2, INNET_AGG_JOINED_OK, 1, 0x3);
+	const struct innet_agg_join_rec *jr = (const struct innet_agg_join_rec *)(res.out[0].data + INNET_AGG_HDR_LEN);
+	assert_int_equal(ntohl(jr[0].state), INNET_AGG_JOIN_DONE | 2);
+	assert_int_equal(reg_get("handles", 2), (1ull << 32) | 0xC2);
+	c = (struct contrib){ .job = 7, .slot = 0, .round = 3, .worker = 2, .base = 3, .step = 0, .gen = 1 };
+	contribute(&c);
+	expect_consumed("round 3 w2 in time");
+	for (uint8_t w = 0; w < 2; w++) {
+		c.worker = w;
+		contribute(&c);
+	}
+	expect_multicast7("round 3: all three again", 0, 3, 0, 0, 9, 0);
+	assert_int_equal(reg_get("run", 0), 1ull << 48); /* w2 back in */
+
+	/* malformed asks */
+	run_ask(INNET_AGG_JOIN, 2, 0, 0xB0);
+	expect_drop("JOIN with status 2", "bad_op");
+	/* on XDP, every ask, leave and contribution was handled in eBPF (the
+	 * reset ran on the timer thread, in user space) */
+	struct innet_prog_stats st;
+	innet_cp_stats(cp, &st);
+	if (test_target_xdp())
+		assert_int_equal(st.xdp_rx_pkts, st.rx_pkts);
+	innet_switch_stop(sw);
 }
 
 /* Jumbo contributions (k = 2294, a 9216-byte datagram) do not fit one XDP
@@ -859,8 +1107,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_banks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_straggler_timer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runs, setup, teardown),
 		cmocka_unit_test(test_jumbo),
 		cmocka_unit_test(test_settings),
 	};
+	if (getenv("AGG_TEST") != NULL)
+		cmocka_set_test_filter(getenv("AGG_TEST")); /* one test, when debugging */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include "unit/testutil.h"
 #include "innet/switch.h"
 #include "innet/wire.h"
+#include "engine/switch_pvt.h"
 
 #define TEST_NET 205u
 #define UDP_A    45000u
@@ -297,6 +298,19 @@ static void test_route_updates(void **state)
 	inject(sw, 0, UDP_A, test_ip(201), 5000, to8, sizeof(to8));
 	assert_int_equal(res.action, INNET_DROP);
 	assert_string_equal(innet_cp_drop_reason_name(cp, res.drop_reason), "bad_port");
+
+	/* A writer stopped inside the route's entry: the lookup is busy, and
+	 * the packet is dropped as table_busy, not as no_route. */
+	r.ports[0] = 2;
+	assert_int_equal(innet_cp_table_add(cp, (unsigned)t, &node, &r), 0);
+	assert_int_equal(innet_table_test_hold(cp->tables[t], &node, false, true), 0);
+	inject(sw, 0, UDP_A, test_ip(201), 5000, to8, sizeof(to8));
+	assert_int_equal(res.action, INNET_DROP);
+	assert_string_equal(innet_cp_drop_reason_name(cp, res.drop_reason), "table_busy");
+	assert_int_equal(innet_table_test_hold(cp->tables[t], &node, false, false), 0);
+	inject(sw, 0, UDP_A, test_ip(201), 5000, to8, sizeof(to8));
+	assert_int_equal(res.action, INNET_FORWARD);
+	assert_int_equal(res.out[0].port, 2);
 
 	assert_int_equal(innet_cp_table_del(cp, (unsigned)t, &node), 0);
 	inject(sw, 0, UDP_A, test_ip(201), 5000, to8, sizeof(to8));

@@ -246,7 +246,7 @@ static void test_coordinator(void **state)
 	inject(sw, 0, ip(50), &x, mlen(&x));
 	expect_drop(sw, "bad_request", "req_id 0");
 	static const uint8_t types[] = { PAXOS_1A, PAXOS_1B, PAXOS_2A, PAXOS_2B, PAXOS_TRIM,
-					 PAXOS_RECOVER, 0, 99 };
+					 PAXOS_RECOVER, PAXOS_READ, PAXOS_READ_ACK, 0, 99 };
 	for (size_t i = 0; i < sizeof(types); i++) {
 		x = msg(types[i], 1, 0, 1, NULL);
 		inject(sw, 0, ip(50), &x, mlen(&x));
@@ -350,6 +350,38 @@ static void test_acceptor(void **state)
 	expect_reply(PAXOS_NACK, PAXOS_ST_RING_FULL, ip(1));
 	assert_int_equal(be64toh(out_hdr(0)->trim), 0);
 	assert_int_equal(be64toh(out_hdr(0)->hi), 5); /* refused, but known to exist */
+
+	/* READ (a read round) -> READ_ACK back to the learner, byte for byte: the
+	 * read bound max(hi, join_inst) = 5 in `instance` (the refused 2A at 4
+	 * counts: it was named), junk in the request's other fields cleared; no
+	 * state changes. */
+	m = msg(PAXOS_READ, 0x777, 0, 0x0102030405060708ull, NULL);
+	m.p.vballot = htonl(9);
+	m.h.flags = 0x80;
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_READ_ACK, PAXOS_OK, ip(31));
+	static const uint8_t want_ack[] = {
+		0x1E, 0x01, 0x02, 0x00, 0x00, 0x64, 0x00, 0x01,   /* base header, nodes swapped */
+		0x0a, 0x00, 0x00, 0x02,                           /* READ_ACK, ok, acceptor 2 */
+		0, 0, 0, 0,                                       /* ballot */
+		0, 0, 0, 0,                                       /* vballot */
+		0, 0, 0, 0,                                       /* vlen, reserved */
+		0, 0, 0, 0, 0, 0, 0, 5,                           /* the read bound */
+		1, 2, 3, 4, 5, 6, 7, 8,                           /* the round's id */
+		0, 0, 0, 0, 0, 0, 0, 0,                           /* trim */
+		0, 0, 0, 0, 0, 0, 0, 5,                           /* hi */
+	};
+	assert_int_equal(res.out[0].len, sizeof(want_ack));
+	assert_memory_equal(res.out[0].data, want_ack, sizeof(want_ack));
+	assert_int_equal(res.out[0].port, 1);
+	/* a READ carries no value */
+	m = msg(PAXOS_READ, 0, 0, 1, "x");
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_drop(sw, "bad_length", "a READ with a value");
+	/* from a stranger on a learner's port */
+	m = msg(PAXOS_READ, 0, 0, 1, NULL);
+	inject(sw, 1, ip(99), &m, mlen(&m));
+	expect_drop(sw, "spoofed", "a READ from an unknown source");
 
 	/* RECOVER: the vote at 3; nothing at 1; outside the window: empty. */
 	m = msg(PAXOS_RECOVER, 0, 3, 0, NULL);
@@ -474,7 +506,8 @@ static void test_acceptor(void **state)
 	x = msg(PAXOS_1A, 0x401, 5, 0, "v");
 	inject(sw, 0, ip(1), &x, mlen(&x));
 	expect_drop(sw, "bad_length", "a 1A with a value");
-	static const uint8_t types[] = { PAXOS_REQUEST, PAXOS_1B, PAXOS_2B, PAXOS_NACK, 0, 200 };
+	static const uint8_t types[] = { PAXOS_REQUEST, PAXOS_1B, PAXOS_2B, PAXOS_NACK,
+					 PAXOS_READ_ACK, 0, 200 };
 	for (size_t i = 0; i < sizeof(types); i++) {
 		x = msg(types[i], 0x401, 5, 1, NULL);
 		inject(sw, 0, ip(1), &x, mlen(&x));
@@ -523,10 +556,22 @@ static void test_acceptor_join(void **state)
 	m = msg(PAXOS_RECOVER, 0, 0, 0, NULL);
 	inject(sw, 1, ip(31), &m, mlen(&m));
 	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(31));
+	/* a read round is not answered with a bound while silent */
+	m = msg(PAXOS_READ, 0, 0, 42, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_READ_ACK, PAXOS_ST_JOINING, ip(31));
+	assert_int_equal(be64toh(out_hdr(0)->instance), 0);
+	assert_int_equal(be64toh(out_hdr(0)->req_id), 42);
 	/* join at instance 2, ballot 0x300 */
 	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "join_inst"), 0, 2), 0);
 	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "join_ballot"), 0, 0x300), 0);
 	assert_int_equal(innet_cp_reg_write(cp, innet_cp_reg_find(cp, "joining"), 0, 0), 0);
+	/* its read bound is the join instance (it may have voted below it
+	 * before it lost its state, and its hi is 0 now) */
+	m = msg(PAXOS_READ, 0, 0, 43, NULL);
+	inject(sw, 2, ip(32), &m, mlen(&m));
+	expect_reply(PAXOS_READ_ACK, PAXOS_OK, ip(32));
+	assert_int_equal(be64toh(out_hdr(0)->instance), 2);
 	a2(sw, 0x300, 1, "v1");                       /* below the join instance */
 	expect_reply(PAXOS_NACK, PAXOS_ST_JOINING, ip(1));
 	a2(sw, 0x200, 2, "v2");                       /* below the join ballot */
@@ -537,6 +582,11 @@ static void test_acceptor_join(void **state)
 	m = msg(PAXOS_RECOVER, 0, 2, 0, NULL);
 	inject(sw, 1, ip(31), &m, mlen(&m));
 	expect_reply(PAXOS_2B, PAXOS_OK, ip(31));
+	/* then hi (3) is above the join instance */
+	m = msg(PAXOS_READ, 0, 0, 44, NULL);
+	inject(sw, 1, ip(31), &m, mlen(&m));
+	expect_reply(PAXOS_READ_ACK, PAXOS_OK, ip(31));
+	assert_int_equal(be64toh(out_hdr(0)->instance), 3);
 	test_assert_xdp_ran(cp);
 	sw_free(sw);
 }
@@ -653,6 +703,13 @@ static void test_acceptor_values(void **state)
 	assert_int_equal(st.rx_pkts, 11);
 	assert_int_equal(verdicts, 11);
 	assert_int_equal(handoffs(cp, "oversize") - up, test_target_xdp() ? 4 : 0);
+	/* a read round's READ is answered in eBPF: the bound is hi = 4 */
+	rx = xdp_rx(cp);
+	m = msg(PAXOS_READ, 0, 0, 7, NULL);
+	inject(sw, 2, ip(32), &m, mlen(&m));
+	expect_reply(PAXOS_READ_ACK, PAXOS_OK, ip(32));
+	assert_int_equal(be64toh(out_hdr(0)->instance), 4);
+	expect_xdp(cp, rx, true, "READ");
 	test_assert_xdp_ran(cp);
 	sw_free(sw);
 }

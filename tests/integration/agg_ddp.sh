@@ -49,17 +49,17 @@ SOCK=$TMP/switch.sock
 echo "--- 1. 4 processes: plain DDP (gloo) and DDP with the innet hook"
 members=""
 for w in 0 1 2 3; do members+="${members:+,}\"$NET.10:$((30000 + w))\""; done
-"$INNET" switch --name "agg-ddp-$$" --ctl "$SOCK" --port "$NET.1" --program "agg@$UDP" --duration 150 \
+"$INNET" switch --name "agg-ddp-$$" --ctl "$SOCK" --port "$NET.1" --program "agg@$UDP" --duration "$(slow 150)" \
 	--args "{\"k\": 256, \"jobs\": [{\"id\": 1, \"workers\": 4, \"slots\": 64, \"members\": [$members]}]}" \
 	2>"$TMP/switch.err" &
 sw_pid=$!
-for _ in $(seq 200); do grep -q ready "$TMP/switch.err" && break; sleep 0.05; done
+for _ in $(seq $(slow 200)); do grep -q ready "$TMP/switch.err" && break; sleep 0.05; done
 grep -q ready "$TMP/switch.err" || { cat "$TMP/switch.err"; fail "switch not ready"; }
 
 t0=$SECONDS
-timeout -k 5 110 "$PY" src/agg/python/ddp_train_digits.py --comm gloo,innet --world 4 --epochs "$EPOCHS" \
+timeout -k 5 "$(slow 110)" "$PY" src/agg/python/ddp_train_digits.py --comm gloo,innet --world 4 --epochs "$EPOCHS" \
 	--hidden 256 --bucket-cap-mb 0.1 --first-bucket-mb 0.1 --switch "$NET.1:$UDP" --worker-ip "$NET.10" \
-	--worker-udp 30000 --job 1 --slots 64 --k 256 --timeout-ms 3000 --timeout-s 100 \
+	--worker-udp 30000 --job 1 --slots 64 --k 256 --timeout-ms 3000 --timeout-s "$(slow 100)" \
 	>"$TMP/train.out" || { rc=$?; cat "$TMP/train.out"; fail "training (exit $rc)"; }
 grep -v '^EPOCH' "$TMP/train.out"
 echo "(training: $((SECONDS - t0)) s)"
@@ -94,5 +94,5 @@ EOF
 kill "$sw_pid"; wait "$sw_pid" 2>/dev/null || true; sw_pid=""
 
 echo "--- 2. the hook's cases and errors (src/agg/python/test_innet_ddp.py)"
-timeout -k 5 120 "$PY" -W error::ResourceWarning -m unittest -v src/agg/python/test_innet_ddp.py
+timeout -k 5 "$(slow 120)" "$PY" -W error::ResourceWarning -m unittest -v src/agg/python/test_innet_ddp.py
 echo "agg_ddp: ok"

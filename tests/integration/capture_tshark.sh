@@ -69,7 +69,7 @@ timeout -k 5 120 "$INNET" switch --name cap --workers 1 \
 	--port "$SW0" --port "$SW1=$NET.3" \
 	--program "counter@$UDP,$UDP_HEUR" --ctl "$SOCK" >"$TMP/switch.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq $(slow 100)); do
 	if ctl ping >/dev/null 2>&1; then
 		break
 	fi

@@ -63,7 +63,7 @@ timeout -k 5 120 "$INNET" switch --name errs --workers 2 \
 	--program "counter@$UDP_CNT" --program "forward/fwd@$UDP_FWD" --args '{"groups":4}' "${extra[@]}" \
 	--ctl "$SOCK" >"$TMP/switch.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq $(slow 100)); do
 	if timeout 5 "$INNET" ctl -s "$SOCK" ping >/dev/null 2>&1; then
 		break
 	fi

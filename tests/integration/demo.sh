@@ -13,10 +13,11 @@
 # demo. Everything the demo started is gone afterwards: its state directory
 # and every process naming it.
 set -euo pipefail
+SELF=$(realpath "$0")   # (lib.sh moves to the repository root)
 . "$(dirname "$0")/lib.sh"
 INNET=./build/innet
 if [ "$(id -u)" -eq 0 ] && [ -z "${DEMO_TEST_PRIVATE_TMP:-}" ] && command -v unshare >/dev/null; then
-	exec unshare --mount --propagation private -- env DEMO_TEST_PRIVATE_TMP=1 bash "$0" "$@"
+	exec unshare --mount --propagation private -- env DEMO_TEST_PRIVATE_TMP=1 bash "$SELF" "$@"
 fi
 decoys=()
 if [ -n "${DEMO_TEST_PRIVATE_TMP:-}" ]; then
@@ -44,7 +45,7 @@ if [ -n "${DEMO_TEST_PRIVATE_TMP:-}" ]; then
 	cleanup() { for f in "${decoys[@]}"; do timeout 30 "$INNET" fabric down "$f" >/dev/null 2>&1 || true; done; }
 	echo "decoy fabrics up: spine-leaf in /tmp/innet-spine-leaf, kv in $kv_state"
 else
-	echo "(not root: the decoy-fabric check is skipped)"
+	skip_part "the decoy-fabric check (needs root and unshare: a private /tmp)"
 fi
 t0=$SECONDS
 out=$(timeout 300 ./scripts/demo 2>&1) || fail "scripts/demo failed:

@@ -17,6 +17,8 @@
 #     time with innet_decl_datapath, reflects one on the XDP target;
 #   - `man innet-kv` renders from the installed pages; completion completes.
 set -euo pipefail
+# (no `cmd | grep -q`: grep -q exits at its first match, cmd may then die of
+# SIGPIPE and pipefail fails the line: the ldd check failed so once)
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d /tmp/innet-install.XXXXXX)
 cleanup() { rm -rf "$tmp"; }
@@ -36,7 +38,7 @@ done
 [ "$(readlink "$D$P/lib/libinnet.so")" = "libinnet.so.$major" ] || fail "libinnet.so link"
 soname=$(objdump -p "$D$P/lib/libinnet.so.$ver" | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = "libinnet.so.$major" ] || fail "soname is '$soname'"
-"$D$P/bin/innet" --version | grep -q "$ver" || fail "innet --version"
+grep -q "$ver" <<<"$("$D$P/bin/innet" --version)" || fail "innet --version"
 echo "    innet $ver: binary, $(ls "$D$P/include/innet" | wc -l) headers, libinnet.a, libinnet.so ($soname), innet.pc, $(ls "$D$P/share/man/man1" | wc -l) man pages, completion"
 
 echo "--- the installed headers are the public API; the targets' internals are in the dp tree"
@@ -61,12 +63,12 @@ echo "    $n symbols, all innet_*"
 
 echo "--- a program of one's own, built with pkg-config against the installed library"
 export PKG_CONFIG_PATH=$D$P/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D
-pkg-config --modversion innet | grep -qx "$ver" || fail "pkg-config --modversion"
+grep -qx "$ver" <<<"$(pkg-config --modversion innet)" || fail "pkg-config --modversion"
 # (pkg-config puts its sysroot, the DESTDIR here, in front of the paths)
 INNET_DPMK=$(pkg-config --variable=dpmk innet)
 [ "$INNET_DPMK" = "$D$P/share/innet/dp/innet-dp.mk" ] || fail "pkg-config --variable=dpmk: $INNET_DPMK"
 make -s -C examples/libinnet OUT="$tmp" >"$tmp/example.log" 2>&1 || fail "example build: $(cat "$tmp/example.log")"
-ldd "$tmp/echo_switch" | grep -q "libinnet.so.$major" || fail "the example is not linked to libinnet.so.$major"
+grep -q "libinnet.so.$major" <<<"$(ldd "$tmp/echo_switch")" || fail "the example is not linked to libinnet.so.$major"
 [ -s "$tmp/echo_dp.bpf.o" ] || fail "no eBPF object built for the example's data path"
 net=$(( ($$ % 200) + 20 ))
 out=$(LD_LIBRARY_PATH=$D$P/lib timeout 20 "$tmp/echo_switch" "127.204.$net.1" 47990 "$tmp/echo_dp.bpf.o") ||
@@ -98,7 +100,7 @@ echo "    <stdio.h> in a data path: refused; memcpy of a variable length in its 
 echo "--- the same program linked statically against libinnet.a finds every shipped program"
 pkg-config --static --libs innet >/dev/null 2>"$tmp/pc.err" || fail "pkg-config --static --libs innet: $(cat "$tmp/pc.err")"
 make -s -C examples/libinnet OUT="$tmp" static >"$tmp/static.log" 2>&1 || fail "static build: $(cat "$tmp/static.log")"
-ldd "$tmp/echo_switch_static" | grep -q libinnet && fail "echo_switch_static is linked to a libinnet.so"
+grep -q libinnet <<<"$(ldd "$tmp/echo_switch_static")" && fail "echo_switch_static is linked to a libinnet.so"
 out=$(timeout 20 "$tmp/echo_switch_static" "127.204.$net.2" 47991) || fail "echo_switch_static: $out"
 grep -q 'came back; count = 1' <<<"$out" || fail "echo_switch_static output: $out"
 progs=$(LD_LIBRARY_PATH=$D$P/lib "$D$P/bin/innet" programs | awk 'NR > 1 { print $1 }')
@@ -109,14 +111,14 @@ done
 echo "    echo_switch_static (libinnet.a) runs and lists every shipped program"
 
 echo "--- man and completion"
-MANWIDTH=80 man -M "$D$P/share/man" innet-kv 2>/dev/null | grep -q "replicated by Paxos" || fail "man innet-kv"
+grep -q "replicated by Paxos" <<<"$(MANWIDTH=80 man -M "$D$P/share/man" innet-kv 2>/dev/null)" || fail "man innet-kv"
 comp() { # words...: what completion offers for the last one
 	PATH=$D$P/bin:$PATH LD_LIBRARY_PATH=$D$P/lib bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _innet; echo "${COMPREPLY[*]}"' \
 		_ "$D$P/share/bash-completion/completions/innet" "$@"
 }
 [ "$(comp innet fa)" = "fabric" ] || fail "completion of 'innet fa': $(comp innet fa)"
 [ "$(comp innet kv re)" = "rejoin remove" ] || fail "completion of 'innet kv re': $(comp innet kv re)"
-comp innet fabric stop examples/kv.json a | grep -qw a0 || fail "completion of a switch name: $(comp innet fabric stop examples/kv.json a)"
+grep -qw a0 <<<"$(comp innet fabric stop examples/kv.json a)" || fail "completion of a switch name: $(comp innet fabric stop examples/kv.json a)"
 echo "    man innet-kv renders; innet fa<TAB> -> fabric, kv re<TAB> -> rejoin remove, switch names from the topology"
 
 echo "--- make uninstall leaves nothing behind"

@@ -6,7 +6,9 @@
 # switch processes (an acceptor, then the coordinator: its XDP program goes
 # with its process). The same checks: a linearizable history, no
 # acknowledged write lost, the backup coordinator took over, identical
-# replicas. Needs root (skips without it).
+# replicas. The replicas run the learner filter (netns mode's default), which
+# then also sees the lossy links' duplicates and the recovery's 2Bs. Needs
+# root (skips without it).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 KV_FAULTS_TARGET=xdp exec bash tests/integration/kv_faults.sh

@@ -13,8 +13,8 @@
 #      snapshot installed, and all three replicas end with the same keys,
 #      values and store digest.
 # Also: a malformed SNAPSHOT request is an error reply, not a crash; log
-# entries that are not KV batches of version 1 (proposed straight to the
-# coordinator by a foreign client: garbage, and a "version 2" batch) are
+# entries that are not KV batches of version 2 (proposed straight to the
+# coordinator by a foreign client: garbage, and a "version 3" batch) are
 # skipped alike by every replica, counted as entries_bad, and the replicas
 # stay identical.
 set -euo pipefail
@@ -81,7 +81,7 @@ def request(req_id, value):
     return h + p + value
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.sendto(request(0x7777000000000001, b"\x01\x02garbage"), (sys.argv[1], 34952))
-s.sendto(request(0x7777000000000002, b"KV\x02\x00\x00\x00"), (sys.argv[1], 34952))
+s.sendto(request(0x7777000000000002, b"KV\x03\x00\x00\x00" + bytes(8)), (sys.argv[1], 34952))
 PYEOF
 [ "$(cli "${R[0]}" SET fence 1)" = OK ] || fail "SET after foreign entries"
 for h in "${R[@]}"; do

@@ -50,7 +50,7 @@ EOF
 )
 timeout 30 "$INNET" switch --name lbproxy --port $SW --program "lb/lb@5353,47900,21000-21255" \
 	--args "$ARGS" --ctl "$SOCK" --workers 2 >"$T/sw.log" 2>&1 & PIDS+=($!)
-for _ in $(seq 50); do grep -q ready "$T/sw.log" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq $(slow 50)); do grep -q ready "$T/sw.log" 2>/dev/null && break; sleep 0.1; done
 grep -q ready "$T/sw.log" || fail "switch did not start"
 ctl() { timeout 5 "$INNET" ctl -s "$SOCK" "$@"; }
 

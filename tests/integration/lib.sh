@@ -15,19 +15,32 @@
 #                        if it defines one; exit 1
 #   fail_logs GLOB...    logs worth seeing when the test fails; quote the
 #                        globs ('"$STATE"/kv-*.log'): they are expanded then
-#   skip MSG...          "skip: MSG", exit 77 (tests/run counts a skip)
+#   skip MSG...          "skip: MSG", exit 77 (tests/run counts a skip): for
+#                        a test that cannot run at all
+#   skip_part MSG...     "skip part: MSG" and go on: for one part of a test
+#                        that cannot run here (tests/run lists these parts
+#                        beside the passes; a test never drops a part
+#                        silently)
 #   need_root_netns      skip unless root with a working `ip netns` (netns,
 #                        XDP tests)
+#   need_root WHY        skip unless root (WHY: what needs it)
 #   need_cmd CMD...      skip unless every CMD is on PATH
+#   have_root_netns      true if root with a working `ip netns` (for a part)
 #   spawn VAR CMD...     CMD in the background, its pid in VAR, stopped at exit
 #   fabric_teardown TOPO NAME  `innet fabric down TOPO`, then any namespace
 #                        innet-NAME-* left (for cleanup() of netns tests)
 #   in_ns NS CMD...      CMD inside network namespace NS
+#   slow N               N times the machine's slowness factor (SLOW: 1 idle
+#                        .. 4, from tests/run's INNET_TEST_SLOW or the load
+#                        average): for a time limit that guards against a
+#                        hang and must not fail a busy machine's slow run
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
 INNET=${INNET:-./build/innet}
 PY=/usr/bin/python3
 FAIL_TAIL=${FAIL_TAIL:-10}
+SLOW=${INNET_TEST_SLOW:-$(awk -v n="$(nproc 2>/dev/null || echo 1)" '{ f = int(($1 + n - 1) / n)
+	print (f < 1 ? 1 : (f > 4 ? 4 : f)) }' /proc/loadavg 2>/dev/null || echo 1)}
 _lib_logs=()
 _lib_pids=()
 
@@ -49,10 +62,16 @@ fail_logs() { _lib_logs+=("$@"); }
 
 skip() { echo "skip: $*"; exit 77; }
 
+skip_part() { echo "skip part: $*"; }
+
+have_root_netns() { [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1; }
+
 need_root_netns() {
-	if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
-		skip "needs root and ip netns"
-	fi
+	have_root_netns || skip "needs root and ip netns"
+}
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] || skip "needs root ($*)"
 }
 
 need_cmd() {
@@ -71,6 +90,8 @@ spawn() {
 }
 
 in_ns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+slow() { echo $(($1 * SLOW)); }
 
 # fabric_teardown TOPO NAME: `innet fabric down` of a netns-mode fabric, then
 # any namespace innet-NAME-* it left (a test that failed half-way up).

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "unit/oom.h"
+#include "unit/testutil.h"
 #include "consensus/kv.h"
 
 static void apply(struct kv_store *s, struct kv_buf *out, int argc, ...)
@@ -56,7 +57,7 @@ static const char *get(struct kv_store *s, const char *key)
 static void test_writes_under_oom(void **state)
 {
 	if (!OOM_INJECTION)
-		skip();
+		test_skip("no allocation failure injection under a sanitizer's allocator (tests/unit/oom.h)");
 	static const struct {
 		int argc;
 		const char *argv[5];
@@ -111,7 +112,7 @@ static void test_writes_under_oom(void **state)
 static void test_buffer_oom(void **state)
 {
 	if (!OOM_INJECTION)
-		skip();
+		test_skip("no allocation failure injection under a sanitizer's allocator (tests/unit/oom.h)");
 	struct kv_buf b = { 0 };
 	assert_int_equal(kv_buf_append(&b, "abc", 3), 0);
 	oom_countdown = 0;

@@ -143,6 +143,45 @@ static void test_formerr(void **state)
 	assert_int_equal(r.rcode, LBH_DNS_FORMERR);
 }
 
+/* A label holding a NUL or a dot cannot be written as dotted text without
+ * becoming another name: "lb.test<NUL>" + ".evil" was read as "lb.test" and
+ * answered as a name of the zone (found by tests/fuzz/fuzz_dns.c). Such a
+ * question is malformed: the backend answers FORMERR. */
+static void test_nul_or_dot_in_label(void **state)
+{
+	(void)state;
+	static const uint8_t hdr[12] = { 0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t names[][24] = {
+		/* "lb" "test\0" "evil": lb.test<NUL>.evil */
+		{ 2, 'l', 'b', 5, 't', 'e', 's', 't', 0, 4, 'e', 'v', 'i', 'l', 0 },
+		/* "lb.test" as one label, then "x" */
+		{ 7, 'l', 'b', '.', 't', 'e', 's', 't', 1, 'x', 0 },
+	};
+	static const size_t lens[] = { 15, 11 };
+	struct lbh_backend_cfg c;
+	lbh_backend_defaults(&c);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		uint8_t q[64], out[LBH_DNS_MSG_MAX];
+		memcpy(q, hdr, 12);
+		memcpy(q + 12, names[i], lens[i]);
+		memcpy(q + 12 + lens[i], "\0\1\0\1", 4); /* A, IN */
+		size_t n = 12 + lens[i] + 4;
+		struct lbh_dns_question qq;
+		assert_int_equal(lbh_dns_parse_question(q, n, &qq), -EBADMSG);
+		assert_string_equal(qq.name, "");
+		struct lbh_backend_stats st;
+		memset(&st, 0, sizeof(st));
+		int m = lbh_backend_answer(&c, q, n, out, &st);
+		assert_int_equal(m, 12);
+		assert_int_equal(st.formerr, 1);
+		assert_int_equal(st.answered, 0);
+		struct lbh_dns_reply r;
+		assert_int_equal(lbh_dns_parse_reply(out, (size_t)m, &r), 0);
+		assert_int_equal(r.rcode, LBH_DNS_FORMERR);
+		assert_int_equal(r.a_addr, 0);
+	}
+}
+
 static void test_zone(void **state)
 {
 	(void)state;
@@ -310,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_bad_names),
 		cmocka_unit_test(test_malformed_questions),
 		cmocka_unit_test(test_formerr),
+		cmocka_unit_test(test_nul_or_dot_in_label),
 		cmocka_unit_test(test_zone),
 		cmocka_unit_test(test_agent_hysteresis),
 		cmocka_unit_test(test_agent_level),

@@ -272,7 +272,7 @@ static int run2b(int fd, uint16_t acc, uint64_t inst, uint32_t ballot, uint8_t f
 static void need_root(void)
 {
 	if (geteuid() != 0)
-		skip();
+		test_skip("needs root (loads the learner filter's eBPF program)");
 }
 
 static void test_bpf_quorum(void **state)

@@ -107,14 +107,16 @@ static int sh(const char *cmd)
 }
 
 /* Own network namespace with two veth pairs and lo up. */
+static char no_netns[160];   /* why the cases that need the namespace skip */
+
 static int group_setup(void **state)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_rawport: SKIP: needs root (AF_PACKET, network namespaces)\n");
+		snprintf(no_netns, sizeof(no_netns), "needs root (AF_PACKET, network namespaces)");
 		return 0;
 	}
 	if (unshare(CLONE_NEWNET) != 0) {
-		fprintf(stderr, "test_rawport: SKIP: unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		snprintf(no_netns, sizeof(no_netns), "unshare(CLONE_NEWNET): %s", strerror(errno));
 		return 0;
 	}
 	if (sh("ip link set lo up && ip link add ie-r0 type veth peer name ie-r1 && "
@@ -187,7 +189,7 @@ static const char *reason(struct innet_switch *sw, const char *prog)
 static void test_verdicts(void **state)
 {
 	if (!have_netns)
-		skip();
+		test_skip(no_netns);
 	struct innet_switch *sw = make(&prog_raw, NULL, true, 1);
 	uint8_t want[64];
 	uint32_t wlen = frame(want, "F\x01xyz", 5);
@@ -280,7 +282,7 @@ static void test_verdicts(void **state)
 static void test_l2fwd_inject(void **state)
 {
 	if (!have_netns)
-		skip();
+		test_skip(no_netns);
 	const struct innet_program *l2 = innet_program_find("l2fwd");
 	assert_non_null(l2);
 	struct innet_switch *sw = make(l2, "{\"map\": [1, 0]}", false, 1);
@@ -298,7 +300,7 @@ static void test_l2fwd_inject(void **state)
 static void test_l2fwd_settings_and_drops(void **state)
 {
 	if (!have_netns)
-		skip();
+		test_skip(no_netns);
 	const struct innet_program *l2 = innet_program_find("l2fwd");
 	static struct innet_switch_conf c;
 	char err[512];
@@ -387,7 +389,7 @@ static ssize_t recv_tagged(int fd, uint8_t *buf, size_t len, uint8_t tag, int ms
 static void test_real_frames(void **state)
 {
 	if (!have_netns)
-		skip();
+		test_skip(no_netns);
 	const struct innet_program *l2 = innet_program_find("l2fwd");
 	struct innet_switch *sw = make(l2, "{\"map\": [1, 0]}", false, 2);
 	char pcap_path[] = "/tmp/ie-rawport-XXXXXX";

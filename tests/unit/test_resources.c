@@ -696,6 +696,11 @@ const struct innet_program *innet_cp_program(const struct innet_cp *cp)
 	return cp->program;
 }
 
+void *innet_cp_priv(const struct innet_cp *cp)
+{
+	return NULL;
+}
+
 const struct innet_reg *innet_cp_reg(const struct innet_cp *cp, unsigned id)
 {
 	return id < cp->n_regs ? &cp->regs[id] : NULL;

@@ -31,7 +31,9 @@
 
 static const struct innet_program fake_forward = { .name = "forward" };
 static const struct innet_program fake_counter = { .name = "counter" };
-static const struct innet_program *const fake_list[] = { &fake_forward, &fake_counter, NULL };
+static const struct innet_program fake_p4 = { .name = "p4" };
+static const struct innet_program *const fake_list[] = { &fake_forward, &fake_counter, &fake_p4,
+							 NULL };
 
 const struct innet_program *innet_program_find(const char *name)
 {
@@ -46,9 +48,9 @@ const struct innet_program *const *innet_program_list(void)
 	return fake_list;
 }
 
-int innet_program_registry_check(char *err, size_t errlen)
+int innet_program_registration_error(char *err, size_t errlen)
 {
-	return 0;   /* the fake registry has no failed registration */
+	return 0;
 }
 
 #include "unit/oom.h"
@@ -457,7 +459,7 @@ static const struct bad_case bad_cases[] = {
 	  "$.switches[0].programs: expected a non-empty array of programs, got an empty array" },
 	{ "unknown program", TOPO("", "{'name': 's0', 'node': 1, 'programs': [{'program': 'nope', "
 				  "'udp': [1]}]}", H0, L0),
-	  "$.switches[0].programs[0].program: unknown program 'nope' (known: forward, counter)" },
+	  "$.switches[0].programs[0].program: unknown program 'nope' (known: forward, counter, p4)" },
 	{ "program without udp", TOPO("", "{'name': 's0', 'node': 1, 'programs': [{'program': "
 				      "'forward'}]}", H0, L0),
 	  "$.switches[0].programs[0]: missing required key 'udp'" },
@@ -608,6 +610,92 @@ static void test_netns_mode(void **state)
 	innet_topology_free(t);
 }
 
+/* "p4": the switch runs the raw program "p4" with its files made absolute
+ * (relative to the topology file), netns mode follows, every port is raw
+ * and its address becomes the neighbour's gateway (a_gw/b_gw); mistakes are
+ * named. */
+static void test_p4_switch(void **state)
+{
+	char dir[] = "/tmp/innet-test-topo-p4-XXXXXX", path[4200], text[2048];
+	assert_non_null(mkdtemp(dir));
+	const char *files[] = { "prog.json", "cmds.txt" };
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs("{}\n", f);
+		fclose(f);
+	}
+	snprintf(text, sizeof(text), "{'name': 't', 'switches': [{'name': 's0', 'node': 1, "
+		 "'p4': 'prog.json', 'commands': 'cmds.txt'}, {'name': 's1', 'node': 2, " PROG "}], "
+		 "'hosts': [" H0 "], 'links': [{'a': 'h0', 'b': 's0'}, {'a': 's0', 'b': 's1'}]}");
+	snprintf(path, sizeof(path), "%s/topo.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(json(text), f);
+	fclose(f);
+	struct innet_topology *t = innet_topology_load(path, err, sizeof(err));
+	if (t == NULL)
+		fail_msg("%s", err);
+	assert_true(t->netns);
+	const struct innet_topo_node *n = &t->nodes[0];
+	assert_true(n->p4);
+	assert_false(t->nodes[1].p4);
+	assert_int_equal(n->conf->n_progs, 1);
+	assert_string_equal(n->conf->progs[0].name, "p4");
+	assert_ptr_equal(n->conf->progs[0].program, &fake_p4);
+	assert_true(n->conf->progs[0].raw);
+	char want[4400];
+	snprintf(want, sizeof(want), "{\"json\":\"%s/prog.json\",\"commands\":\"%s/cmds.txt\"}", dir,
+		 dir);
+	assert_string_equal(n->conf->progs[0].args_json, want);
+	for (uint32_t k = 0; k < 2; k++) {
+		const struct innet_port_conf *pc = &n->conf->ports[k];
+		char dev[8];
+		snprintf(dev, sizeof(dev), "p%u", k);
+		assert_string_equal(pc->iface, dev);
+		assert_string_equal(pc->dev, dev);
+		assert_int_equal(pc->ip, 0);
+		assert_int_equal(pc->peer_ip, 0);
+		assert_true(pc->has_peer_mac);
+	}
+	/* h0 routes through 10.1.0.1; s1's port faces the gateway of s0's port 1 */
+	assert_int_equal(t->links[0].b_gw, ip("10.1.0.1"));
+	assert_int_equal(t->links[0].a_gw, 0);
+	assert_int_equal(t->links[1].a_gw, ip("10.1.0.2"));
+	assert_int_equal(t->nodes[1].conf->ports[0].peer_ip, ip("10.1.0.2"));
+	assert_int_equal(t->nodes[1].conf->ports[0].iface[0], '\0');
+	innet_topology_free(t);
+
+	static const struct { const char *sw, *extra, *expect; } bad[] = {
+		{ "'p4': 'prog.json', " PROG, "", "a P4 switch runs its P4 program only" },
+		{ "'commands': 'cmds.txt', " PROG, "", "\"commands\" is for a P4 switch" },
+		{ "'p4': 'nothere.json'", "", "nothere.json': No such file" },
+		{ "'p4': 7", "", "$.switches[0].p4" },
+		{ "'p4': 'prog.json'", "'netns': false, ", "a P4 program (\"p4\")" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "{'name': 't', %s'switches': [{'name': 's0', 'node': 1, %s}], "
+			 "'hosts': [" H0 "], 'links': [" L0 "]}", bad[i].extra, bad[i].sw);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(json(text), f);
+		fclose(f);
+		t = innet_topology_load(path, err, sizeof(err));
+		if (t != NULL)
+			fail_msg("case %zu: loaded, expected \"%s\"", i, bad[i].expect);
+		if (strstr(err, bad[i].expect) == NULL)
+			fail_msg("case %zu: got\n%s\nexpected \"%s\"", i, err, bad[i].expect);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/topo.json", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_too_many_ports(void **state)
 {
 	static char text[1 << 16];
@@ -687,7 +775,7 @@ static void test_out_of_memory(void **state)
 
 	const char *preload = getenv("LD_PRELOAD");
 	if (!OOM_INJECTION || (preload != NULL && strstr(preload, "vgpreload") != NULL))
-		skip();
+		test_skip("no allocation failure injection under a sanitizer's allocator or valgrind");
 	example_path("spine-leaf.json", path, sizeof(path));
 	for (n = 0; n < 1000000; n++) {
 		struct innet_switch_conf c;
@@ -730,6 +818,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_key),
 		cmocka_unit_test(test_too_many_ports),
 		cmocka_unit_test(test_netns_mode),
+		cmocka_unit_test(test_p4_switch),
 		cmocka_unit_test(test_all_errors_reported),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_out_of_memory),

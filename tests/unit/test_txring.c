@@ -80,8 +80,7 @@ static struct innet_txring *ring_or_skip(void)
 {
 	struct innet_txring *r = innet_txring_new(128);
 	if (r == NULL) {
-		fprintf(stderr, "io_uring unavailable here: skipped\n");
-		skip();
+		test_skip("io_uring is unavailable here");
 	}
 	return r;
 }

@@ -72,7 +72,7 @@ _innet() {
 		elif [ "$COMP_CWORD" -eq 4 ] && [ "$verb" = rejoin ]; then
 			words=$(_innet_nodes "${COMP_WORDS[3]}" switch)
 		else
-			words="--port --window --kill --topology --name"
+			words="--port --window --reads --proto-max-bulk-len --learner-filter --filter-mode --kill --keep-logs --topology --name --metrics"
 		fi ;;
 	paxos)
 		if [ "$COMP_CWORD" -eq 2 ]; then words="acceptor leader bench --help"

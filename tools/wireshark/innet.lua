@@ -234,9 +234,9 @@ services:add(1, counter)
 local paxos = Proto("innet.paxos", "innet consensus (Paxos)")
 local PAXOS_LEN = 48
 local paxos_types = { [1] = "REQUEST", [2] = "1A", [3] = "1B", [4] = "2A", [5] = "2B",
-	[6] = "NACK", [7] = "TRIM", [8] = "RECOVER" }
+	[6] = "NACK", [7] = "TRIM", [8] = "RECOVER", [9] = "READ", [10] = "READ_ACK" }
 local paxos_status = { [0] = "ok", [1] = "ballot", [2] = "ring_full", [3] = "trimmed",
-	[4] = "too_big", [5] = "empty" }
+	[4] = "too_big", [5] = "empty", [6] = "joining" }
 local pf = paxos.fields
 pf.type     = ProtoField.uint8("innet.paxos.type", "Type", base.DEC, paxos_types)
 pf.status   = ProtoField.uint8("innet.paxos.status", "Status", base.DEC, paxos_status)
@@ -301,8 +301,8 @@ services:add(2, paxos)
 
 local agg = Proto("innet.agg", "innet aggregation (all-reduce)")
 local AGG_LEN = 32
-local agg_ops = { [1] = "CONTRIB", [2] = "RESULT", [3] = "JOIN", [4] = "JOINED" }
-local agg_status = { [0] = "complete", [1] = "partial", [2] = "stale" }
+local agg_ops = { [1] = "CONTRIB", [2] = "RESULT", [3] = "JOIN", [4] = "JOINED", [5] = "LEAVE" }
+local agg_status = { [0] = "complete", [1] = "partial", [2] = "stale", [3] = "restarted" }
 local af = agg.fields
 af.op        = ProtoField.uint8("innet.agg.op", "Operation", base.DEC, agg_ops)
 af.status    = ProtoField.uint8("innet.agg.status", "Status", base.DEC, agg_status)
@@ -313,7 +313,7 @@ af.worker    = ProtoField.uint8("innet.agg.worker", "Worker", base.DEC)
 af.round     = ProtoField.uint32("innet.agg.round", "Round", base.DEC)
 af.offset    = ProtoField.uint32("innet.agg.offset", "Element offset", base.DEC)
 af.exp       = ProtoField.uint8("innet.agg.exp", "Exponent (biased by 127)", base.DEC)
-af.n_contrib = ProtoField.uint8("innet.agg.n_contrib", "Contributors", base.DEC)
+af.gen       = ProtoField.uint8("innet.agg.gen", "Generation (the job's run, mod 256)", base.DEC)
 af.k         = ProtoField.uint16("innet.agg.k", "Elements", base.DEC)
 af.call      = ProtoField.uint32("innet.agg.call", "Call", base.DEC)
 af.bitmap    = ProtoField.uint64("innet.agg.bitmap", "Contributor bitmap", base.HEX)
@@ -348,7 +348,7 @@ function agg.dissector(tvb, pinfo, tree)
 	t:add(af.round, tvb(8, 4))
 	t:add(af.offset, tvb(12, 4))
 	t:add(af.exp, tvb(16, 1))
-	t:add(af.n_contrib, tvb(17, 1))
+	t:add(af.gen, tvb(17, 1))
 	t:add(af.k, tvb(18, 2))
 	t:add(af.call, tvb(20, 4))
 	t:add(af.bitmap, tvb(24, 8))
@@ -356,15 +356,21 @@ function agg.dissector(tvb, pinfo, tree)
 		t:add(af.elems, tvb(AGG_LEN, len - AGG_LEN))
 	end
 	local rec = (op == 3 or op == 4) and 12 or 4 -- JOIN/JOINED: 12-byte slot records
-	if len - AGG_LEN ~= k * rec and not (op == 2 and status == 2) and op ~= 4 then
+	if len - AGG_LEN ~= k * rec and not (op == 2 and status >= 2) and op ~= 4 then
 		t:add_proto_expert_info(ex_agg_len)
 	end
 	local text = string.format("%s job %d slot %d round %d worker %d k %d",
 		agg_ops[op] or ("op " .. op), tvb(2, 2):uint(), tvb(4, 2):uint(), tvb(8, 4):uint(),
 		tvb(7, 1):uint(), k)
 	if op == 2 then
+		local bm = tvb(24, 8):uint64()
+		local n = 0
+		while bm ~= UInt64(0) do
+			if bm:band(UInt64(1)) ~= UInt64(0) then n = n + 1 end
+			bm = bm:rshift(1)
+		end
 		text = text .. " " .. (agg_status[status] or ("status " .. status)) ..
-			string.format(" contributors %d", tvb(17, 1):uint())
+			string.format(" contributors %d gen %d", n, tvb(17, 1):uint())
 		if status ~= 0 then
 			si:add_proto_expert_info(ex_agg_partial)
 		end

@@ -33,7 +33,14 @@
  * block-floating-point error of docs/aggregation.md (about 1e-8 of each
  * block's largest value for 4 ranks); int sums are exact. A failed innet call
  * (-ETIMEDOUT: a rank died) is reported through the communicator's error
- * handler with MPI_ERR_OTHER, as MPI reports its own failures.
+ * handler with MPI_ERR_OTHER, as MPI reports its own failures, with the
+ * library's explanation (innet_agg_error) on stderr.
+ *
+ * Runs: each program is a run of the job on the switch. The first
+ * innet all-reduce of each rank starts it (the library's START): a program
+ * run after another — which ended, or was killed — starts cleanly once all
+ * its ranks have started, and MPI_Finalize's close tells the switch the
+ * rank is done (docs/aggregation.md, "Runs").
  *
  * THREAD SAFETY: calls are serialized by a mutex (one worker handle per
  * process), which matches MPI_THREAD_SERIALIZED use of MPI_COMM_WORLD.
@@ -215,10 +222,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 			: innet_agg_allreduce_f32(g.agg, in, recvbuf, (size_t)count);
 	g.calls_innet++;
 	int rank = g.rank;
+	char why[256] = "";
+	if (rc != 0)
+		snprintf(why, sizeof(why), "%s", innet_agg_error(g.agg));
 	pthread_mutex_unlock(&g.lock);
 	if (rc != 0) {
-		fprintf(stderr, "innet-pmpi: rank %d: MPI_Allreduce through innet failed: %s\n", rank,
-			strerror(-rc));
+		fprintf(stderr, "innet-pmpi: rank %d: MPI_Allreduce through innet failed: %s%s%s%s\n", rank,
+			strerror(-rc), why[0] ? " (" : "", why, why[0] ? ")" : "");
 		PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
 		return MPI_ERR_OTHER;
 	}

@@ -19,7 +19,9 @@ program for tests and demos.
 
 Errors: AggError (an OSError with the library's errno: ETIMEDOUT when a
 worker died or the switch is gone, ESTALE when this worker fell behind the
-job, EDOM for non-finite floats).
+job, ECONNRESET when a new run of the job began, EBUSY when the job's
+previous run is still there, EDOM for non-finite floats), its message the
+library's explanation (innet_agg_error: what failed and what to do).
 """
 
 import ctypes
@@ -99,6 +101,8 @@ def load_library(path=None):
     lib.innet_agg_get_stats.restype = None
     lib.innet_agg_f32_error_bound.argtypes = [ctypes.c_uint32, ctypes.c_double]
     lib.innet_agg_f32_error_bound.restype = ctypes.c_double
+    lib.innet_agg_error.argtypes = [vp]
+    lib.innet_agg_error.restype = ctypes.c_char_p
     _lib = lib
     return lib
 
@@ -125,9 +129,11 @@ def _addr(s, default_udp=None):
     return _ip(host), udp
 
 
-def _raise(rc, what):
+def _raise(rc, what, worker=None):
     e = -rc
-    raise AggError(e, "%s: %s" % (what, os.strerror(e)))
+    why = worker._lib.innet_agg_error(worker._h) if worker is not None and worker._h else None
+    why = why.decode(errors="replace") if why else ""
+    raise AggError(e, "%s: %s%s" % (what, os.strerror(e), " (%s)" % why if why else ""))
 
 
 class _Pending:
@@ -143,7 +149,7 @@ class _Pending:
             self._w._pending = None
             self._keep = None
             if rc != 0:
-                _raise(rc, "allreduce")
+                _raise(rc, "allreduce", self._w)
         return self._out
 
 
@@ -220,7 +226,7 @@ class Worker:
         rc = getattr(self._lib, "innet_agg_allreduce_" + fn)(
             self._h, x.ctypes.data, out.ctypes.data, x.size)
         if rc != 0:
-            _raise(rc, "allreduce")
+            _raise(rc, "allreduce", self)
         return out
 
     def start(self, x, out=None):

@@ -110,7 +110,7 @@ int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key, uint
 {
 	ctx->use.table_ops++;
 	struct innet_table *tb = dp_table(ctx, t, key_size, val_size);
-	return tb != NULL && innet_table_get(tb, key, val) == 0 ? 0 : -1;
+	return tb != NULL ? innet_table_try_get(tb, key, val) : INNET_TABLE_FAULT;
 }
 
 int innet__table_insert(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t key_size,
@@ -119,10 +119,10 @@ int innet__table_insert(struct innet_ctx *ctx, unsigned t, const void *key, uint
 	ctx->use.table_ops++;
 	if (ctx->model != INNET_MODEL_TRIO) {
 		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
-		return -1;
+		return INNET_TABLE_FAULT;
 	}
 	struct innet_table *tb = dp_table(ctx, t, key_size, val_size);
-	return tb != NULL && innet_table_put(tb, key, val) == 0 ? 0 : -1;
+	return tb != NULL ? innet_table_try_put(tb, key, val) : INNET_TABLE_FAULT;
 }
 
 int innet__table_delete(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t key_size)
@@ -130,9 +130,9 @@ int innet__table_delete(struct innet_ctx *ctx, unsigned t, const void *key, uint
 	ctx->use.table_ops++;
 	if (ctx->model != INNET_MODEL_TRIO) {
 		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
-		return -1;
+		return INNET_TABLE_FAULT;
 	}
 	struct innet_table *tb = dp_table(ctx, t, key_size, UINT32_MAX);
-	return tb != NULL && innet_table_del(tb, key) == 0 ? 0 : -1;
+	return tb != NULL ? innet_table_try_del(tb, key) : INNET_TABLE_FAULT;
 }
 

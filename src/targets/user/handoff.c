@@ -6,6 +6,7 @@
  * for injections), with its transmit queue, to-CPU ring and counters.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "targets/user/user_pvt.h"
 
@@ -17,6 +18,8 @@ struct innet_handoff *innet_handoff_seat(struct innet_user *u, enum innet_handof
 void innet_handoff_begin(struct innet_handoff *h)
 {
 	innet_worker_set_now(h->w);
+	h->w->last_action = INNET_DROP;
+	h->w->last_reason = 0;
 }
 
 int innet_handoff_send(struct innet_handoff *h, struct innet_cp *cp, const struct innet_out *out,
@@ -34,6 +37,23 @@ int innet_handoff_timer(struct innet_handoff *h, struct innet_cp *cp, uint32_t t
 			uint64_t deadline_ns)
 {
 	return innet_timerq_push(h->w->u, cp, timer, deadline_ns);
+}
+
+int innet_handoff_resume(struct innet_handoff *h, struct innet_cp *cp, struct innet_pkt *pkt,
+			 const void *state, uint32_t state_len)
+{
+	if (state_len > INNET_SCRATCH_SIZE)
+		return -EINVAL;
+	memcpy(h->w->scratch, state, state_len);
+	pkt->flags |= INNET_PKT_F_RESUMED;
+	innet_worker_resume(h->w, cp->index, pkt);
+	return 0;
+}
+
+void innet_handoff_verdict(const struct innet_handoff *h, enum innet_action *action, uint16_t *reason)
+{
+	*action = (enum innet_action)h->w->last_action;
+	*reason = h->w->last_reason;
 }
 
 void innet_handoff_flush(struct innet_handoff *h, struct innet_inject_result *res)

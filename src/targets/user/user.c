@@ -23,6 +23,7 @@
 #include <string.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
+#include <linux/sock_diag.h>
 #include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -292,7 +293,7 @@ static int user_create(struct innet_switch *sw, void **priv, char *err, size_t e
 	rc = innet_timerq_create(u);
 	if (rc != 0)
 		goto err_destroy;
-	rc = open_sockets(u, err, errlen);
+	rc = sw->conf.no_sockets ? 0 : open_sockets(u, err, errlen);
 	if (rc != 0)
 		goto err_destroy;
 	rc = wire_workers(u);
@@ -450,6 +451,19 @@ static void user_prog_stats(void *priv, struct innet_cp *cp, struct innet_prog_s
 	}
 }
 
+/* The kernel's count of what it dropped at socket fd (SO_MEMINFO; the same
+ * figure as the drops column of /proc/net/udp): a full receive buffer, a bad
+ * checksum, a socket filter. 0 if it cannot say. */
+static uint32_t sock_drops(int fd)
+{
+	uint32_t mem[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mem);
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 ||
+	    len <= SK_MEMINFO_DROPS * sizeof(uint32_t))
+		return 0;
+	return mem[SK_MEMINFO_DROPS];
+}
+
 static void user_port_stats(void *priv, uint32_t port, struct innet_port_stats *out)
 {
 	struct innet_user *u = priv;
@@ -467,6 +481,13 @@ static void user_port_stats(void *priv, uint32_t port, struct innet_port_stats *
 		out->link_delayed += LOAD64(s->link_delayed);
 		out->link_queue_full += LOAD64(s->link_queue_full);
 	}
+	/* the kernel's own count, since the last reset (modulo 2^32: it keeps
+	 * a 32-bit counter per socket) */
+	for (uint32_t i = 0; i < u->n_socks; i++)
+		if (u->socks[i].port == port)
+			out->rx_sock_drops += (uint32_t)(sock_drops(u->socks[i].fd) -
+							 atomic_load_explicit(&u->socks[i].drops_base,
+									      memory_order_relaxed));
 }
 
 static void user_stats_reset(void *priv)
@@ -479,6 +500,9 @@ static void user_stats_reset(void *priv)
 		memset(w->pstats, 0, sizeof(*w->pstats) * u->sw->n_progs);
 		memset(w->portstats, 0, sizeof(*w->portstats) * u->sw->n_ports);
 	}
+	for (uint32_t i = 0; i < u->n_socks; i++)
+		atomic_store_explicit(&u->socks[i].drops_base, sock_drops(u->socks[i].fd),
+				      memory_order_relaxed);
 }
 
 const struct innet_target_ops innet_target_udp = {

@@ -70,6 +70,7 @@ struct innet_sock {
 	uint16_t udp;         /* bound UDP port; 0 for a raw port */
 	uint16_t worker;      /* worker that receives on it */
 	bool raw;             /* AF_PACKET socket of a raw port */
+	_Atomic uint32_t drops_base; /* the kernel's drop count at the last stats reset */
 };
 
 /* One queued send. */
@@ -231,6 +232,10 @@ int innet_worker_send_copy(struct innet_worker *w, struct innet_cp *cp, const st
 			   bool is_group, const void *data, uint32_t len, uint16_t src_udp);
 void innet_worker_flush(struct innet_worker *w);
 void innet_worker_set_now(struct innet_worker *w);
+/* Run a packet a stacked target handed over with innet_hand_off through its
+ * program on w (the state already in w's scratch; INNET_PKT_F_RESUMED set):
+ * the handler, the verdict, the counters (not the receive counts: XDP's). */
+void innet_worker_resume(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt);
 /* Run on_cpu for every packet waiting in w's cpu ring (the control thread,
  * or an injection on a switch not started). */
 void innet_worker_cpu_drain(struct innet_user *u, struct innet_worker *w);

@@ -586,8 +586,10 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 	struct innet_switch *sw = w->sw;
 	struct innet_cp *cp = &sw->progs[prog];
 	struct innet_prog_stats *ps = &w->pstats[prog];
-	INNET_STAT_INC(ps->rx_pkts);
-	INNET_STAT_ADD(ps->rx_bytes, pkt->len);
+	if (!(pkt->flags & INNET_PKT_F_RESUMED)) {   /* (a hand-off was received in XDP) */
+		INNET_STAT_INC(ps->rx_pkts);
+		INNET_STAT_ADD(ps->rx_bytes, pkt->len);
+	}
 	uint32_t emitted = 0;
 	enum innet_action act;
 	for (;;) {
@@ -675,6 +677,11 @@ static void process(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt
 	INNET_STAT_ADD(ps->tx_pkts, sent);
 }
 
+
+void innet_worker_resume(struct innet_worker *w, uint32_t prog, struct innet_pkt *pkt)
+{
+	process(w, prog, pkt);
+}
 
 /* Hand one received datagram (already in a stable buffer) to its program. */
 static void deliver(struct innet_worker *w, uint32_t prog, uint16_t port, uint16_t dst_udp, uint8_t *data,

@@ -13,11 +13,11 @@
  *                        pages holding the packed array (element i at byte
  *                        i * width); blobs: one element per map entry
  *                        (value_size = stride = width rounded up to 8)     loader, from setup
- *   innet_tslots0..7     ARRAY, MMAPABLE: a table's slots (table.c layout:
+ *   innet_tslots0..7     ARRAY, MMAPABLE: a table's slots (table_algo.h:
  *                        seq u32 | state u32 | key | value | pad to 8)     loader
  *   innet_tlock0..7      ARRAY, MMAPABLE: 4 KiB pages of u32 home locks    loader
  *   innet_tmeta          ARRAY, MMAPABLE, one page: per table entries u32,
- *                        insert_full u64, insert_busy u64                  fixed
+ *                        insert_full u64, busy u64                         fixed
  *   innet_confmap        ARRAY, MMAPABLE, one element: the config block    loader
  *   innet_timers         ARRAY, MMAPABLE: {deadline_ns u64, arg u64} each  loader
  *   innet_groups         ARRAY_OF_MAPS of DEVMAP_HASH (ifindex -> port dev
@@ -54,6 +54,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "targets/xdp/xdp_abi.h"
+#include "engine/table_algo.h"   /* the tables' layout (their algorithm: below) */
 
 #define INNET__INLINE static inline __attribute__((always_inline))
 
@@ -111,6 +112,8 @@ struct innet_ctx {
 	uint8_t model;                   /* enum innet_model */
 	uint8_t in_timer;                /* never on XDP (timers run in user space) */
 	uint8_t pass_up;                 /* innet_pass_up: the user-space engine's turn */
+	uint32_t handoff_len;            /* innet_hand_off: bytes of state at handoff_state */
+	const void *handoff_state;
 	const void *conf;                /* the config block (map value) */
 	struct innet_pkt *pkt;           /* the packet being handled */
 };
@@ -291,7 +294,14 @@ INNET__INLINE void *innet_pkt_ptr(struct innet_pkt *p, uint32_t off, uint32_t n)
 /* Reload the packet pointers after a helper that moved the frame's bounds. */
 INNET__INLINE void innet__pkt_reload(struct innet_pkt *p)
 {
-	p->data = (uint8_t *)(long)p->xdp->data + p->hdr_len;
+	/* hdr_len is 0 or 42; bounded here because the verifier may have lost
+	 * the constant (a 4-byte spill beside headroom's, which push/pull
+	 * rewrite), and a packet pointer with an unbounded offset is checked
+	 * against data_end in vain */
+	uint32_t h = p->hdr_len;
+	if (h > INNET_XDP_HDR_LEN)
+		h = INNET_XDP_HDR_LEN;
+	p->data = (uint8_t *)(long)p->xdp->data + h;
 	p->data_end = (uint8_t *)(long)p->xdp->data_end;
 }
 
@@ -366,6 +376,22 @@ INNET__INLINE enum innet_action innet_pass_up(struct innet_ctx *ctx, struct inne
 {
 	(void)p;
 	ctx->pass_up = 1;
+	return INNET_DROP;
+}
+
+/* Continue the packet in the user-space engine, after the handler changed
+ * state: the packet (as it is now) and the n bytes at state (a pointer into
+ * innet_scratch() memory, n <= INNET_XDP_STATE_MAX) go over the ring, counted
+ * as a `resume` hand-off, and the engine calls the handler again with
+ * INNET_PKT_F_RESUMED in pkt->flags and those bytes at the start of its
+ * innet_scratch(). The handler there carries on from its state: nothing that
+ * ran here runs twice. Return its value. */
+INNET__INLINE enum innet_action innet_hand_off(struct innet_ctx *ctx, struct innet_pkt *p,
+					       const void *state, uint32_t n)
+{
+	(void)p;
+	ctx->handoff_state = state;
+	ctx->handoff_len = n;
 	return INNET_DROP;
 }
 
@@ -760,8 +786,17 @@ INNET__INLINE void innet_pkt_to_reg(struct innet_ctx *ctx, struct innet_pkt *pkt
 		innet__fault(ctx, INNET_DROP_PKT_BOUNDS);
 }
 
+/* innet_loop (innet/dp.h): bpf_loop, which returns the calls made or an
+ * error (-E2BIG when n > INNET_LOOP_MAX). */
+INNET__INLINE uint32_t innet_loop(uint32_t n, innet_loop_fn fn, void *arg)
+{
+	long done = bpf_loop(n, (void *)fn, arg, 0);
+	return done < 0 ? 0 : (uint32_t)done;
+}
+
 /* ------------------------------------------------------------------------ */
-/* Tables: src/engine/table.c's algorithm over the same slots.               */
+/* Tables: engine/table_algo.h's algorithm over the maps' slots (the same    */
+/* bytes the user-space engine and the control plane use).                   */
 
 INNET__INLINE void *innet__tslots(unsigned t)
 {
@@ -809,295 +844,131 @@ INNET__INLINE bool innet__table_check(struct innet_ctx *ctx, unsigned t, uint32_
 	return true;
 }
 
-/* Compare ks bytes (a compile-time constant) of a slot's key with key: a
- * word at a time where ks allows (one branch for the verifier to follow per
- * word, not per byte). The slot's key is 8-byte aligned (table.c's slot
- * layout); the caller's key need not be. */
-INNET__INLINE bool innet__key_eq(const uint8_t *slot_key, const uint8_t *key, uint32_t ks)
+/* The executor's half of engine/table_algo.h: loads and stores through
+ * volatile (eBPF's loads and stores are not reordered across its atomics,
+ * which are full barriers), compare-and-swap and add as eBPF atomics. A
+ * table is its id: the maps innet_tslotsN / innet_tlockN and the counters in
+ * innet_tmeta. */
+struct innet__tbl_ref {
+	uint64_t t;
+};
+#define innet__tbl_ld(p)        (*(volatile __typeof__(*(p)) *)(p))
+#define innet__tbl_st(p, v)     (*(volatile __typeof__(*(p)) *)(p) = (v))
+#define innet__tbl_cas(p, o, n) (__sync_val_compare_and_swap((p), (o), (n)) == (o))
+#define innet__tbl_add(p, n)    __sync_fetch_and_add((p), (n))
+#define innet__tbl_relax()      ((void)0)
+#define INNET__TBL_EXECUTOR
+#include "engine/table_algo.h"
+
+_Static_assert(sizeof(struct innet_table_shared) * INNET_MAX_TABLES <= INNET_XDP_SERIAL_LOCK_OFF,
+	       "the tables' counters end before the serial lock in innet_tmeta's page");
+
+INNET__INLINE struct innet_table_slot *innet__tbl_slot(const struct innet__tbl_op *op, uint32_t k)
 {
-	if (ks % 8 == 0) {
-		for (uint32_t i = 0; i < ks; i += 8) {
-			uint64_t a, b;
-			__builtin_memcpy(&a, slot_key + i, 8);
-			__builtin_memcpy(&b, key + i, 8);
-			if (a != b)
-				return false;
-		}
-		return true;
-	}
-	if (ks % 4 == 0) {
-		for (uint32_t i = 0; i < ks; i += 4) {
-			uint32_t a, b;
-			__builtin_memcpy(&a, slot_key + i, 4);
-			__builtin_memcpy(&b, key + i, 4);
-			if (a != b)
-				return false;
-		}
-		return true;
-	}
-	for (uint32_t i = 0; i < ks; i++)
-		if (slot_key[i] != key[i])
-			return false;
-	return true;
+	return bpf_map_lookup_elem(innet__tslots((unsigned)op->ref.t), &k);
 }
 
-/* A lookup's look at slot i of its probe window (bpf_loop's callback): a
- * seqlock read of the slot, at most INNET_XDP_SEQ_TRIES tries. One probe is
- * a callback, not a turn of an unrolled loop, so the verifier checks its body
- * a few times per lookup rather than once for each of the window's 32 slots
- * times each path that reaches it. Everything it needs from the call site is
- * in 8-byte fields of the arg: the verifier keeps a constant stored there
- * exact (the table, the key and value sizes select the map and bound every
- * access). */
-struct innet__probe_arg {
-	const uint8_t *key;
-	uint8_t *val;
-	uint64_t t;              /* table id */
-	uint64_t ks, vs;         /* key and value size */
-	uint64_t home, mask;     /* the key's home slot; n_slots - 1 */
-	int64_t found;           /* 0: found; -1: not in the table; 1: look on */
-	struct innet_table_slot *slot;   /* the slot being read */
-};
-
-/* One seqlock read of p->slot (bpf_loop's callback too: a retry is one more
- * call, not one more unrolled copy for the verifier). 0: read again (a
- * writer was busy); 1: decided — p->found 0 (found, the value copied), -1
- * (an empty slot: not in the table) or still 1 (another key: look on). */
-static long innet__probe_try(uint32_t t, void *arg)
+INNET__INLINE uint32_t *innet__tbl_lock(const struct innet__tbl_op *op)
 {
-	struct innet__probe_arg *p = arg;
-	struct innet_table_slot *s = p->slot;
-	uint32_t ks = (uint32_t)p->ks;
-	if (s == (void *)0)
-		return 1;
-	uint32_t seq = *(volatile uint32_t *)&s->seq;
-	if (seq & 1)
-		return 0;
-	uint32_t state = *(volatile uint32_t *)&s->state;
-	if (state == INNET_SLOT_EMPTY) {
-		p->found = -1;
-		return 1;
-	}
-	if (state != INNET_SLOT_USED)
-		return 1;
-	/* a word at a time where the size allows: one branch per word for the
-	 * verifier to follow, not one per byte */
-	bool eq = true;
+	uint32_t home = (uint32_t)op->home;
+	uint32_t page = home / (INNET__PAGE / 4);
+	uint32_t *p = bpf_map_lookup_elem(innet__tlocks((unsigned)op->ref.t), &page);
+	if (p == (void *)0)
+		return (void *)0;
+	return p + (home & (INNET__PAGE / 4 - 1));
+}
+
+INNET__INLINE struct innet_table_shared *innet__tbl_shared(const struct innet__tbl_op *op)
+{
+	return innet__tmeta((unsigned)op->ref.t);
+}
+
+/* Compare the key (op->ks bytes, a constant the verifier keeps exact) a word
+ * at a time where the size allows: one branch per word for the verifier to
+ * follow, not one per byte. The slot's key is 8-aligned; the caller's need
+ * not be. */
+INNET__INLINE bool innet__tbl_key_eq(const struct innet__tbl_op *op, const struct innet_table_slot *s)
+{
+	uint32_t ks = (uint32_t)op->ks;
 	if (ks % 8 == 0) {
 		for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b += 8) {
 			uint64_t x, y;
 			if (b >= ks)
 				break;
 			__builtin_memcpy(&x, s->kv + b, 8);
-			__builtin_memcpy(&y, p->key + b, 8);
-			if (x != y) {
-				eq = false;
-				break;
-			}
+			__builtin_memcpy(&y, op->key + b, 8);
+			if (x != y)
+				return false;
 		}
-	} else {
-		for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b++) {
-			if (b >= ks)
-				break;
-			if (s->kv[b] != p->key[b]) {
-				eq = false;
-				break;
-			}
-		}
+		return true;
 	}
-	if (eq)   /* (val may keep torn bytes if a racing writer then moves the
-	           * key away: the lookup still says -1) */
-		bpf_probe_read_kernel(p->val, (uint32_t)p->vs, s->kv + ks);
-	if (*(volatile uint32_t *)&s->seq != seq)
-		return 0;
-	if (eq)
-		p->found = 0;
-	return 1;
+	for (uint32_t b = 0; b < INNET_TABLE_KEY_MAX; b++) {
+		if (b >= ks)
+			break;
+		if (s->kv[b] != op->key[b])
+			return false;
+	}
+	return true;
 }
 
-static long innet__probe(uint32_t i, void *arg)
+INNET__INLINE void innet__tbl_val_out(const struct innet__tbl_op *op, const struct innet_table_slot *s)
 {
-	struct innet__probe_arg *p = arg;
-	uint32_t k = (uint32_t)((p->home + i) & p->mask);
-	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
-	if (s == (void *)0) {
-		p->found = -1;
-		return 1;
-	}
-	p->slot = s;
-	bpf_loop(INNET_XDP_SEQ_TRIES, innet__probe_try, p, 0);
-	return p->found != 1;
+	bpf_probe_read_kernel(op->val, (uint32_t)op->vs, s->kv + op->ks);
+}
+
+INNET__INLINE void innet__tbl_kv_in(const struct innet__tbl_op *op, struct innet_table_slot *s,
+				    bool key_too)
+{
+	if (key_too)
+		bpf_probe_read_kernel(s->kv, (uint32_t)op->ks, op->key);
+	bpf_probe_read_kernel(s->kv + op->ks, (uint32_t)op->vs, op->val);
+}
+
+/* The data path's table calls (innet/dp.h's macros): one bounded attempt,
+ * an enum innet_table_rc, as the user-space engine's innet_table_try_*. */
+INNET__INLINE int innet__table_op(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks,
+				  void *val, uint32_t vs, int what)
+{
+	uint32_t mask = INNET__L.tables[t].n_slots - 1;
+	struct innet__tbl_op op = {
+		.ref = { .t = t }, .key = key, .val = val, .ks = ks, .vs = vs,
+		.home = (uint32_t)innet_hash(key, ks, 0) & mask, .mask = mask,
+	};
+	return what == 0 ? innet__tbl_lookup(&op)
+			 : innet__tbl_write(&op, INNET__L.tables[t].capacity, what == 2);
 }
 
 INNET__INLINE int innet__table_lookup(struct innet_ctx *ctx, unsigned t, const void *key,
 				      uint32_t ks, void *val, uint32_t vs)
 {
 	if (!innet__table_check(ctx, t, ks, vs))
-		return -1;
-	uint32_t mask = INNET__L.tables[t].n_slots - 1;
-	struct innet__probe_arg p = {
-		.key = key, .val = val, .t = t, .ks = ks, .vs = vs,
-		.home = (uint32_t)innet_hash(key, ks, 0) & mask, .mask = mask, .found = 1,
-		.slot = (void *)0,
-	};
-	bpf_loop(INNET_XDP_TABLE_PROBE, innet__probe, &p, 0);
-	return p.found == 0 ? 0 : -1;
+		return INNET_TABLE_FAULT;
+	return innet__table_op(ctx, t, key, ks, val, vs, 0);
 }
 
-/* Writers: the key's home lock (a u32 flag) serialises writers of one key;
- * a slot is claimed by moving its seq from even to odd. Bounded like
- * table.c, with fewer rounds: a data-plane writer that cannot get the lock
- * gives up (insert_busy) rather than spin. */
-INNET__INLINE uint32_t *innet__tlock(unsigned t, uint32_t home)
+/* Writes: Trio only, as on the user-space engine. */
+INNET__INLINE bool innet__table_may_write(struct innet_ctx *ctx)
 {
-	uint32_t page = home / (INNET__PAGE / 4);
-	uint32_t *p = bpf_map_lookup_elem(innet__tlocks(t), &page);
-	if (p == (void *)0)
-		return (void *)0;
-	return p + (home & (INNET__PAGE / 4 - 1));
-}
-
-/* Claim slot s for writing (seq even -> odd), a few tries. */
-INNET__INLINE bool innet__slot_claim(struct innet_table_slot *s)
-{
-	for (uint32_t t = 0; t < INNET_XDP_SEQ_TRIES; t++) {
-		uint32_t seq = *(volatile uint32_t *)&s->seq;
-		if (!(seq & 1) && __sync_val_compare_and_swap(&s->seq, seq, seq + 1) == seq)
-			return true;
-	}
+	if (ctx->model == INNET_MODEL_TRIO)
+		return true;
+	ctx->use.table_ops++;
+	innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
 	return false;
-}
-
-/* A writer's look at slot i of the key's probe window (bpf_loop callbacks,
- * as the lookup's innet__probe and for the same reason: the verifier checks
- * a body a few times per write, not once for each of the window's 32 slots
- * times each path that reaches it). The arg's 8-byte fields keep the call
- * site's constants exact (the table, the key and value sizes). */
-struct innet__wprobe_arg {
-	const uint8_t *key;
-	const uint8_t *val;
-	uint64_t t;              /* table id */
-	uint64_t ks, vs;         /* key and value size */
-	uint64_t home, mask;     /* the key's home slot; n_slots - 1 */
-	int64_t found;           /* find: the key's slot, -1 none; put: 0 written, -1 not */
-};
-
-/* Find: the slot holding the key (the search stops at an empty slot). */
-static long innet__wfind(uint32_t i, void *arg)
-{
-	struct innet__wprobe_arg *p = arg;
-	uint32_t k = (uint32_t)((p->home + i) & p->mask);
-	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
-	if (s == (void *)0)
-		return 1;
-	uint32_t state = *(volatile uint32_t *)&s->state;
-	if (state == INNET_SLOT_EMPTY)
-		return 1;
-	if (state != INNET_SLOT_USED || !innet__key_eq(s->kv, p->key, (uint32_t)p->ks))
-		return 0;
-	p->found = k;
-	return 1;
-}
-
-/* Put: claim the first slot not in use and write key and value into it. */
-static long innet__wput(uint32_t i, void *arg)
-{
-	struct innet__wprobe_arg *p = arg;
-	uint32_t k = (uint32_t)((p->home + i) & p->mask);
-	uint32_t ks = (uint32_t)p->ks;
-	struct innet_table_slot *s = bpf_map_lookup_elem(innet__tslots((unsigned)p->t), &k);
-	if (s == (void *)0)
-		return 1;
-	if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED || !innet__slot_claim(s))
-		return 0;
-	if (*(volatile uint32_t *)&s->state == INNET_SLOT_USED) {   /* raced */
-		__sync_fetch_and_add(&s->seq, 1);
-		return 0;
-	}
-	bpf_probe_read_kernel(s->kv, ks, p->key);
-	bpf_probe_read_kernel(s->kv + ks, (uint32_t)p->vs, p->val);
-	*(volatile uint32_t *)&s->state = INNET_SLOT_USED;
-	__sync_fetch_and_add(&s->seq, 1);
-	p->found = 0;
-	return 1;
-}
-
-/* table.c's innet_table_put / innet_table_del, step for step. */
-INNET__INLINE int innet__table_write(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks,
-				     const void *val, uint32_t vs, bool del)
-{
-	if (ctx->model != INNET_MODEL_TRIO) {
-		ctx->use.table_ops++;
-		innet__fault(ctx, INNET_DROP_MODEL_VIOLATION);
-		return -1;
-	}
-	if (!innet__table_check(ctx, t, ks, del ? 0xffffffffu : vs))
-		return -1;
-	struct innet_table_shared *meta = innet__tmeta(t);
-	uint32_t mask = INNET__L.tables[t].n_slots - 1;
-	uint32_t home = (uint32_t)innet_hash(key, ks, 0) & mask;
-	uint32_t *lock = innet__tlock(t, home);
-	if (meta == (void *)0 || lock == (void *)0)
-		return -1;
-	if (__sync_val_compare_and_swap(lock, 0, 1) != 0) {
-		if (!del)
-			__sync_fetch_and_add(&meta->insert_busy, 1);
-		return -1;
-	}
-	void *slots = innet__tslots(t);
-	int rc = -1;
-	/* the key's slot, if it is in the table (the home lock keeps it there) */
-	struct innet__wprobe_arg p = {
-		.key = key, .val = val, .t = t, .ks = ks, .vs = vs, .home = home, .mask = mask,
-		.found = -1,
-	};
-	bpf_loop(INNET_XDP_TABLE_PROBE, innet__wfind, &p, 0);
-	if (p.found >= 0) {
-		uint32_t k = (uint32_t)p.found;
-		struct innet_table_slot *found = bpf_map_lookup_elem(slots, &k);
-		if (found == (void *)0 || !innet__slot_claim(found))
-			goto out;
-		if (del) {
-			*(volatile uint32_t *)&found->state = INNET_SLOT_DEAD;
-			__sync_fetch_and_add(&found->seq, 1);
-			__sync_fetch_and_add(&meta->entries, -1);
-		} else {
-			__builtin_memcpy(found->kv + ks, val, vs);
-			__sync_fetch_and_add(&found->seq, 1);
-		}
-		rc = 0;
-		goto out;
-	}
-	if (del)
-		goto out;
-	if (__sync_fetch_and_add(&meta->entries, 1) >= INNET__L.tables[t].capacity) {
-		__sync_fetch_and_add(&meta->entries, -1);
-		__sync_fetch_and_add(&meta->insert_full, 1);
-		goto out;
-	}
-	p.found = -1;
-	bpf_loop(INNET_XDP_TABLE_PROBE, innet__wput, &p, 0);
-	if (p.found == 0) {
-		rc = 0;
-		goto out;
-	}
-	/* the probe window around this key's home is full */
-	__sync_fetch_and_add(&meta->entries, -1);
-	__sync_fetch_and_add(&meta->insert_full, 1);
-out:
-	*(volatile uint32_t *)lock = 0;
-	return rc;
 }
 
 INNET__INLINE int innet__table_insert(struct innet_ctx *ctx, unsigned t, const void *key,
 				      uint32_t ks, const void *val, uint32_t vs)
 {
-	return innet__table_write(ctx, t, key, ks, val, vs, false);
+	if (!innet__table_may_write(ctx) || !innet__table_check(ctx, t, ks, vs))
+		return INNET_TABLE_FAULT;
+	return innet__table_op(ctx, t, key, ks, (void *)val, vs, 1);
 }
 
 INNET__INLINE int innet__table_delete(struct innet_ctx *ctx, unsigned t, const void *key, uint32_t ks)
 {
-	return innet__table_write(ctx, t, key, ks, (void *)0, 0, true);
+	if (!innet__table_may_write(ctx) || !innet__table_check(ctx, t, ks, 0xffffffffu))
+		return INNET_TABLE_FAULT;
+	return innet__table_op(ctx, t, key, ks, (void *)0, 0, 2);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1215,14 +1086,6 @@ INNET__INLINE uint32_t innet_port_peer_ip(struct innet_ctx *ctx, uint16_t port)
 	uint32_t k = port;
 	const struct innet_xdp_port *pi = bpf_map_lookup_elem(&innet_ports, &k);
 	return (pi != (void *)0 && port < INNET__L.n_ports) ? pi->peer_ip : 0;
-}
-
-/* innet_loop (innet/dp.h): bpf_loop, which returns the calls made or an
- * error (-E2BIG when n > INNET_LOOP_MAX). */
-INNET__INLINE uint32_t innet_loop(uint32_t n, innet_loop_fn fn, void *arg)
-{
-	long done = bpf_loop(n, (void *)fn, arg, 0);
-	return done < 0 ? 0 : (uint32_t)done;
 }
 
 /* Scratch memory (see innet/dp_user.h): a per-CPU map's value, the program

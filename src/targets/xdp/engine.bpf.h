@@ -244,6 +244,55 @@ INNET__INLINE int innet__to_ring(struct innet_pkt *pkt, struct innet_xdp_stats *
 	return XDP_DROP;
 }
 
+/* innet_hand_off: the packet as it is and the handler's state go to the
+ * user-space engine, which runs the handler on from that state (not again
+ * from the start: whatever it changed here stands). Counted once, here, as
+ * received; the engine counts the verdict. */
+INNET__INLINE int innet__resume(struct innet_ctx *ctx, struct innet_pkt *pkt, struct innet_xdp_stats *st)
+{
+	uint32_t n = ctx->handoff_len;
+	if (n > INNET_XDP_STATE_MAX || pkt->len > INNET_XDP_HANDOFF_MAX || ctx->handoff_state == (void *)0)
+		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
+	struct innet_xdp_resume *rec = bpf_ringbuf_reserve(&innet_ring, sizeof(*rec), 0);
+	if (rec == (void *)0) {
+		if (st)
+			st->ring_full++;
+		return innet__drop(pkt, st, INNET_DROP_TX_FULL);
+	}
+	rec->kind = INNET_XDP_REC_RESUME;
+	rec->prog = (uint16_t)INNET__L.self;
+	rec->in_port = pkt->in_port;
+	rec->dst_udp = pkt->dst_udp;
+	rec->src_ip = pkt->src.ip;
+	rec->src_udp = pkt->src.udp;
+	rec->recirc = pkt->recirc;
+	rec->flags = pkt->flags;
+	rec->len = pkt->len;
+	rec->state_len = n;
+	rec->meta16 = pkt->meta16;
+	rec->pad16 = 0;
+	rec->meta32[0] = pkt->meta32[0];
+	rec->meta32[1] = pkt->meta32[1];
+	rec->meta32[2] = pkt->meta32[2];
+	rec->meta32[3] = pkt->meta32[3];
+	if (n > 0 && bpf_probe_read_kernel(rec->state, INNET__CLAMP64_NZ(n, INNET_XDP_STATE_MAX),
+					   ctx->handoff_state) != 0) {
+		bpf_ringbuf_discard(rec, 0);
+		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
+	}
+	uint32_t len = *(volatile uint32_t *)&rec->len;
+	if (len > 0 && bpf_xdp_load_bytes(pkt->xdp, pkt->hdr_len, rec->data,
+					  INNET__CLAMP64(len, INNET_XDP_HANDOFF_MAX)) != 0) {
+		bpf_ringbuf_discard(rec, 0);
+		return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
+	}
+	bpf_ringbuf_submit(rec, 0);
+	if (st != (void *)0)
+		st->handoffs[INNET_XDP_HANDOFF_RESUME]++;
+	innet__trace(pkt, INNET_CONSUMED, 0, 0, INNET_XDP_HANDOFF_RESUME + 1, XDP_DROP);
+	return XDP_DROP;
+}
+
 /* The packet goes up to the user-space engine unchanged, before any state
  * changed: the kernel hands it to the engine's socket, a worker runs the
  * handler again and counts it — so this run gives its receive counts back.
@@ -309,6 +358,26 @@ INNET__INLINE uint16_t innet__src_udp(uint16_t want)
 	return INNET__L.first_udp;
 }
 
+/* The MAC of ip out of port pi's device, from the kernel's FIB and neighbour
+ * table, into dmac: 0, or -1 if the kernel does not know it (yet). Its own
+ * subprogram: the lookup's 64 bytes then stay out of the main program's
+ * frame, which the handler's deepest call chain shares (512 bytes in all). */
+static __attribute__((noinline)) int innet__neigh(struct xdp_md *xdp, const struct innet_xdp_port *pi,
+						  uint32_t ip, uint32_t len, uint8_t *dmac)
+{
+	struct bpf_fib_lookup fl = {};
+	fl.family = AF_INET;
+	fl.ipv4_dst = bpf_htonl(ip);
+	fl.ipv4_src = bpf_htonl(pi->ip);
+	fl.ifindex = pi->ifindex;
+	fl.tot_len = (uint16_t)(28 + len);
+	long rc = bpf_fib_lookup(xdp, &fl, sizeof(fl), BPF_FIB_LOOKUP_OUTPUT);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS || fl.ifindex != pi->ifindex)
+		return -1;
+	__builtin_memcpy(dmac, fl.dmac, 6);
+	return 0;
+}
+
 /* Send the packet in hand out of `port` (FORWARD, REFLECT). */
 INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 			      struct innet_xdp_stats *st, uint16_t port, uint32_t ip, uint16_t udp,
@@ -339,14 +408,7 @@ INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 		} else if (ip == pi->peer_ip && pi->has_peer_mac) {
 			__builtin_memcpy(dmac, pi->peer_mac, 6);
 		} else {
-			struct bpf_fib_lookup fl = {};
-			fl.family = AF_INET;
-			fl.ipv4_dst = bpf_htonl(ip);
-			fl.ipv4_src = bpf_htonl(pi->ip);
-			fl.ifindex = pi->ifindex;
-			fl.tot_len = (uint16_t)(28 + pkt->len);
-			long rc = bpf_fib_lookup(xdp, &fl, sizeof(fl), BPF_FIB_LOOKUP_OUTPUT);
-			if (rc != BPF_FIB_LKUP_RET_SUCCESS || fl.ifindex != pi->ifindex) {
+			if (innet__neigh(xdp, pi, ip, pkt->len, dmac) != 0) {
 				/* the kernel must resolve the neighbour: user space sends */
 				pkt->out.port = port;
 				pkt->out.ip = ip;
@@ -355,7 +417,6 @@ INNET__INLINE int innet__send(struct innet_ctx *ctx, struct innet_pkt *pkt,
 				return innet__to_ring(pkt, st, INNET_XDP_REC_SEND, false,
 						      INNET_XDP_HANDOFF_NEIGH, action);
 			}
-			__builtin_memcpy(dmac, fl.dmac, 6);
 		}
 		if (innet__write_hdr(xdp, dmac, pi->mac, pi->ip, ip, sport, (uint16_t)udp, pkt->len) != 0)
 			return innet__drop(pkt, st, INNET_DROP_PKT_BOUNDS);
@@ -667,6 +728,8 @@ int innet_xdp_main(struct xdp_md *xdp)
 		return innet__drop(&pkt, st, ctx.fault);
 	if (ctx.pass_up)
 		return innet__pass_up(&pkt, st, INNET_XDP_HANDOFF_OVERSIZE, INNET_DROP_PKT_BOUNDS);
+	if (ctx.handoff_len != 0)
+		return innet__resume(&ctx, &pkt, st);
 	switch (act) {
 	case INNET_DROP:
 		return innet__drop(&pkt, st, pkt.out.reason);

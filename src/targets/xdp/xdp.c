@@ -62,6 +62,7 @@
 
 #include "innet/resources.h"
 #include "targets/xdp/xdp_abi.h"
+#include "engine/table_algo.h"
 #include "engine/switch_pvt.h"
 #include "engine/target.h"
 #include "engine/bpf_objects.h"
@@ -1098,12 +1099,44 @@ static int xdp_group_sync(void *priv, struct innet_cp *cp, uint32_t group,
 /* ------------------------------------------------------------------------ */
 /* Hand-offs: what the eBPF side could not finish.                            */
 
+/* innet_hand_off: the handler's state into the worker's scratch, the
+ * packet into a buffer, and the program runs on (natively) from there. */
+static void resume_rec(struct innet_xdp *x, const struct innet_xdp_resume *r)
+{
+	struct innet_switch *sw = x->sw;
+	struct innet_handoff *h = x->ring_seat;
+	if (r->prog >= sw->n_progs || h == NULL || r->state_len > INNET_XDP_STATE_MAX ||
+	    r->state_len > INNET_SCRATCH_SIZE || r->len > INNET_XDP_HANDOFF_MAX)
+		return;
+	uint8_t buf[INNET_PKT_HEADROOM + INNET_PKT_MAX];
+	struct innet_pkt pkt;
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.buf_start = buf;
+	pkt.buf_end = buf + sizeof(buf);
+	pkt.data = buf + INNET_PKT_HEADROOM;
+	memcpy(pkt.data, r->data, r->len);
+	pkt.len = r->len;
+	pkt.in_port = r->in_port;
+	pkt.dst_udp = r->dst_udp;
+	pkt.src.ip = r->src_ip;
+	pkt.src.udp = r->src_udp;
+	pkt.recirc = r->recirc;
+	pkt.flags = r->flags;
+	pkt.meta16 = r->meta16;
+	memcpy(pkt.meta32, r->meta32, sizeof(pkt.meta32));
+	innet_handoff_resume(h, &sw->progs[r->prog], &pkt, r->state, r->state_len);
+}
+
 static int handle_rec(void *ctx, void *data, size_t size)
 {
 	struct innet_xdp *x = ctx;
 	struct innet_switch *sw = x->sw;
 	const struct innet_xdp_rec *r = data;
 	struct innet_handoff *h = x->ring_seat;
+	if (size >= sizeof(struct innet_xdp_resume) && r->kind == INNET_XDP_REC_RESUME) {
+		resume_rec(x, data);
+		return 0;
+	}
 	if (size < offsetof(struct innet_xdp_rec, data) || r->prog >= sw->n_progs || h == NULL)
 		return 0;
 	struct innet_cp *cp = &sw->progs[r->prog];
@@ -1315,6 +1348,12 @@ static int inject_ebpf(struct innet_xdp *x, uint16_t port, uint16_t dst_udp,
 	uint32_t olen = opts.data_size_out;
 	res->action = (enum innet_action)t.action;
 	res->drop_reason = t.reason;
+	if (t.handoff == INNET_XDP_HANDOFF_RESUME + 1) {
+		/* the user-space engine finished it (just now, consuming the ring) */
+		uint16_t reason;
+		innet_handoff_verdict(h, &res->action, &reason);
+		res->drop_reason = reason;
+	}
 	if (t.seq == 0) {
 		/* the program passed it to the kernel: the user-space engine's turn */
 		rc = 1;
@@ -1364,6 +1403,39 @@ out:
 	free(in);
 	free(out);
 	free(cin);
+	return rc;
+}
+
+/* The target's test_run (engine/target.h): the eBPF program on one datagram,
+ * `runs` times, on the calling thread, without the engine's serialising of
+ * injections and without collecting what goes out. */
+static int xdp_test_run(void *priv, uint16_t port, uint16_t dst_udp, const struct innet_addr *src,
+			const void *data, uint32_t len, uint32_t runs)
+{
+	struct innet_xdp *x = priv;
+	struct innet_switch *sw = x->sw;
+	if (port >= sw->n_ports || sw->ports[port].conf.iface[0] != '\0')
+		return -EINVAL;
+	int prog = (int)sw->udp_to_prog[dst_udp] - 1;
+	uint32_t flen = INNET_XDP_HDR_LEN + len;
+	if (prog < 0 || x->entry < 0 || x->progs[prog].obj == NULL || flen > FRAME_MAX - 512)
+		return -EINVAL;
+	uint8_t *in = malloc(FRAME_MAX);
+	if (in == NULL)
+		return -ENOMEM;
+	build_frame(&x->port_info[port], src, dst_udp, data, len, in);
+	uint32_t k = x->lo_ifindex, v = port;   /* (as innet_xdp_inject: runs arrive on lo) */
+	bpf_map_update_elem(x->if2port_fd, &k, &v, BPF_ANY);
+	int rc = 0;
+	for (uint32_t i = 0; i < runs && rc == 0; i++) {
+		/* a fresh copy each run: the program rewrites the frame in place */
+		struct xdp_md ctx_in = { .data = 0, .data_end = flen };
+		LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = flen,
+			    .ctx_in = &ctx_in, .ctx_size_in = sizeof(ctx_in), .repeat = 1);
+		if (bpf_prog_test_run_opts(x->progs[x->entry].main_fd, &opts) != 0)
+			rc = -errno;
+	}
+	free(in);
 	return rc;
 }
 
@@ -1426,6 +1498,7 @@ static void xdp_cpu_drain(void *priv)
 
 static const char *const handoff_names[] = {
 	"to_cpu", "emit", "timer", "multicast", "neighbour", "oversize", "userspace", "serial",
+	"resume",
 };
 _Static_assert(sizeof(handoff_names) / sizeof(handoff_names[0]) == INNET_XDP_HANDOFF_COUNT &&
 	       INNET_XDP_HANDOFF_COUNT <= INNET_HANDOFF_KINDS, "hand-off names");
@@ -1482,6 +1555,7 @@ const struct innet_target_ops innet_target_xdp = {
 	.count_drop = xdp_count_drop,
 	.cpu_drain = xdp_cpu_drain,
 	.inject = xdp_inject,
+	.test_run = xdp_test_run,
 	.prog_stats = xdp_prog_stats,
 	.port_stats = xdp_port_stats,
 	.stats_reset = xdp_stats_reset,

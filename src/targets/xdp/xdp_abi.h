@@ -6,7 +6,8 @@
  * change here is a change of both sides (they are built together).
  *
  * Plain C: included by targets/xdp/dp_xdp.h (clang -target bpf) and by the
- * user-space files of src/targets/xdp/ and src/engine/table.c, timer.c.
+ * user-space files of src/targets/xdp/ and src/engine/timer.c. The tables'
+ * layout is src/engine/table_algo.h's (with their algorithm).
  */
 #ifndef INNET_XDP_ABI_H
 #define INNET_XDP_ABI_H
@@ -16,36 +17,18 @@
 #define INNET_XDP_MAX_PROGS    16u       /* program instances per switch */
 #define INNET_XDP_RING_BYTES   (1u << 22) /* hand-off ring (power of two) */
 #define INNET_XDP_HANDOFF_MAX  3584u     /* payload bytes a ring record carries */
-#define INNET_XDP_TABLE_PROBE  32u       /* = table.c's probe window */
-#define INNET_XDP_SEQ_TRIES    4u        /* seqlock read retries per slot */
 #define INNET_XDP_HDR_LEN      42u       /* Ethernet + IPv4 (no options) + UDP */
 #define INNET_XDP_META_MAGIC   0x1e5eu   /* recirculation metadata marker */
 /* innet_tmeta, one page per program instance, shared by every executor:
  *
  *   0     struct innet_table_shared [INNET_MAX_TABLES]  the tables' counters
+ *                                                       (src/engine/table_algo.h)
  *   2048  uint32_t serial lock                          a SERIAL program's:
  *         0 free, 1 held — by the eBPF handler on one CPU, or by the
  *         user-space engine's worker (docs/xdp.md, "SERIAL programs")
  */
 #define INNET_XDP_SERIAL_LOCK_OFF 2048u
 #define INNET_XDP_SERIAL_TRIES 256u      /* eBPF: tries for the lock, then pass up */
-
-/* Table slots (src/engine/table.c): seq | state | key | value | pad to 8. */
-enum { INNET_SLOT_EMPTY = 0, INNET_SLOT_USED = 1, INNET_SLOT_DEAD = 2 };
-
-struct innet_table_slot {
-	uint32_t seq;          /* even = stable, odd = a writer is in the slot */
-	uint32_t state;        /* INNET_SLOT_* */
-	uint8_t kv[];          /* key (key_size) then value (value_size) */
-};
-
-/* A table's shared counters (one per table, in innet_tmeta's page). */
-struct innet_table_shared {
-	uint32_t entries;
-	uint32_t pad;
-	uint64_t insert_full;
-	uint64_t insert_busy;
-};
 
 /* A one-shot timer slot (src/engine/timer.c's struct innet_timer). */
 struct innet_timer_slot {
@@ -95,6 +78,7 @@ enum innet_xdp_handoff {
 	INNET_XDP_HANDOFF_OVERSIZE,    /* a reply beyond one buffer or frame (innet_pass_up): passed up */
 	INNET_XDP_HANDOFF_USERSPACE,   /* a user-space-only program's packet: passed up */
 	INNET_XDP_HANDOFF_SERIAL,      /* a SERIAL program's lock was held: passed up */
+	INNET_XDP_HANDOFF_RESUME,      /* innet_hand_off: the engine carries on from the handler's state */
 	INNET_XDP_HANDOFF_COUNT
 };
 
@@ -177,6 +161,7 @@ enum innet_xdp_rec_kind {
 	INNET_XDP_REC_SEND,            /* carry out a verdict XDP could not (multicast,
 	                                * unresolved neighbour): data to out / group */
 	INNET_XDP_REC_TIMER,           /* a timer was armed */
+	INNET_XDP_REC_RESUME,          /* a packet and its handler's state (struct innet_xdp_resume) */
 };
 
 struct innet_xdp_rec {
@@ -204,6 +189,29 @@ struct innet_xdp_rec {
 		uint16_t reason;
 		uint16_t pad;
 	} out;
+	uint8_t data[INNET_XDP_HANDOFF_MAX];
+};
+
+/* innet_hand_off's record: the packet as it is and the state the handler
+ * left, for the user-space engine to run the handler on from (the handler
+ * finds the state at the start of its scratch memory, INNET_PKT_F_RESUMED
+ * set). The same first fields as struct innet_xdp_rec. */
+#define INNET_XDP_STATE_MAX    8192u     /* bytes of handler state a hand-off carries */
+struct innet_xdp_resume {
+	uint16_t kind;                 /* INNET_XDP_REC_RESUME */
+	uint16_t prog;
+	uint16_t in_port;
+	uint16_t dst_udp;
+	uint32_t src_ip;
+	uint16_t src_udp;
+	uint8_t recirc;                /* recirculations so far */
+	uint8_t flags;                 /* INNET_PKT_F_* of the packet */
+	uint32_t len;                  /* packet bytes in data */
+	uint32_t state_len;            /* bytes in state */
+	uint16_t meta16;
+	uint16_t pad16;
+	uint32_t meta32[4];
+	uint8_t state[INNET_XDP_STATE_MAX];
 	uint8_t data[INNET_XDP_HANDOFF_MAX];
 };
 

@@ -1,0 +1,104 @@
+/*
+ * edge.p4 — edge cases of the parser and deparser for tests/integration/p4_run.sh,
+ * where innet and BMv2 once differed:
+ *   - standard_metadata.parser_error on each outcome (NoError, PacketTooShort,
+ *     a verify's own error), seen in the frame's destination MAC;
+ *   - a deparser that emits less than the parser took (EtherType 0x88b6: the
+ *     MAC header and an 8-byte header go, the payload leaves alone), and
+ *     truncate (0x88b7: to the source MAC's last byte): a frame left shorter
+ *     than a MAC header is sent by no port (the drop p4_runt on both targets).
+ * Everything leaves by port 1. Its JSON (edge.json, committed) is what
+ * p4c-bm2-ss compiles it to:
+ *
+ *   p4c-bm2-ss -I $P4C/p4include -o tests/p4/edge.json tests/p4/edge.p4
+ */
+#include <core.p4>
+#include <v1model.p4>
+
+error { Odd }
+
+header ethernet_t {
+    bit<48> dst;
+    bit<48> src;
+    bit<16> type;
+}
+
+header probe_t {
+    bit<32> f;
+}
+
+header cut_t {
+    bit<64> x;
+}
+
+struct headers_t {
+    ethernet_t eth;
+    probe_t    probe;
+    cut_t      cut;
+}
+
+struct meta_t { }
+
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start {
+        pkt.extract(h.eth);
+        transition select(h.eth.type) {
+            0x88b5: probe;
+            0x88b6: cut;
+            default: accept;
+        }
+    }
+    state probe {
+        pkt.extract(h.probe);
+        verify(h.probe.f < 10, error.Odd);
+        transition accept;
+    }
+    state cut {
+        pkt.extract(h.cut);
+        transition accept;
+    }
+}
+
+control VC(inout headers_t h, inout meta_t m) {
+    apply { }
+}
+
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (h.eth.type == 0x88b5) {
+            if (sm.parser_error == error.NoError) {
+                h.eth.dst = 0;
+            } else if (sm.parser_error == error.PacketTooShort) {
+                h.eth.dst = 1;
+            } else if (sm.parser_error == error.Odd) {
+                h.eth.dst = 2;
+            } else {
+                h.eth.dst = 3;
+            }
+        } else if (h.cut.isValid()) {
+            h.eth.setInvalid();
+            h.cut.setInvalid();
+        } else if (h.eth.type == 0x88b7) {
+            truncate((bit<32>)h.eth.src[7:0]);
+        }
+    }
+}
+
+control E(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    apply { }
+}
+
+control CC(inout headers_t h, inout meta_t m) {
+    apply { }
+}
+
+control D(packet_out pkt, in headers_t h) {
+    apply {
+        pkt.emit(h.eth);
+        pkt.emit(h.probe);
+        pkt.emit(h.cut);
+    }
+}
+
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
