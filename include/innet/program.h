@@ -169,7 +169,8 @@ struct innet_program {
 	/* A program-specific control command, `innet ctl prog INSTANCE WORD...`
 	 * (control thread, ordinary C; may be NULL). argv holds the words after
 	 * the instance name. Fill reply (a JSON object, struct json_t from
-	 * jansson) and return 0, or write a message to err and return -1. */
+	 * jansson) and return 0, or write a message to err and return -errno
+	 * (-EINVAL for a command or an argument it does not take). */
 	int (*on_ctl)(struct innet_cp *cp, void *priv, int argc, char **argv,
 		      struct json_t *reply, char *err, size_t errlen);
 	/* The resource model's view (innet/resources.h) when the state the

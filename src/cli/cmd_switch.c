@@ -511,5 +511,10 @@ int cmd_programs(int argc, char **argv)
 		free(s);
 		json_decref(arr);
 	}
+	char err[256];
+	if (innet_program_registration_error(err, sizeof(err)) != 0) {
+		fprintf(stderr, "innet programs: %s\n", err);
+		return 1;
+	}
 	return 0;
 }

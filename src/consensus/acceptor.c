@@ -151,9 +151,8 @@ static int acc_init(struct innet_cp *cp, void *priv)
 	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
 	for (uint32_t i = 0; i < pv->n_learners; i++) {
 		if (pv->learners[i] >= n_ports) {
-			fprintf(stderr, "innet: program '%s': learner port %u does not exist (%u ports)\n",
-				innet_cp_name(cp), pv->learners[i], n_ports);
-			return -EINVAL;
+			return innet_cp_init_error(cp, "learner port %u does not exist (%u ports)",
+						   pv->learners[i], n_ports);
 		}
 		m[i] = (struct innet_member){ .port = pv->learners[i], .udp = pv->learner_udp };
 	}

@@ -80,9 +80,8 @@ static int coord_init(struct innet_cp *cp, void *priv)
 	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
 	for (uint32_t i = 0; i < c->n_acceptors; i++) {
 		if (c->acceptors[i] >= n_ports) {
-			fprintf(stderr, "innet: program '%s': acceptor port %u does not exist (%u ports)\n",
-				innet_cp_name(cp), c->acceptors[i], n_ports);
-			return -EINVAL;
+			return innet_cp_init_error(cp, "acceptor port %u does not exist (%u ports)",
+						   c->acceptors[i], n_ports);
 		}
 		m[i] = (struct innet_member){ .port = c->acceptors[i] };
 	}

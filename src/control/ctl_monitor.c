@@ -162,10 +162,10 @@ int ctl_cmd_capture_start(struct ctl_req *r, int argc, char **argv)
 {
 	uint32_t port;
 	if (ctl_req_port(r, argv[0], &port) != 0)
-		return -1;
+		return -EINVAL;
 	uint64_t max = 0;
 	if (argc > 2 && ctl_req_u64(r, "MAXPKTS", argv[2], UINT64_MAX, &max) != 0)
-		return -1;
+		return -EINVAL;
 	int rc = innet_switch_capture_start(r->sw, port, argv[1], max);
 	if (rc == -EBUSY)
 		return ctl_fail(r, "port %u is already being captured (capture stop %u first)", port, port);
@@ -183,7 +183,7 @@ int ctl_cmd_capture_stop(struct ctl_req *r, int argc, char **argv)
 {
 	uint32_t port;
 	if (ctl_req_port(r, argv[0], &port) != 0)
-		return -1;
+		return -EINVAL;
 	int rc = innet_switch_capture_stop(r->sw, port);
 	if (rc == -ENOENT)
 		return ctl_fail(r, "port %u is not being captured (never started, already stopped, "
@@ -248,5 +248,5 @@ int ctl_cmd_resources(struct ctl_req *r, int argc, char **argv)
 	return 0;
 err:
 	json_decref(arr);
-	return -1;
+	return -EINVAL;
 }

@@ -53,20 +53,20 @@ json_t *ctl_jip(uint32_t ip_host);
 
 /* ---- ctl_request.c: errors and checked arguments -------------------------- */
 
-/* Record an error message (printf-style); returns -1 for `return ctl_fail(...)`. */
+/* Record an error message (printf-style); returns -EINVAL for `return ctl_fail(...)`. */
 int ctl_fail(struct ctl_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* word, made safe and short for an error message: ctl_show(word).s */
 struct shown ctl_show(const char *word);
-/* innet_parse_u64 with an error message naming the argument `what`; 0 or -1. */
+/* innet_parse_u64 with an error message naming the argument `what`; 0 or -EINVAL (with the message). */
 int ctl_req_u64(struct ctl_req *r, const char *what, const char *s, uint64_t max, uint64_t *out);
 /* The program instance called name, or NULL with a message listing them. */
 struct innet_cp *ctl_req_prog(struct ctl_req *r, const char *name);
-/* A switch port index, or -1 with a message. */
+/* A switch port index into *port: 0, or -EINVAL with a message. */
 int ctl_req_port(struct ctl_req *r, const char *s, uint32_t *port);
 
 /* ---- the handlers the command table (ctl_request.c) dispatches to --------- */
 /* Each gets the words after the command words (their number already
- * checked against the table), fills r->resp and returns 0, or returns -1
+ * checked against the table), fills r->resp and returns 0, or returns -errno
  * with r->err set. */
 
 /* ctl_state.c */

@@ -96,14 +96,14 @@ static const char *model_name(enum innet_model m)
 /* ------------------------------------------------------------------------ */
 /* Requests                                                                   */
 
-/* Record an error message (printf-style); returns -1 for `return ctl_fail(...)`. */
+/* Record an error message (printf-style); returns -EINVAL for `return ctl_fail(...)`. */
 int ctl_fail(struct ctl_req *r, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(r->err, sizeof(r->err), fmt, ap);
 	va_end(ap);
-	return -1;
+	return -EINVAL;
 }
 
 struct shown ctl_show(const char *word)
@@ -143,12 +143,12 @@ struct innet_cp *ctl_req_prog(struct ctl_req *r, const char *name)
 	return NULL;
 }
 
-/* A switch port index, or -1 with a message. */
+/* A switch port index into *port: 0, or -EINVAL with a message. */
 int ctl_req_port(struct ctl_req *r, const char *s, uint32_t *port)
 {
 	uint64_t v;
 	if (ctl_req_u64(r, "PORT", s, UINT32_MAX, &v) != 0)
-		return -1;
+		return -EINVAL;
 	if (v >= innet_switch_conf(r->sw)->n_ports)
 		return ctl_fail(r, "port %llu out of range: the switch has %u ports (0..%u)",
 				(unsigned long long)v, innet_switch_conf(r->sw)->n_ports, innet_switch_conf(r->sw)->n_ports - 1);
@@ -158,7 +158,7 @@ int ctl_req_port(struct ctl_req *r, const char *s, uint32_t *port)
 
 /* ------------------------------------------------------------------------ */
 /* Commands. Each handler gets the words after the command words, fills      */
-/* r->resp and returns 0, or returns -1 with r->err set.                      */
+/* r->resp and returns 0, or returns -errno with r->err set.                 */
 
 static int cmd_ping(struct ctl_req *r, int argc, char **argv)
 {
@@ -274,7 +274,7 @@ static int cmd_prog(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	if (innet_cp_program(cp)->on_ctl == NULL)
 		return ctl_fail(r, "program '%s' (%s) has no commands of its own", innet_cp_name(cp),
 				innet_cp_program(cp)->name);
@@ -284,8 +284,9 @@ static int cmd_prog(struct ctl_req *r, int argc, char **argv)
 				     sizeof(r->err));
 	if (rc != 0) {
 		if (r->err[0] == '\0')
-			snprintf(r->err, sizeof(r->err), "program '%s': command failed", innet_cp_name(cp));
-		return -1;
+			snprintf(r->err, sizeof(r->err), "program '%s': command failed: %s", innet_cp_name(cp),
+				 strerror(rc < 0 ? -rc : EINVAL));
+		return rc < 0 ? rc : -EINVAL;
 	}
 	ctl_jset(r->resp, "program", ctl_jstr(innet_cp_name(cp)));
 	return 0;
@@ -354,7 +355,7 @@ static int cmd_help(struct ctl_req *r, int argc, char **argv)
 }
 
 /* Split line (NUL-terminated, modified) into at most max words. Returns the
- * count, or -1 if there are more. */
+ * count, or -E2BIG if there are more. */
 static int split_words(char *line, char **words, int max)
 {
 	int n = 0;
@@ -365,7 +366,7 @@ static int split_words(char *line, char **words, int max)
 		if (*p == '\0')
 			return n;
 		if (n == max)
-			return -1;
+			return -E2BIG;
 		words[n++] = p;
 		while (*p != '\0' && *p != ' ' && *p != '\t')
 			p++;

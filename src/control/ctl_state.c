@@ -59,12 +59,12 @@ static int hexval(char c)
 	c = (char)tolower((unsigned char)c);
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
-	return -1;
+	return -EINVAL;
 }
 
 /*
  * Parse a hex string (optional 0x prefix, even number of digits) into at most
- * max bytes of dst; *n gets the byte count. Returns 0 or -1 with a message.
+ * max bytes of dst; *n gets the byte count. Returns 0 or -EINVAL with a message.
  */
 static int req_hex(struct ctl_req *r, const char *what, const char *s, uint8_t *dst, size_t max,
 		   size_t *n)
@@ -87,7 +87,7 @@ static int req_hex(struct ctl_req *r, const char *what, const char *s, uint8_t *
 	return 0;
 }
 
-/* Register id of name in cp, or -1 with a message listing them. */
+/* Register id of name in cp, or -EINVAL with a message listing them. */
 static int req_reg(struct ctl_req *r, struct innet_cp *cp, const char *name)
 {
 	int id = innet_cp_reg_find(cp, name);
@@ -105,7 +105,7 @@ static int req_reg(struct ctl_req *r, struct innet_cp *cp, const char *name)
 			innet_cp_n_regs(cp) ? list : "none");
 }
 
-/* Table id of name in cp, or -1 with a message listing them. */
+/* Table id of name in cp, or -EINVAL with a message listing them. */
 static int req_table(struct ctl_req *r, struct innet_cp *cp, const char *name,
 		     struct innet_table_info *info)
 {
@@ -144,17 +144,17 @@ int ctl_cmd_reg_read(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	int id = req_reg(r, cp, argv[1]);
 	if (id < 0)
-		return -1;
+		return -EINVAL;
 	const struct innet_reg *reg = innet_cp_reg(cp, (unsigned)id);
 	uint64_t idx, count = 1;
 	if (ctl_req_u64(r, "IDX", argv[2], UINT32_MAX, &idx) != 0)
-		return -1;
+		return -EINVAL;
 	if (argc > 3) {
 		if (ctl_req_u64(r, "COUNT", argv[3], CTL_REG_READ_MAX, &count) != 0)
-			return -1;
+			return -EINVAL;
 		if (count == 0)
 			return ctl_fail(r, "bad COUNT 0: read 1..%u elements", CTL_REG_READ_MAX);
 	}
@@ -206,14 +206,14 @@ int ctl_cmd_reg_write(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	int id = req_reg(r, cp, argv[1]);
 	if (id < 0)
-		return -1;
+		return -EINVAL;
 	const struct innet_reg *reg = innet_cp_reg(cp, (unsigned)id);
 	uint64_t idx;
 	if (ctl_req_u64(r, "IDX", argv[2], UINT32_MAX, &idx) != 0)
-		return -1;
+		return -EINVAL;
 	if (idx >= reg->count)
 		return ctl_fail(r, "index %llu out of range: register '%s' has %u elements (0..%u)",
 				(unsigned long long)idx, reg->name, reg->count, reg->count - 1);
@@ -222,7 +222,7 @@ int ctl_cmd_reg_write(struct ctl_req *r, int argc, char **argv)
 		uint64_t max = reg->width == 8 ? UINT64_MAX : (1ull << (8 * reg->width)) - 1;
 		uint64_t v;
 		if (ctl_req_u64(r, "VALUE", argv[3], max, &v) != 0)
-			return -1;
+			return -EINVAL;
 		rc = innet_cp_reg_write(cp, (unsigned)id, (uint32_t)idx, v);
 	} else {
 		if (reg->width > CTL_BLOB_MAX)
@@ -234,7 +234,7 @@ int ctl_cmd_reg_write(struct ctl_req *r, int argc, char **argv)
 		size_t n;
 		if (req_hex(r, "VALUE", argv[3], buf, reg->width, &n) != 0) {
 			free(buf);
-			return -1;
+			return -EINVAL;
 		}
 		/* shorter values are zero-padded to the element width */
 		rc = innet_cp_reg_write_bytes(cp, (unsigned)id, (uint32_t)idx, buf, reg->width);
@@ -255,10 +255,10 @@ static int table_args(struct ctl_req *r, char **argv, bool with_key, struct inne
 	*key = NULL; /* the caller frees it on every path */
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	int id = req_table(r, cp, argv[1], ti);
 	if (id < 0)
-		return -1;
+		return -EINVAL;
 	*cpp = cp;
 	*idp = (unsigned)id;
 	if (!with_key)
@@ -268,7 +268,7 @@ static int table_args(struct ctl_req *r, char **argv, bool with_key, struct inne
 		return ctl_fail(r, "out of memory");
 	size_t n;
 	if (req_hex(r, "KEYHEX", argv[2], *key, ti->key_size, &n) != 0)
-		return -1;
+		return -EINVAL;
 	if (n != ti->key_size)
 		return ctl_fail(r, "bad KEYHEX: table '%s' has %u-byte keys (%u hex digits), got %zu bytes",
 				ti->name, ti->key_size, 2 * ti->key_size, n);
@@ -279,14 +279,19 @@ static int table_err(struct ctl_req *r, const char *op, const struct innet_table
 {
 	switch (rc) {
 	case -ENOENT:
-		return ctl_fail(r, "table '%s': no such key", ti->name);
+		ctl_fail(r, "table '%s': no such key", ti->name);
+		break;
 	case -ENOSPC:
-		return ctl_fail(r, "table '%s' is full (%u entries)", ti->name, ti->capacity);
+		ctl_fail(r, "table '%s' is full (%u entries)", ti->name, ti->capacity);
+		break;
 	case -EBUSY:
-		return ctl_fail(r, "table '%s' is busy (a concurrent writer of that key): retry", ti->name);
+		ctl_fail(r, "table '%s' is busy (a concurrent writer of that key): retry", ti->name);
+		break;
 	default:
-		return ctl_fail(r, "table %s on '%s': %s", op, ti->name, strerror(-rc));
+		ctl_fail(r, "table %s on '%s': %s", op, ti->name, strerror(-rc));
+		break;
 	}
+	return rc;
 }
 
 /* The reply to a table change: program, table and its entries now. */
@@ -306,7 +311,7 @@ int ctl_cmd_table_add(struct ctl_req *r, int argc, char **argv)
 	unsigned id;
 	struct innet_table_info ti;
 	uint8_t *key, *val = NULL;
-	int rc = -1;
+	int rc = -EINVAL;
 	if (table_args(r, argv, true, &cp, &id, &ti, &key) != 0)
 		goto out;
 	val = calloc(1, ti.value_size ? ti.value_size : 1);
@@ -342,7 +347,7 @@ int ctl_cmd_table_del(struct ctl_req *r, int argc, char **argv)
 	unsigned id;
 	struct innet_table_info ti;
 	uint8_t *key;
-	int rc = -1;
+	int rc = -EINVAL;
 	if (table_args(r, argv, true, &cp, &id, &ti, &key) != 0)
 		goto out;
 	int e = innet_cp_table_del(cp, id, key);
@@ -364,7 +369,7 @@ int ctl_cmd_table_get(struct ctl_req *r, int argc, char **argv)
 	unsigned id;
 	struct innet_table_info ti;
 	uint8_t *key, *val = NULL;
-	int rc = -1;
+	int rc = -EINVAL;
 	if (table_args(r, argv, true, &cp, &id, &ti, &key) != 0)
 		goto out;
 	val = calloc(1, ti.value_size ? ti.value_size : 1);
@@ -422,10 +427,10 @@ int ctl_cmd_table_list(struct ctl_req *r, int argc, char **argv)
 	struct innet_table_info ti;
 	uint8_t *key;
 	if (table_args(r, argv, false, &cp, &id, &ti, &key) != 0)
-		return -1;
+		return -EINVAL;
 	uint64_t max = CTL_LIST_DEFAULT;
 	if (argc > 2 && ctl_req_u64(r, "MAX", argv[2], CTL_LIST_MAX, &max) != 0)
-		return -1;
+		return -EINVAL;
 	struct list_ctx lc = { .arr = json_array(), .key_size = ti.key_size,
 			       .value_size = ti.value_size, .max = max };
 	int e = innet_cp_table_foreach(cp, id, list_one, &lc);
@@ -456,7 +461,7 @@ static int parse_member(struct ctl_req *r, const char *s, struct innet_member *m
 		*at = '\0';
 	uint32_t port;
 	if (ctl_req_port(r, buf, &port) != 0)
-		return -1;
+		return -EINVAL;
 	m->port = (uint16_t)port;
 	if (at == NULL)
 		return 0;
@@ -470,7 +475,7 @@ static int parse_member(struct ctl_req *r, const char *s, struct innet_member *m
 				ctl_show(at + 1).s);
 	uint64_t udp;
 	if (ctl_req_u64(r, "MEMBER UDP port", colon + 1, 65535, &udp) != 0)
-		return -1;
+		return -EINVAL;
 	m->ip = ip;
 	m->udp = (uint16_t)udp;
 	return 0;
@@ -480,7 +485,7 @@ static int req_group(struct ctl_req *r, struct innet_cp *cp, const char *s, uint
 {
 	uint64_t g;
 	if (ctl_req_u64(r, "GROUP", s, UINT32_MAX, &g) != 0)
-		return -1;
+		return -EINVAL;
 	uint32_t n = innet_cp_n_groups(cp);
 	if (g >= n) {
 		if (n == 0)
@@ -512,17 +517,17 @@ int ctl_cmd_group_set(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	uint32_t group;
 	if (req_group(r, cp, argv[1], &group) != 0)
-		return -1;
+		return -EINVAL;
 	uint32_t n = (uint32_t)(argc - 2);
 	if (n > INNET_MAX_GROUP_MEMBERS)
 		return ctl_fail(r, "%u members: a group has at most %u", n, INNET_MAX_GROUP_MEMBERS);
 	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
 	for (uint32_t i = 0; i < n; i++)
 		if (parse_member(r, argv[2 + i], &m[i]) != 0)
-			return -1;
+			return -EINVAL;
 	int rc = innet_cp_group_set(cp, group, m, n);
 	if (rc != 0)
 		return ctl_fail(r, "setting group %u: %s", group, strerror(-rc));
@@ -537,10 +542,10 @@ int ctl_cmd_group_get(struct ctl_req *r, int argc, char **argv)
 {
 	struct innet_cp *cp = ctl_req_prog(r, argv[0]);
 	if (cp == NULL)
-		return -1;
+		return -EINVAL;
 	uint32_t group;
 	if (req_group(r, cp, argv[1], &group) != 0)
-		return -1;
+		return -EINVAL;
 	struct innet_member m[INNET_MAX_GROUP_MEMBERS];
 	int n = innet_cp_group_get(cp, group, m, INNET_MAX_GROUP_MEMBERS);
 	if (n < 0)

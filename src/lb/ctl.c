@@ -422,13 +422,13 @@ static int find_server(const struct lb_priv *p, const char *s, uint32_t *slot)
 	char *end;
 	unsigned long id = strtoul(s, &end, 10);
 	if (*s == '\0' || *end != '\0' || id > 65535)
-		return -1;
+		return -EINVAL;
 	for (uint32_t i = 0; i < p->n_servers; i++)
 		if (p->servers[i].id == id) {
 			*slot = i;
 			return 0;
 		}
-	return -1;
+	return -ENOENT;
 }
 
 static const char *kind_name(uint8_t k)
@@ -573,18 +573,18 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 	const struct lb_conf *c = &p->conf;
 	if (argc < 3) {
 		snprintf(err, errlen, "usage: unit add|del|drain|undrain|weight SERVER UNIT ...");
-		return -1;
+		return -EINVAL;
 	}
 	const char *op = argv[0];
 	uint32_t srv;
 	uint64_t uid;
 	if (find_server(p, argv[1], &srv) != 0) {
 		snprintf(err, errlen, "unknown server '%s' (servers are fixed in the settings)", argv[1]);
-		return -1;
+		return -EINVAL;
 	}
 	if (innet_parse_u64(argv[2], 0, LB_UNITS_PER_SERVER - 1, &uid) != 0) {
 		snprintf(err, errlen, "unit id must be 0..%u, not '%s'", LB_UNITS_PER_SERVER - 1, argv[2]);
-		return -1;
+		return -EINVAL;
 	}
 	uint32_t slot = srv * LB_UNITS_PER_SERVER + (uint32_t)uid;
 	uint64_t m = rd(cp, R_UNIT_META, slot);
@@ -594,16 +594,16 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 		if (argc < 5 || (argc - 5) % 2 != 0) {
 			snprintf(err, errlen, "usage: unit add SERVER UNIT cpu|accelerator IP:PORT "
 				 "[weight W] [mac MAC] [port P]");
-			return -1;
+			return -EINVAL;
 		}
 		if ((fl & LB_UF_CONFIGURED) && !(fl & LB_UF_REMOVED)) {
 			snprintf(err, errlen, "unit %s/%lu exists (del it first)", argv[1], uid);
-			return -1;
+			return -EINVAL;
 		}
 		if ((fl & LB_UF_REMOVED) && (int32_t)rd(cp, R_UNIT_CONNS, slot) > 0) {
 			snprintf(err, errlen, "unit %s/%lu was removed and still has %d connections; "
 				 "wait for them to idle out", argv[1], uid, (int32_t)rd(cp, R_UNIT_CONNS, slot));
-			return -1;
+			return -EINVAL;
 		}
 		struct lb_unit_init u = { .slot = (uint16_t)slot, .weight = 1, .pool = (uint8_t)pool };
 		if (!strcmp(argv[3], "cpu"))
@@ -612,12 +612,12 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 			u.kind = INNET_LB_KIND_ACCEL;
 		else {
 			snprintf(err, errlen, "kind must be cpu or accelerator, not '%s'", argv[3]);
-			return -1;
+			return -EINVAL;
 		}
 		struct innet_addr ua;
 		if (innet_parse_addr(argv[4], 0, &ua) != 0) {
 			snprintf(err, errlen, "address must be IPv4:PORT, not '%s'", argv[4]);
-			return -1;
+			return -EINVAL;
 		}
 		u.ip = ua.ip;
 		u.udp = ua.udp;
@@ -634,18 +634,18 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 			else {
 				snprintf(err, errlen, "bad option '%s %s' (weight 0..65535, port < ports, "
 					 "mac aa:bb:cc:dd:ee:ff)", argv[i], argv[i + 1]);
-				return -1;
+				return -EINVAL;
 			}
 		}
 		if (c->mode == LB_MODE_PACKET && u.mac == 0) {
 			snprintf(err, errlen, "packet mode needs 'mac MAC' for a unit");
-			return -1;
+			return -EINVAL;
 		}
 		struct lb_uaddr_key uk = { .ip = u.ip, .udp = u.udp };
 		uint32_t other;
 		if (innet_cp_table_get(cp, T_UADDR, &uk, &other) == 0 && other != slot) {
 			snprintf(err, errlen, "address %s belongs to another unit", argv[4]);
-			return -1;
+			return -EINVAL;
 		}
 		if (fl & LB_UF_CONFIGURED) { /* the removed unit's old address */
 			uint64_t a = rd(cp, R_UNIT_ADDR, slot);
@@ -657,12 +657,12 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 		wr(cp, R_UNIT_PKTS, slot, 0);
 		if (set_unit(cp, &u, LB_UF_CONFIGURED) != 0) {
 			snprintf(err, errlen, "unit address table full");
-			return -1;
+			return -EINVAL;
 		}
 	} else {
 		if (!(fl & LB_UF_CONFIGURED) || ((fl & LB_UF_REMOVED) && strcmp(op, "del"))) {
 			snprintf(err, errlen, "no unit %s/%lu", argv[1], uid);
-			return -1;
+			return -EINVAL;
 		}
 		uint16_t w = LB_META_WEIGHT(m);
 		if (!strcmp(op, "del"))
@@ -675,20 +675,20 @@ static int cmd_unit(struct innet_cp *cp, struct lb_priv *p, int argc, char **arg
 			uint64_t v;
 			if (argc != 4 || innet_parse_u64(argv[3], 0, 65535, &v) != 0) {
 				snprintf(err, errlen, "usage: unit weight SERVER UNIT W (0..65535)");
-				return -1;
+				return -EINVAL;
 			}
 			w = (uint16_t)v;
 		} else {
 			snprintf(err, errlen, "unknown unit command '%s' (add, del, drain, undrain, weight)",
 				 op);
-			return -1;
+			return -EINVAL;
 		}
 		wr(cp, R_UNIT_META, slot, lb_meta(fl, LB_META_KIND(m), w, LB_META_POOL(m)));
 	}
 	int rc = rebuild_pool(cp, p, pool);
 	if (rc != 0) {
 		snprintf(err, errlen, "rebuilding pool: %s", strerror(-rc));
-		return -1;
+		return -EINVAL;
 	}
 	fprintf(t, "unit %s/%lu: %s done; pool %s version %u\n", argv[1], uid, op,
 		p->pool_names[pool], p->pool_ver[pool]);
@@ -751,7 +751,7 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 	FILE *t = open_memstream(&buf, &len);
 	if (t == NULL) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	int rc = 0;
 	const char *w0 = argc > 0 ? argv[0] : "help";
@@ -773,7 +773,7 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 		uint64_t n = 20;
 		if (argc == 3 && innet_parse_u64(argv[2], 0, 1000, &n) != 0) {
 			snprintf(err, errlen, "conn list N: N must be 0..1000");
-			rc = -1;
+			rc = -EINVAL;
 		} else {
 			struct list_ctx l = { .arr = json_array(), .t = t, .max = (uint32_t)n, .c = c,
 						 .p = p };
@@ -786,7 +786,7 @@ int lb_on_ctl(struct innet_cp *cp, void *priv, int argc, char **argv, struct jso
 		fprintf(t, "removed %u idle connections\n", n);
 	} else {
 		snprintf(err, errlen, "unknown lb command '%s' (try: help)", w0);
-		rc = -1;
+		rc = -EINVAL;
 	}
 	fclose(t);
 	if (rc == 0)

@@ -96,15 +96,16 @@ static int tool_batch(const char *tool, const char *ns, const char *file, char *
 	snprintf(cmd, sizeof(cmd), "%s %s%s -batch %s 2>&1", tool, ns ? "-n " : "", ns ? ns : "", file);
 	FILE *f = popen(cmd, "r");
 	if (f == NULL) {
-		snprintf(err, errlen, "cannot run %s (iproute2): %s", tool, strerror(errno));
-		return -1;
+		int e = errno;
+		snprintf(err, errlen, "cannot run %s (iproute2): %s", tool, strerror(e));
+		return -e;
 	}
 	size_t n = fread(out, 1, sizeof(out) - 1, f);
 	out[n] = '\0';
 	int st = pclose(f);
 	if (st != 0) {
 		snprintf(err, errlen, "%s%s%s failed: %s", tool, ns ? " -n " : "", ns ? ns : "", out);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -283,7 +284,7 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 	FILE *f = fopen(file, "w");
 	if (f == NULL) {
 		snprintf(err, errlen, "cannot write %s: %s", file, strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	fprintf(f, "link set dev lo up\nlink add name br mtu %u type bridge\n"
 		   "link set dev a master br\nlink set dev b master br\n"
@@ -297,7 +298,7 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 		if (f == NULL) {
 			unlink(file);
 			snprintf(err, errlen, "cannot write %s", file);
-			return -1;
+			return -EIO;
 		}
 		uint32_t delay = e->delay_us ? e->delay_us : (e->reorder > 0 ? 1000 : 0);
 		for (int d = 0; d < 2; d++) {
@@ -328,7 +329,7 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 		if (f == NULL) {
 			unlink(file);
 			snprintf(err, errlen, "cannot write %s", file);
-			return -1;
+			return -EIO;
 		}
 		for (int d = 0; d < 2; d++) {
 			const char *dev = d ? "b" : "a";
@@ -344,11 +345,11 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 	}
 	unlink(file);
 	if (rc != 0)
-		return -1;
+		return -EIO;
 	pid_t pid = fork();
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	if (pid == 0) {
 		char path[512];
@@ -374,7 +375,7 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 		snprintf(err, errlen, "cannot set up the wire of link %s-%s (XDP pass program, "
 			 "fault program: step %d)", t->nodes[l->a].name, t->nodes[l->b].name,
 			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -451,7 +452,7 @@ static int node_batch(const struct innet_topology *t, uint32_t node, const char 
 	FILE *f = fopen(file, "w");
 	if (f == NULL) {
 		snprintf(err, errlen, "cannot write %s: %s", file, strerror(errno));
-		return -1;
+		return -EIO;
 	}
 	fprintf(f, "link set lo up\n");
 	uint32_t default_via = 0;
@@ -506,7 +507,7 @@ static int node_batch(const struct innet_topology *t, uint32_t node, const char 
 		}
 	}
 	if (fclose(f) != 0)
-		return -1;
+		return -EIO;
 	char ns[256];
 	innet_topology_netns_name(t, node, ns, sizeof(ns));
 	return ip_batch(ns, file, err, errlen);

@@ -68,7 +68,7 @@ static void known_programs(char *out, size_t len)
 		off += (size_t)snprintf(out + off, len - off, "%s%s", i ? ", " : "", l[i]->name);
 }
 
-/* One entry of a "programs" array into pc. Returns 0 or -1 (reported). */
+/* One entry of a "programs" array into pc. Returns 0 or -EINVAL (reported). */
 static int parse_program(struct parser *p, json_t *o, const char *path, struct innet_prog_conf *pc)
 {
 	static const char *const keys[] = { "name", "program", "udp", "raw", "args", NULL };
@@ -80,7 +80,7 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 	memset(pc, 0, sizeof(*pc));
 	if (!json_is_object(o)) {
 		topo_errs_add(&p->e, path, "expected a program object, got %s", topo_json_kind(o));
-		return -1;
+		return -EINVAL;
 	}
 	if (!topo_check_keys(p, o, path, keys))
 		ok = -1;
@@ -158,7 +158,7 @@ static int parse_program(struct parser *p, json_t *o, const char *path, struct i
 }
 
 /* A "programs" array into progs; names and UDP ports unique within it.
- * Returns 0, -1 (reported) or -ENOMEM. */
+ * Returns 0, -EINVAL (reported) or -ENOMEM. */
 static int parse_programs(struct parser *p, json_t *arr, const char *path,
 			  struct innet_prog_conf *progs, uint32_t *n)
 {
@@ -171,12 +171,12 @@ static int parse_programs(struct parser *p, json_t *arr, const char *path,
 	if (!json_is_array(arr) || json_array_size(arr) == 0) {
 		topo_errs_add(&p->e, path, "expected a non-empty array of programs, got %s",
 			      json_is_array(arr) ? "an empty array" : topo_json_kind(arr));
-		return -1;
+		return -EINVAL;
 	}
 	if (json_array_size(arr) > INNET_TOPO_MAX_PROGS) {
 		topo_errs_add(&p->e, path, "too many programs: %zu (at most %u per switch)",
 			      json_array_size(arr), INNET_TOPO_MAX_PROGS);
-		return -1;
+		return -EINVAL;
 	}
 	uint8_t *owner = calloc(65536, 1); /* UDP port -> program index + 1 */
 	if (owner == NULL)
@@ -462,12 +462,12 @@ static int link_end(struct parser *p, json_t *o, const char *path, const char *k
 	const char *s;
 
 	if (topo_get_str(p, o, path, key, true, &s) <= 0)
-		return -1;
+		return -EINVAL;
 	int idx = innet_topology_find(p->t, s);
 	if (idx < 0) {
 		topo_path_key(kp, path, key);
 		topo_errs_add(&p->e, kp, "link to unknown node '%.80s' (not in $.switches or $.hosts)", s);
-		return -1;
+		return -EINVAL;
 	}
 	return idx;
 }
@@ -485,7 +485,7 @@ static int link_addr(struct parser *p, json_t *o, const char *path, const char *
 	if (n->kind == INNET_TOPO_HOST) {
 		topo_errs_add(&p->e, kp, "'%s' is a host: its address is its \"addr\"", n->name);
 		*out = 0;
-		return -1;
+		return -EINVAL;
 	}
 	return topo_claim_addr(p, *out, kp) == -ENOMEM ? -ENOMEM : 1;
 }
@@ -539,7 +539,7 @@ static int add_port(struct parser *p, uint32_t sw, uint32_t peer, uint32_t li, c
 	if (n->conf->n_ports == INNET_MAX_PORTS) {
 		topo_errs_add(&p->e, path, "too many ports: switch '%s' already has %u (INNET_MAX_PORTS)",
 			      n->name, INNET_MAX_PORTS);
-		return -1;
+		return -EINVAL;
 	}
 	*port = n->conf->n_ports++;
 	n->peers[*port] = (struct innet_topo_peer){ .node = peer, .link = li,
@@ -773,8 +773,6 @@ static struct innet_topology *parse_root(json_t *root, struct errs *e)
 	if (r == 0 && p.e.n == 0)
 		topo_check_metrics_unique(&p);
 	if (r == 0 && p.e.n > 0)
-		r = -EINVAL;
-	if (r == -1)
 		r = -EINVAL;
 err:
 	innet_topology_progs_release(p.def_progs, p.n_def_progs);

@@ -117,7 +117,7 @@ bool topo_check_keys(struct parser *p, json_t *obj, const char *path, const char
 }
 
 /* The getters return 1 (present and valid), 0 (absent; an error if required)
- * or -1 (invalid; reported). */
+ * or -EINVAL (invalid; reported). */
 
 int topo_get_value(struct parser *p, json_t *obj, const char *path, const char *key,
 		   bool required, json_t **out)
@@ -127,7 +127,7 @@ int topo_get_value(struct parser *p, json_t *obj, const char *path, const char *
 		return 1;
 	if (required) {
 		topo_errs_add(&p->e, path, "missing required key '%s'", key);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -144,13 +144,13 @@ int topo_get_uint(struct parser *p, json_t *obj, const char *path, const char *k
 	topo_path_key(kp, path, key);
 	if (!json_is_integer(v)) {
 		topo_errs_add(&p->e, kp, "expected an integer, got %s", topo_json_kind(v));
-		return -1;
+		return -EINVAL;
 	}
 	json_int_t x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max) {
 		topo_errs_add(&p->e, kp, "%lld is out of range [%llu, %llu]", (long long)x,
 			      (unsigned long long)min, (unsigned long long)max);
-		return -1;
+		return -EINVAL;
 	}
 	*out = (uint64_t)x;
 	return 1;
@@ -168,7 +168,7 @@ int topo_get_str(struct parser *p, json_t *obj, const char *path, const char *ke
 	if (!json_is_string(v)) {
 		topo_path_key(kp, path, key);
 		topo_errs_add(&p->e, kp, "expected a string, got %s", topo_json_kind(v));
-		return -1;
+		return -EINVAL;
 	}
 	*out = json_string_value(v);
 	return 1;
@@ -185,13 +185,13 @@ int topo_get_bool(struct parser *p, json_t *obj, const char *path, const char *k
 	if (!json_is_boolean(v)) {
 		topo_path_key(kp, path, key);
 		topo_errs_add(&p->e, kp, "expected a boolean, got %s", topo_json_kind(v));
-		return -1;
+		return -EINVAL;
 	}
 	*out = json_is_true(v);
 	return 1;
 }
 
-/* "target": "udp" or "xdp". 1 if set, 0 if absent, -1 on error. */
+/* "target": "udp" or "xdp". 1 if set, 0 if absent, -EINVAL on error (reported). */
 int topo_get_target(struct parser *p, json_t *obj, const char *path, enum innet_target *out)
 {
 	const char *s;
@@ -204,7 +204,7 @@ int topo_get_target(struct parser *p, json_t *obj, const char *path, enum innet_
 		topo_path_key(kp, path, "target");
 		topo_errs_add(&p->e, kp, "'%.40s' is not a target (%s; udp: the user-space engine, "
 			      "xdp: eBPF on network devices)", s, innet_target_names());
-		return -1;
+		return -EINVAL;
 	}
 	*out = ti->id;
 	return 1;
@@ -222,12 +222,12 @@ int topo_get_prob(struct parser *p, json_t *obj, const char *path, const char *k
 	if (!json_is_number(v)) {
 		topo_errs_add(&p->e, kp, "expected a probability (a number in [0, 1]), got %s",
 			      topo_json_kind(v));
-		return -1;
+		return -EINVAL;
 	}
 	double x = json_number_value(v);
 	if (!(x >= 0.0 && x <= 1.0)) {
 		topo_errs_add(&p->e, kp, "probability %g is out of [0, 1]", x);
-		return -1;
+		return -EINVAL;
 	}
 	*out = x;
 	return 1;
@@ -261,7 +261,7 @@ int topo_get_name(struct parser *p, json_t *obj, const char *path, const char *k
 			      "bad name '%.80s': use 1-%u letters, digits, '_', '-' or '.', "
 			      "starting with a letter or digit",
 			      s, INNET_TOPO_NAME_MAX);
-		return -1;
+		return -EINVAL;
 	}
 	snprintf(out, INNET_NAME_MAX, "%s", s);
 	return 1;
@@ -293,17 +293,17 @@ int topo_get_addr(struct parser *p, json_t *obj, const char *path, const char *k
 	topo_path_key(kp, path, key);
 	if (innet_parse_ip(s, &ip) != 0) {
 		topo_errs_add(&p->e, kp, "bad address '%.80s': expected dotted IPv4 like 127.0.0.1", s);
-		return -1;
+		return -EINVAL;
 	}
 	if (ip == 0 || ip == UINT32_MAX || (ip >> 28) == 0xe) {
 		topo_errs_add(&p->e, kp, "bad address %s: not a unicast address", s);
-		return -1;
+		return -EINVAL;
 	}
 	if (!p->t->external_addrs && !topo_is_loopback(ip)) {
 		topo_errs_add(&p->e, kp,
 			      "address %s is outside 127.0.0.0/8 (set \"external_addrs\": true "
 			      "to use real interfaces)", s);
-		return -1;
+		return -EINVAL;
 	}
 	*out = ip;
 	return 1;
@@ -319,7 +319,7 @@ int topo_claim_addr(struct parser *p, uint32_t ip, const char *path)
 			continue;
 		ip_str(ip, s);
 		topo_errs_add(&p->e, path, "address %s is already used by %s", s, p->addrs[i].path);
-		return -1;
+		return -EINVAL;
 	}
 	if (p->n_addrs == p->cap_addrs) {
 		size_t cap = p->cap_addrs ? 2 * p->cap_addrs : 64;

@@ -75,7 +75,7 @@ const char *topo_json_kind(const json_t *v);
 bool topo_check_keys(struct parser *p, json_t *obj, const char *path, const char *const *allowed);
 
 /* The getters return 1 (present and valid), 0 (absent; an error if required)
- * or -1 (invalid; reported). obj is the object at path; key is looked up in
+ * or -EINVAL (invalid; reported). obj is the object at path; key is looked up in
  * it. */
 int topo_get_value(struct parser *p, json_t *obj, const char *path, const char *key,
 		   bool required, json_t **out);
@@ -106,7 +106,7 @@ int topo_get_addr(struct parser *p, json_t *obj, const char *path, const char *k
 /* ip is in 127.0.0.0/8. */
 bool topo_is_loopback(uint32_t ip);
 /* Remember an explicit address given at path; report it if already taken.
- * Returns 0, -1 (reported) or -ENOMEM. */
+ * Returns 0, -EINVAL (reported) or -ENOMEM. */
 int topo_claim_addr(struct parser *p, uint32_t ip, const char *path);
 /* Some explicit address is ip. */
 bool topo_addr_taken(const struct parser *p, uint32_t ip);
@@ -122,7 +122,7 @@ void innet_topology_progs_release(struct innet_prog_conf *progs, uint32_t n);
 /* ---- topology_resolve.c: only for a file without errors ------------------- */
 
 /* Port addresses (automatic ones from addr_base), peers, names, seeds and
- * emulation flags. 0, -1 (reported: out of addresses). */
+ * emulation flags. 0, -EINVAL (reported: out of addresses). */
 int topo_resolve(struct parser *p);
 /* Decide netns mode ("netns", else on if any switch is XDP) and give each
  * switch its target; in netns mode, every port's device, peer MAC and 10/8

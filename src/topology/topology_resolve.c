@@ -10,6 +10,7 @@
  * No state of its own: everything lives in the caller's struct parser
  * (topology_pvt.h) and its topology.
  */
+#include <errno.h>
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static int alloc_addr(struct parser *p, uint32_t *next, uint32_t *out)
 		if (ip == 0 || (!p->t->external_addrs && !topo_is_loopback(ip))) {
 			topo_errs_add(&p->e, "$.addr_base", "ran out of automatic addresses%s",
 				      p->t->external_addrs ? "" : " in 127.0.0.0/8");
-			return -1;
+			return -EINVAL;
 		}
 		if ((ip & 0xff) == 0 || (ip & 0xff) == 0xff || topo_addr_taken(p, ip))
 			continue;
@@ -64,7 +65,7 @@ int topo_resolve(struct parser *p)
 				continue; /* a raw port: no address, no emulation */
 			pc->ip = given[s];
 			if (pc->ip == 0 && alloc_addr(p, &next, &pc->ip) < 0)
-				return -1;
+				return -EINVAL;
 			pc->link = l->emu;
 			pc->link.seed = splitmix64(t->seed ^ (((uint64_t)li << 1) | (uint64_t)s));
 		}
