@@ -278,7 +278,7 @@ $(FUZZ_O)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 # (in that make, O is FUZZ_O: the rule for $(O)/bpf/objects.c builds it, and
 # this one must not replace its recipe, or the make calls itself for ever)
 ifneq ($(O),$(FUZZ_O))
-$(FUZZ_O)/bpf/objects.c $(FUZZ_O)/programs.c:
+$(FUZZ_O)/bpf/objects.c:
 	$(MAKE) O=$(FUZZ_O) $@
 $(FUZZ_O)/programs.c: $(PROG_SRC) Makefile
 	$(programs_list)
