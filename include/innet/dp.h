@@ -58,6 +58,8 @@ extern "C" {
  * of it that innet_pkt_push() can grow into (the same on both targets). */
 #define INNET_PKT_MAX       9216u    /* a jumbo frame's payload (MTU 9000 and some) */
 #define INNET_PKT_HEADROOM  64u
+/* The shortest frame a raw port sends: a MAC header (INNET_DROP_SHORT_FRAME). */
+#define INNET_FRAME_MIN     14u
 /* Bytes of innet_scratch() memory (declared per target). */
 #define INNET_SCRATCH_SIZE  32768u   /* the most a per-CPU map value holds (eBPF) */
 /* Most calls one innet_loop() makes (bpf_loop's limit). */
@@ -139,6 +141,9 @@ enum innet_drop_reason {
 	INNET_DROP_TABLE_KEY,        /* table key/value size differs from the declaration */
 	INNET_DROP_TABLE_BUSY,       /* a table operation ran out of its bounded wait
 	                              * (INNET_TABLE_BUSY) and the handler dropped the packet */
+	INNET_DROP_SHORT_FRAME,      /* a frame under INNET_FRAME_MIN bytes (a MAC header)
+	                              * out of a raw port: no device sends one (an
+	                              * injection records it: a test port, not a wire) */
 	INNET_DROP_RUNTIME_COUNT,
 	INNET_DROP_PROGRAM = 32      /* first program-defined reason */
 };

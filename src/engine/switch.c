@@ -42,6 +42,7 @@ static const char *const runtime_reasons[INNET_DROP_RUNTIME_COUNT] = {
 	[INNET_DROP_REG_CONTENDED] = "reg_contended",
 	[INNET_DROP_TABLE_KEY] = "table_key_size",
 	[INNET_DROP_TABLE_BUSY] = "table_busy",
+	[INNET_DROP_SHORT_FRAME] = "short_frame",
 };
 
 static const char *const action_names[INNET_ACTION_COUNT] = {

@@ -14,7 +14,6 @@
 const char *const p4_drop_names[P4_DROP_COUNT] = {
 	"p4_ingress_drop", "p4_egress_drop", "p4_assert", "p4_no_group", "p4_recirc_budget",
 	"p4_headroom", "p4_parser_loop", "p4_no_state", "p4_clone_depth", "p4_copy",
-	"p4_runt",
 };
 
 static uint32_t round8(uint32_t n)

@@ -1720,6 +1720,10 @@ static int load_entry_key(struct ld *l, struct p4_table *t, json_t *mk, struct p
 			if (lo == NULL || hs == NULL || hex_bytes(l, lo, v, ky->bytes, NULL, where) ||
 			    hex_bytes(l, hs, hi, ky->bytes, NULL, where))
 				return -EINVAL;
+			/* the lo in the mask too, where the tables' records keep it
+			 * (p4_cli.c's range keys; the mask was all ones: every const
+			 * range entry started at the key's maximum) */
+			memcpy(m, v, ky->bytes);
 		} else {
 			return fail(l, "%s: unsupported match type '%.40s' in an entry", where, mt);
 		}

@@ -454,7 +454,7 @@ enum {
 };
 
 #define P4_DROP_PORT_NUM    511u     /* simple_switch's default drop port */
-#define P4_FRAME_MIN        14u      /* the shortest frame a port sends: a MAC header */
+#define P4_FRAME_MIN        14u      /* the shortest frame XDP makes: a MAC header */
 #define P4_MC_MAX           64u      /* ports x rids in one multicast group */
 #define P4_GROUP_MAX        64u      /* members of an action selector group */
 #define P4_MIRROR_SESSIONS  1024u    /* mirroring session ids 0..P4_MIRROR_SESSIONS-1 */
@@ -480,9 +480,6 @@ enum p4_drop {
 	P4_DROP_NO_STATE,          /* scratch memory unavailable, or a bad hand-off */
 	P4_DROP_CLONE_DEPTH,       /* egress-to-egress clones nested too deep */
 	P4_DROP_COPY,              /* a copy could not be restored or sent */
-	P4_DROP_RUNT,              /* the deparser or truncate left less than an Ethernet
-	                            * header (P4_FRAME_MIN bytes): no port sends it (XDP
-	                            * cannot make one; a packet socket refuses one) */
 	P4_DROP_COUNT
 };
 

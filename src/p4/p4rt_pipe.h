@@ -125,9 +125,11 @@ static uint64_t p4_session(struct innet_ctx *ctx, uint32_t sess)
 }
 
 /* The frame deparsing will leave (the headers now hlen bytes, then any
- * truncate) is shorter than a MAC header: both targets drop it, counted as
- * p4_runt, rather than XDP failing to shrink it and user space sending it. */
-static int p4_runt(const struct innet_pkt *pkt, const struct p4_st *s, uint32_t hlen)
+ * truncate) is shorter than a MAC header: XDP cannot shrink a frame that far
+ * and hands it to user space, whose transmit drops it for a real port
+ * (short_frame, the engine's drop) and records it in an injection, as BMv2's
+ * test port delivers it. */
+static inline int p4_runt(const struct innet_pkt *pkt, const struct p4_st *s, uint32_t hlen)
 {
 	uint32_t len = pkt->len - s->parsed + hlen;
 	if (s->trunc != 0 && s->trunc - 1 < len)
@@ -159,7 +161,7 @@ static enum innet_action p4_finish_xdp(struct innet_ctx *ctx, struct innet_pkt *
 	if (hlen > s->parsed && hlen - s->parsed > pkt->headroom)
 		return p4_handoff(ctx, pkt, s, P4_RESUME_EGRESS);
 	if (p4_runt(pkt, s, hlen))
-		return innet_drop(pkt, INNET_DROP_PROGRAM + P4_DROP_RUNT);
+		return p4_handoff(ctx, pkt, s, P4_RESUME_EGRESS);
 	p4_update(ctx, pkt, s);
 	if (hlen > s->parsed) {
 		if (innet_pkt_push(ctx, pkt, hlen - s->parsed) != 0)
@@ -263,8 +265,6 @@ static int p4_restore(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st
 static int p4_deparse_user(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s)
 {
 	uint32_t hlen = p4_hdr_len(s);
-	if (p4_runt(pkt, s, hlen))
-		return P4_DROP_RUNT;
 	p4_update(ctx, pkt, s);
 	if (hlen > s->parsed) {
 		uint32_t grow = hlen - s->parsed;

@@ -6,7 +6,10 @@
  *   - a deparser that emits less than the parser took (EtherType 0x88b6: the
  *     MAC header and an 8-byte header go, the payload leaves alone), and
  *     truncate (0x88b7: to the source MAC's last byte): a frame left shorter
- *     than a MAC header is sent by no port (the drop p4_runt on both targets).
+ *     than a MAC header is recorded by `innet p4 run` (a test port, as
+ *     BMv2's packet-in socket) and dropped by a real port (short_frame);
+ *   - const entries of a range table (0x88b8: the source MAC's range picks
+ *     the destination MAC; overlapping ranges, the first listed wins).
  * Everything leaves by port 1. Its JSON (edge.json, committed) is what
  * p4c-bm2-ss compiles it to:
  *
@@ -64,6 +67,17 @@ control VC(inout headers_t h, inout meta_t m) {
 }
 
 control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    action mark(bit<48> v) { h.eth.dst = v; }
+    table ranges {
+        key = { h.eth.src: range; }
+        actions = { mark; }
+        const entries = {
+            1 .. 8 : mark(0x21);
+            6 .. 12 : mark(0x22);
+            15 : mark(0x24);
+        }
+        const default_action = mark(0x2f);
+    }
     apply {
         sm.egress_spec = 1;
         if (h.eth.type == 0x88b5) {
@@ -81,6 +95,8 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
             h.cut.setInvalid();
         } else if (h.eth.type == 0x88b7) {
             truncate((bit<32>)h.eth.src[7:0]);
+        } else if (h.eth.type == 0x88b8) {
+            ranges.apply();
         }
     }
 }

@@ -395,6 +395,13 @@ static unsigned send_out(struct innet_worker *w, struct innet_cp *cp, uint16_t p
 	if (INNET_UNLIKELY(pc->iface[0] != '\0')) {
 		if (kind == SEND_DATAGRAM)
 			return INNET_DROP_DATAGRAM_TO_RAW_PORT;
+		/* (a frame shorter than a MAC header leaves no device; an
+		 * injection's outputs are recorded, as a test port's: the
+		 * injection worker's, whether it runs the packet or carries out
+		 * an XDP hand-off, and the control worker's while it runs an
+		 * injection's on_cpu) */
+		if (INNET_UNLIKELY(len < INNET_FRAME_MIN) && w->inject == NULL && w != INNET_INJECT_WORKER(w->u))
+			return INNET_DROP_SHORT_FRAME;
 		send_frame(w, port, data, len);
 		return 0;
 	}
