@@ -20,6 +20,12 @@
 #            that ends after the kill: how long the store stopped answering
 #   slowest  the longest time any operation took in the round
 #
+# --target xdp runs the switches on the XDP target instead: each in a network
+# namespace of its own, the links veth pairs, the faults netem on the veths
+# (the kernel's, on each link's wire), the clients in r0's namespace; the
+# killed coordinator's eBPF program goes with its process. The round checks
+# that the acceptors ran in eBPF (their xdp counters).
+#
 # The round also checks the history for linearizability (lincheck.py) and that
 # b0 took over. RESULT: pause_p50_ms, pause_max_ms (target: max <= 500 at the
 # default 5%, <= 1000 with --faults 0.2),
@@ -37,6 +43,8 @@ usage: bench/run failover [options]
                     (default: examples/kv-faults.json's 0.05,0.05,0.05)
   --faults RATE     RATE loss, duplication and reordering on every link: the
                     acceptor links and the replicas' links to the coordinator
+  --target udp|xdp the switches on the user-space engine over loopback (udp,
+                    the default) or on XDP in network namespaces (root)
   --quick           3 kills
 EOF2
 }
@@ -47,6 +55,9 @@ fo_kill_at=1.5
 fo_clients=12
 fo_rates=""
 fo_faults=""
+fo_target=udp
+FO_IN=()       # how to run a client: as is, or in r0's namespace (--target xdp)
+FO_R=()        # the replicas' addresses
 FO_PORT=6396
 FO_H=127.70.31
 
@@ -67,16 +78,36 @@ fo_round() {
 	fo_down
 	timeout 60 "$BENCH_INNET_BIN" kv up "$BENCH_TMP/topo.json" --port "$FO_PORT" >"$BENCH_TMP/$tag-up.out" 2>&1 ||
 		fo_die "$tag: innet kv up failed: $(tail -n 3 "$BENCH_TMP/$tag-up.out")"
-	bench_spawn fo_lpid "$tag-load" "" $((fo_seconds + 60)) /usr/bin/python3 \
+	if [ ${#FO_R[@]} -eq 0 ]; then
+		read -r -a FO_R < <("$BENCH_INNET_BIN" fabric show "$BENCH_TMP/topo.json" --json | /usr/bin/python3 -c \
+			'import json,sys; print(" ".join(h["addr"] for h in json.load(sys.stdin)["hosts"] if h["name"] in ("r0","r1","r2")))')
+		[ ${#FO_R[@]} -eq 3 ] || fo_die "three replicas expected, got: ${FO_R[*]}"
+	fi
+	bench_spawn fo_lpid "$tag-load" "" $((fo_seconds + 60)) "${FO_IN[@]}" /usr/bin/python3 \
 		"$BENCH_ROOT/tools/linearizability/kvload.py" --out "$BENCH_TMP/$tag.jsonl" \
 		--seconds "$fo_seconds" --clients "$fo_clients" --keys 8 --timeout 8 --seed "$k" \
-		"$FO_H.1:$FO_PORT" "$FO_H.2:$FO_PORT" "$FO_H.3:$FO_PORT"
+		"${FO_R[0]}:$FO_PORT" "${FO_R[1]}:$FO_PORT" "${FO_R[2]}:$FO_PORT"
 	sleep "$fo_kill_at"
 	t_kill=$(fo_now)
 	"$BENCH_INNET_BIN" fabric stop "$BENCH_TMP/topo.json" coord --kill >/dev/null ||
 		fo_die "$tag: could not kill the coordinator switch"
 	bench_wait "$fo_lpid" || fo_die "$tag: kvload failed: $(tail -n 3 "$BENCH_TMP/$tag-load.err")"
 	grep -q "took over" "$BENCH_TMP/fabric/kv-b0.log" || fo_die "$tag: b0 did not take over"
+	if [ "$fo_target" = xdp ]; then
+		# the acceptors ran in eBPF (a switch on the user-space engine, the
+		# target ignored, would measure the other case)
+		local a
+		for a in a0 a1 a2; do
+			"$BENCH_INNET_BIN" ctl --fabric "$BENCH_TMP/topo.json" --switch "$a" --json stats \
+				>"$BENCH_TMP/$tag-$a.json" || fo_die "$tag: ctl stats $a failed"
+			/usr/bin/python3 - "$BENCH_TMP/$tag-$a.json" "$a" <<'PYEOF' || fo_die "$tag: acceptor $a did not run on XDP"
+import json, sys
+p = json.load(open(sys.argv[1]))["programs"][0]
+x = p.get("xdp_rx_pkts", 0)
+sys.exit(0 if x > 0 and x * 2 > p["rx_pkts"] else 1)
+PYEOF
+		done
+	fi
 	/usr/bin/python3 "$BENCH_ROOT/tools/linearizability/lincheck.py" "$BENCH_TMP/$tag.jsonl" \
 		>"$BENCH_TMP/$tag-lincheck.out" 2>&1 ||
 		fo_die "$tag: history not linearizable: $(tail -n 3 "$BENCH_TMP/$tag-lincheck.out")"
@@ -106,7 +137,7 @@ PYEOF
 	bench_record kill="$k" pause_ms="$fo_pause" before_ms="$fo_before" slowest_ms="$fo_slowest" \
 		"$(echo "$m" | grep -o 'acks_after=[0-9]*')" "$(echo "$m" | grep -o 'failed=[0-9]*')"
 	# the replicas' failover counters, for where the time went
-	bench_log "$tag: $(for r in 1 2 3; do timeout 5 redis-cli -h "$FO_H.$r" -p "$FO_PORT" INFO 2>/dev/null |
+	bench_log "$tag: $(for r in "${FO_R[@]}"; do timeout 5 "${FO_IN[@]}" redis-cli -h "$r" -p "$FO_PORT" INFO 2>/dev/null |
 		tr -d '\r' | grep -E '^(failovers|resent):' | tr '\n' ' '; done)"
 	fo_down
 }
@@ -123,17 +154,25 @@ bench_main() {
 			[[ $2 =~ ^(0(\.[0-9]+)?|1(\.0*)?)$ ]] || bench_usage_error "--faults: expected a rate in [0, 1], got '$2'"
 			fo_faults=$2; fo_rates="$2,$2,$2"; shift 2 ;;
 		--quick) fo_kills=3; shift ;;
+		--target)
+			case ${2:-} in udp|xdp) fo_target=$2 ;; *) bench_usage_error "--target: udp or xdp, not '${2:-}'" ;; esac
+			shift 2 ;;
 		-h|--help) bench_usage; exit 0 ;;
 		*) bench_usage_error "unknown option $1" ;;
 		esac
 	done
 	command -v redis-cli >/dev/null || bench_die "redis-cli not installed (redis-tools)"
+	if [ "$fo_target" = xdp ]; then
+		[ "$(id -u)" -eq 0 ] || bench_die "--target xdp needs root (network namespaces, XDP)"
+	fi
 	bench_build innet
-	local -a rates=()
+	local -a rates=() where=(--addr-base 127.70.30.0 --hosts "$FO_H")
 	[ -n "$fo_rates" ] && rates=(--rates "$fo_rates")
+	# (a name of its own per run: namespaces innet-bench-fo$$-*)
+	[ "$fo_target" = xdp ] && { where=(--target xdp); FO_IN=(ip netns exec "innet-bench-fo$$-r0"); }
 	/usr/bin/python3 "$BENCH_ROOT/tools/topology/relocate.py" "$BENCH_ROOT/examples/kv-faults.json" \
-		"$BENCH_TMP/topo.json" --name bench-failover --state-dir "$BENCH_TMP/fabric" \
-		--addr-base 127.70.30.0 --hosts "$FO_H" "${rates[@]}" || bench_die "relocate.py failed"
+		"$BENCH_TMP/topo.json" --name "bench-fo$$" --state-dir "$BENCH_TMP/fabric" \
+		"${where[@]}" "${rates[@]}" || bench_die "relocate.py failed"
 	if [ -n "$fo_faults" ]; then
 		# the replicas' links to the coordinator too (kv-faults.json leaves them clean)
 		mv "$BENCH_TMP/topo.json" "$BENCH_TMP/topo-acc.json"
@@ -141,6 +180,7 @@ bench_main() {
 			"$BENCH_TMP/topo.json" --rates "$fo_rates" --links r:coord || bench_die "relocate.py failed"
 	fi
 	bench_param kills "$fo_kills"
+	bench_param target "$fo_target"
 	bench_param seconds "$fo_seconds"
 	bench_param kill_at_s "$fo_kill_at"
 	bench_param clients "$fo_clients"
@@ -157,6 +197,6 @@ bench_main() {
 	smax=$(printf '%s\n' "${slowest[@]}" | sort -n | tail -1)
 	bmax=$(printf '%s\n' "${befores[@]}" | sort -n | tail -1)
 	bench_log "pauses (ms): ${pauses[*]}; slowest operations (ms): ${slowest[*]}"
-	bench_result "kills=$fo_kills" "pause_p50_ms=$(bench_median "${pauses[@]}")" "pause_max_ms=$pmax" \
+	bench_result "target=$fo_target" "kills=$fo_kills" "pause_p50_ms=$(bench_median "${pauses[@]}")" "pause_max_ms=$pmax" \
 		"slowest_max_ms=$smax" "gap_before_kill_max_ms=$bmax"
 }
