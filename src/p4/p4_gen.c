@@ -111,6 +111,7 @@ struct gen {
 	uint32_t log_site;         /* next log_msg site */
 	uint32_t hbuf_bytes;       /* the calculation input buffer */
 	uint32_t key_max, val_max; /* lookup buffers */
+	uint32_t parser_prims;     /* primitives in parser states: their labels */
 };
 
 static int gfail(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1892,8 +1893,8 @@ static void gen_extract_fields(struct gen *g, int h, const char *ind)
 	}
 }
 
-/* Extract into header h (static) at the cursor; varlen: the varbit's bytes
- * expression, or NULL. */
+/* Extract into header h (static) at the cursor; varlen: the varbit's length
+ * in bits (an expression), or NULL. */
 static void gen_extract_one(struct gen *g, int h, const char *varlen, const char *ind)
 {
 	const struct p4_htype *t = htype_of(g, h);
@@ -1916,9 +1917,14 @@ static void gen_extract_one(struct gen *g, int h, const char *varlen, const char
 	if (t->varbit >= 0) {
 		const struct p4_field *vf = &t->fields[t->varbit];
 		uint32_t vmax = p4_bytes(vf->width);
-		OUT("%s\tuint32_t vl = %s;\n", ind, varlen);
-		OUT("%s\tif (vl > %u) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind,
+		/* as BMv2: a length that is not whole bytes is an invalid
+		 * argument, then one beyond the field a header too short */
+		OUT("%s\tuint64_t vbits = %s;\n", ind, varlen);
+		OUT("%s\tif (vbits %% 8 != 0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
+		    g->p->err_invalid_arg, ind, ind);
+		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind,
 		    g->p->err_header_too_short, ind, ind);
+		OUT("%s\tuint32_t vl = (uint32_t)(vbits / 8);\n", ind);
 		OUT("%s\t__builtin_memset(s->phv.h%d_%d, 0, %u);\n", ind, h, t->varbit, vmax);
 		OUT("%s\tfor (uint32_t j = 0; j < %u; j++) {\n%s\t\tif (j >= vl)\n%s\t\t\tbreak;\n", ind, vmax,
 		    ind, ind);
@@ -1951,7 +1957,7 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 			if (g->failed)
 				return;
 			/* (BMv2 takes the length in bits, a multiple of 8) */
-			vl = fmt(g, "(uint32_t)(%s / 8)", conv(g, &n, false, false));
+			vl = fmt(g, "(uint64_t)(%s)", conv(g, &n, false, false));
 		}
 		if (op->header >= 0) {
 			gen_extract_one(g, op->header, vl, "\t");
@@ -1998,8 +2004,10 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 		OUT("\t{\n");
 		for (uint32_t i = 0; i < pr->n_args; i++)
 			gen_lookaheads(g, pr->args[i]);
-		/* (the primitive's label is unused here) */
-		gen_prim(g, pr, 9999, 0);
+		/* (the primitive's label is unused here, but one per primitive:
+		 * the parser is one function, and a second primitive with the
+		 * same label did not compile: checksum-l4, issue1879) */
+		gen_prim(g, pr, 100000 + g->parser_prims++, 0);
 		OUT("\t}\n");
 		return;
 	}

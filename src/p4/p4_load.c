@@ -791,7 +791,7 @@ static int load_headers(struct ld *l, json_t *root)
 		h->metadata = get_bool_opt(o, "metadata", false);
 		h->stack = h->stack_index = h->onion = h->onion_index = -1;
 		if (h->metadata && p->htypes[h->type].varbit >= 0)
-			return fail(l, "%s: metadata with a variable-length field", where);
+			return fail(l, "%s: a variable-length (varbit) field in metadata (a header the program declares as a local or metadata, not parsed) is not supported", where);
 	}
 	/* header ids are referenced by stacks and unions */
 	return 0;
@@ -913,6 +913,7 @@ static int load_errors(struct ld *l, json_t *root)
 	p->err_no_match = 2;
 	p->err_stack_oob = 3;
 	p->err_header_too_short = 4;
+	p->err_invalid_arg = 6;
 	for (uint32_t i = 0; i < p->n_errors; i++) {
 		json_t *e = json_array_get(arr, i);
 		if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(json_array_get(e, 0)) ||
@@ -932,6 +933,8 @@ static int load_errors(struct ld *l, json_t *root)
 			p->err_stack_oob = v;
 		else if (!strcmp(n, "HeaderTooShort"))
 			p->err_header_too_short = v;
+		else if (!strcmp(n, "ParserInvalidArgument"))
+			p->err_invalid_arg = v;
 	}
 	return 0;
 }

@@ -71,7 +71,8 @@ expect '> Invalid table operation (IMMUTABLE_TABLE_ENTRIES)' "a const table"
 expect '> Invalid table operation (DEFAULT_ENTRY_IS_CONST)' "a const default"
 [ "$(grep -c '^out' <<<"$out")" -eq 12 ] || fail "expected 12 frames out, got $(grep -c '^out' <<<"$out")"
 
-# edge.script on edge.json: parser_error, const range entries, and frames left shorter than a MAC
+# edge.script on edge.json (BMv2 gives the same frames): parser_error (a verify, varbit
+# lengths), const range entries, header assignments in the parser, and frames left shorter than a MAC
 # header (recorded by `innet p4 run`, whose ports are test ports as BMv2's
 # packet-in socket is; a real port drops them as short_frame: test_rawport;
 # on XDP, which cannot cut a frame that short, they are handed to user space)
@@ -94,7 +95,11 @@ eexpect 'out 1 00000000002100000000000888b8' "const range entries: 8 in 1..8 and
 eexpect 'out 1 00000000002200000000000a88b8' "const range entries: 10 in 6..12"
 eexpect 'out 1 00000000002400000000000f88b8' "const range entries: 15"
 eexpect 'out 1 00000000002f00000000002088b8' "const range entries: 32, the default"
-[ "$(grep -c '^out' <<<"$eout")" -eq 12 ] || fail "edge: expected 12 frames (two of them runts), got:
+eexpect 'out 1 ffffffffffff02000000000188b90000002a0000002a0000002aeeff' "two header assignments in a parser state"
+eexpect 'out 1 00000000000002000000000888ba5aeeff' "a varbit of 8 bits: NoError"
+eexpect 'out 1 00000000000602000000000188ba5aeeff' "a varbit of 1 bit: ParserInvalidArgument"
+eexpect 'out 1 00000000000402000000001888ba5a5a5aeeff' "a varbit of 24 bits in 16: HeaderTooShort"
+[ "$(grep -c '^out' <<<"$eout")" -eq 16 ] || fail "edge: expected 16 frames (two of them runts), got:
 $eout"
 "$INNET" p4 run --target user --ports 2 tests/p4/edge.json "$TMP/edge-stats.script" >"$TMP/edge.ustats" 2>&1
 grep -q 'short_frame\|p4_runt' "$TMP/edge.ustats" && fail "edge: an injected runt counted as a drop: $(cat "$TMP/edge.ustats")"

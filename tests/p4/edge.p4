@@ -9,7 +9,13 @@
  *     than a MAC header is recorded by `innet p4 run` (a test port, as
  *     BMv2's packet-in socket) and dropped by a real port (short_frame);
  *   - const entries of a range table (0x88b8: the source MAC's range picks
- *     the destination MAC; overlapping ranges, the first listed wins).
+ *     the destination MAC; overlapping ranges, the first listed wins);
+ *   - two header assignments in one parser state (0x88b9: the probe header
+ *     copied twice; each is a primitive of the parser's code, and two once
+ *     did not compile);
+ *   - a varbit extract (0x88ba: its length in bits the source MAC's last
+ *     byte): whole bytes, ParserInvalidArgument (not a multiple of 8) and
+ *     HeaderTooShort (beyond the field), seen in the destination MAC.
  * Everything leaves by port 1. Its JSON (edge.json, committed) is what
  * p4c-bm2-ss compiles it to:
  *
@@ -30,6 +36,10 @@ header probe_t {
     bit<32> f;
 }
 
+header vl_t {
+    varbit<16> v;
+}
+
 header cut_t {
     bit<64> x;
 }
@@ -37,6 +47,9 @@ header cut_t {
 struct headers_t {
     ethernet_t eth;
     probe_t    probe;
+    probe_t    copy1;
+    probe_t    copy2;
+    vl_t       vl;
     cut_t      cut;
 }
 
@@ -48,12 +61,24 @@ parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata
         transition select(h.eth.type) {
             0x88b5: probe;
             0x88b6: cut;
+            0x88b9: dup;
+            0x88ba: varlen;
             default: accept;
         }
     }
     state probe {
         pkt.extract(h.probe);
         verify(h.probe.f < 10, error.Odd);
+        transition accept;
+    }
+    state dup {
+        pkt.extract(h.probe);
+        h.copy1 = h.probe;
+        h.copy2 = h.probe;
+        transition accept;
+    }
+    state varlen {
+        pkt.extract(h.vl, (bit<32>)h.eth.src[7:0]);
         transition accept;
     }
     state cut {
@@ -80,13 +105,17 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
     }
     apply {
         sm.egress_spec = 1;
-        if (h.eth.type == 0x88b5) {
+        if (h.eth.type == 0x88b5 || h.eth.type == 0x88ba) {
             if (sm.parser_error == error.NoError) {
                 h.eth.dst = 0;
             } else if (sm.parser_error == error.PacketTooShort) {
                 h.eth.dst = 1;
             } else if (sm.parser_error == error.Odd) {
                 h.eth.dst = 2;
+            } else if (sm.parser_error == error.HeaderTooShort) {
+                h.eth.dst = 4;
+            } else if (sm.parser_error == error.ParserInvalidArgument) {
+                h.eth.dst = 6;
             } else {
                 h.eth.dst = 3;
             }
@@ -113,6 +142,9 @@ control D(packet_out pkt, in headers_t h) {
     apply {
         pkt.emit(h.eth);
         pkt.emit(h.probe);
+        pkt.emit(h.copy1);
+        pkt.emit(h.copy2);
+        pkt.emit(h.vl);
         pkt.emit(h.cut);
     }
 }

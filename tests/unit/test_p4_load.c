@@ -255,6 +255,21 @@ static void m_header_type(json_t *j)
 	json_object_set_new(h, "header_type", json_string("no_such_type"));
 }
 
+static void m_varbit_metadata(json_t *j)
+{
+	/* header 2 (eth, of ethernet_t) as metadata, its type with a varbit field */
+	json_t *h = json_array_get(json_object_get(j, "headers"), 2);
+	json_object_set_new(h, "metadata", json_true());
+	json_t *types = json_object_get(j, "header_types"), *t;
+	size_t i;
+	json_array_foreach(types, i, t) {
+		if (strcmp(json_string_value(json_object_get(t, "name")), "ethernet_t") != 0)
+			continue;
+		json_array_append_new(json_object_get(t, "fields"), json_pack("[s, s]", "vb", "*"));
+		json_object_set_new(t, "max_length", json_integer(32));
+	}
+}
+
 static const struct bad_case {
 	const char *what;
 	void (*mutate)(json_t *j);
@@ -271,6 +286,8 @@ static const struct bad_case {
 	{ "a dangling next state", m_next_state, "unknown next state 'nowhere'" },
 	{ "an unknown hash", m_algo, "calculation 'c_sha': unsupported hash algorithm 'sha256'" },
 	{ "a header union stack", m_union_stack, "header union stacks are not supported" },
+	{ "a varbit field in metadata", m_varbit_metadata,
+	  "a variable-length (varbit) field in metadata (a header the program declares as a local or metadata, not parsed) is not supported" },
 	{ "a dangling action id", m_table_action, "table '" },
 	{ "a string for a number", m_not_a_number, "max_size" },
 	{ "one pipeline", m_pipeline_count, "v1model has ingress and egress" },
