@@ -1219,12 +1219,19 @@ static uint32_t reg_bits(const struct p4_prog *p, int r)
 	return p->registers[r].width;
 }
 
+#define P4_NO_LABEL UINT32_MAX
+
 static void gen_prim(struct gen *g, const struct p4_prim *pr, uint32_t idx, uint32_t n_prims)
 {
 	const struct p4_prog *p = g->p;
 	const struct p4_layout *lay = g->lay;
 	struct p4_expr *const *A = pr->args;
-	OUT("p%u:\t/* %s */\n", idx, pr->where ? pr->where : pr->op);
+	/* P4_NO_LABEL: a parser's primitives are not jump targets, and a
+	 * state may hold several of them (one label would be defined twice) */
+	if (idx == P4_NO_LABEL)
+		OUT("\t/* %s */\n", pr->where ? pr->where : pr->op);
+	else
+		OUT("p%u:\t/* %s */\n", idx, pr->where ? pr->where : pr->op);
 	switch (pr->kind) {
 	case P4P_ASSIGN:
 		gen_assign(g, A[0], A[1], "\t");
@@ -1998,8 +2005,7 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 		OUT("\t{\n");
 		for (uint32_t i = 0; i < pr->n_args; i++)
 			gen_lookaheads(g, pr->args[i]);
-		/* (the primitive's label is unused here) */
-		gen_prim(g, pr, 9999, 0);
+		gen_prim(g, pr, P4_NO_LABEL, 0);
 		OUT("\t}\n");
 		return;
 	}
