@@ -122,6 +122,17 @@ else
 	echo "(not root: the XDP target is not run)"
 fi
 
+# parser_prims.json: primitives (setValid) in two parser states (their C once
+# defined one label twice and failed to compile); both targets when root
+printf 'packet 0 0102030405060a0b0c0d0e0f0800aabb\n' >"$TMP/pp.script"
+pp_targets=user
+[ "$(id -u)" -eq 0 ] && pp_targets="user xdp"
+for t in $pp_targets; do
+	pout=$(timeout 300 "$INNET" p4 run --target "$t" --ports 2 tests/p4/parser_prims.json "$TMP/pp.script" 2>&1) ||
+		fail "parser_prims on $t: $pout"
+	[ "$pout" = "out 1 0102030405060a0b0c0d0e0f0800a1b2aabb" ] || fail "parser_prims on $t: got $pout"
+done
+
 # a refused program (1), a bad script line (2)
 "$PY" - "$JSON" "$TMP/bad.json" <<'EOF'
 import json, sys
