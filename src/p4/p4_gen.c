@@ -1923,9 +1923,16 @@ static void gen_extract_one(struct gen *g, int h, const char *varlen, const char
 	if (t->varbit >= 0) {
 		const struct p4_field *vf = &t->fields[t->varbit];
 		uint32_t vmax = p4_bytes(vf->width);
-		OUT("%s\tuint32_t vl = %s;\n", ind, varlen);
-		OUT("%s\tif (vl > %u) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind,
+		/* as BMv2: a length in bits not a multiple of 8 is ParserInvalidArgument,
+		 * then a frame too short PacketTooShort, then more than the field
+		 * holds HeaderTooShort */
+		OUT("%s\tuint64_t vbits = (uint64_t)%s;\n", ind, varlen);
+		OUT("%s\tif (vbits %% 8 != 0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
+		    g->p->err_invalid_arg, ind, ind);
+		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = innet_pkt_ptr(pkt, off + %u, %u) == (void *)0 ? %d : %d;\n"
+		    "%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind, fixed, vmax + 1, g->p->err_too_short,
 		    g->p->err_header_too_short, ind, ind);
+		OUT("%s\tuint32_t vl = (uint32_t)(vbits / 8);\n", ind);
 		OUT("%s\t__builtin_memset(s->phv.h%d_%d, 0, %u);\n", ind, h, t->varbit, vmax);
 		OUT("%s\tfor (uint32_t j = 0; j < %u; j++) {\n%s\t\tif (j >= vl)\n%s\t\t\tbreak;\n", ind, vmax,
 		    ind, ind);
@@ -1957,8 +1964,8 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 			struct val n = exact(g, as_int(g, gen_expr(g, op->a)), "a varbit length");
 			if (g->failed)
 				return;
-			/* (BMv2 takes the length in bits, a multiple of 8) */
-			vl = fmt(g, "(uint32_t)(%s / 8)", conv(g, &n, false, false));
+			/* (BMv2 takes the length in bits; gen_extract_one checks it) */
+			vl = fmt(g, "%s", conv(g, &n, false, false));
 		}
 		if (op->header >= 0) {
 			gen_extract_one(g, op->header, vl, "\t");
@@ -1993,7 +2000,8 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 		if (g->failed)
 			return;
 		OUT("\t{\n\t\tuint64_t bits = (uint64_t)%s;\n", conv(g, &n, n.wide, false));
-		OUT("\t\tif (bits %% 8 != 0 || bits / 8 > %u || innet_pkt_ptr(pkt, off + (uint32_t)(bits / 8), 0) == (void *)0) {\n"
+		OUT("\t\tif (bits %% 8 != 0) {\n\t\t\terr = %d;\n\t\t\tgoto reject;\n\t\t}\n", p->err_invalid_arg);
+		OUT("\t\tif (bits / 8 > %u || innet_pkt_ptr(pkt, off + (uint32_t)(bits / 8), 0) == (void *)0) {\n"
 		    "\t\t\terr = %d;\n\t\t\tgoto reject;\n\t\t}\n", INNET_PKT_MAX, p->err_too_short);
 		OUT("\t\toff += (uint32_t)(bits / 8);\n\t}\n");
 		return;

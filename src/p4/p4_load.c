@@ -913,6 +913,7 @@ static int load_errors(struct ld *l, json_t *root)
 	p->err_no_match = 2;
 	p->err_stack_oob = 3;
 	p->err_header_too_short = 4;
+	p->err_invalid_arg = 6;
 	for (uint32_t i = 0; i < p->n_errors; i++) {
 		json_t *e = json_array_get(arr, i);
 		if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(json_array_get(e, 0)) ||
@@ -932,6 +933,8 @@ static int load_errors(struct ld *l, json_t *root)
 			p->err_stack_oob = v;
 		else if (!strcmp(n, "HeaderTooShort"))
 			p->err_header_too_short = v;
+		else if (!strcmp(n, "ParserInvalidArgument"))
+			p->err_invalid_arg = v;
 	}
 	return 0;
 }
