@@ -111,7 +111,6 @@ struct gen {
 	uint32_t log_site;         /* next log_msg site */
 	uint32_t hbuf_bytes;       /* the calculation input buffer */
 	uint32_t key_max, val_max; /* lookup buffers */
-	uint32_t parser_prims;     /* primitives in parser states: their labels */
 };
 
 static int gfail(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1220,12 +1219,19 @@ static uint32_t reg_bits(const struct p4_prog *p, int r)
 	return p->registers[r].width;
 }
 
+#define P4_NO_LABEL UINT32_MAX
+
 static void gen_prim(struct gen *g, const struct p4_prim *pr, uint32_t idx, uint32_t n_prims)
 {
 	const struct p4_prog *p = g->p;
 	const struct p4_layout *lay = g->lay;
 	struct p4_expr *const *A = pr->args;
-	OUT("p%u:\t/* %s */\n", idx, pr->where ? pr->where : pr->op);
+	/* P4_NO_LABEL: a parser's primitives are not jump targets, and a
+	 * state may hold several of them (one label would be defined twice) */
+	if (idx == P4_NO_LABEL)
+		OUT("\t/* %s */\n", pr->where ? pr->where : pr->op);
+	else
+		OUT("p%u:\t/* %s */\n", idx, pr->where ? pr->where : pr->op);
 	switch (pr->kind) {
 	case P4P_ASSIGN:
 		gen_assign(g, A[0], A[1], "\t");
@@ -1893,8 +1899,8 @@ static void gen_extract_fields(struct gen *g, int h, const char *ind)
 	}
 }
 
-/* Extract into header h (static) at the cursor; varlen: the varbit's length
- * in bits (an expression), or NULL. */
+/* Extract into header h (static) at the cursor; varlen: the varbit's bytes
+ * expression, or NULL. */
 static void gen_extract_one(struct gen *g, int h, const char *varlen, const char *ind)
 {
 	const struct p4_htype *t = htype_of(g, h);
@@ -1917,12 +1923,14 @@ static void gen_extract_one(struct gen *g, int h, const char *varlen, const char
 	if (t->varbit >= 0) {
 		const struct p4_field *vf = &t->fields[t->varbit];
 		uint32_t vmax = p4_bytes(vf->width);
-		/* as BMv2: a length that is not whole bytes is an invalid
-		 * argument, then one beyond the field a header too short */
-		OUT("%s\tuint64_t vbits = %s;\n", ind, varlen);
+		/* as BMv2: a length in bits not a multiple of 8 is ParserInvalidArgument,
+		 * then a frame too short PacketTooShort, then more than the field
+		 * holds HeaderTooShort */
+		OUT("%s\tuint64_t vbits = (uint64_t)%s;\n", ind, varlen);
 		OUT("%s\tif (vbits %% 8 != 0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
 		    g->p->err_invalid_arg, ind, ind);
-		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind,
+		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = innet_pkt_ptr(pkt, off + %u, %u) == (void *)0 ? %d : %d;\n"
+		    "%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind, fixed, vmax + 1, g->p->err_too_short,
 		    g->p->err_header_too_short, ind, ind);
 		OUT("%s\tuint32_t vl = (uint32_t)(vbits / 8);\n", ind);
 		OUT("%s\t__builtin_memset(s->phv.h%d_%d, 0, %u);\n", ind, h, t->varbit, vmax);
@@ -1956,8 +1964,8 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 			struct val n = exact(g, as_int(g, gen_expr(g, op->a)), "a varbit length");
 			if (g->failed)
 				return;
-			/* (BMv2 takes the length in bits, a multiple of 8) */
-			vl = fmt(g, "(uint64_t)(%s)", conv(g, &n, false, false));
+			/* (BMv2 takes the length in bits; gen_extract_one checks it) */
+			vl = fmt(g, "%s", conv(g, &n, false, false));
 		}
 		if (op->header >= 0) {
 			gen_extract_one(g, op->header, vl, "\t");
@@ -1992,7 +2000,8 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 		if (g->failed)
 			return;
 		OUT("\t{\n\t\tuint64_t bits = (uint64_t)%s;\n", conv(g, &n, n.wide, false));
-		OUT("\t\tif (bits %% 8 != 0 || bits / 8 > %u || innet_pkt_ptr(pkt, off + (uint32_t)(bits / 8), 0) == (void *)0) {\n"
+		OUT("\t\tif (bits %% 8 != 0) {\n\t\t\terr = %d;\n\t\t\tgoto reject;\n\t\t}\n", p->err_invalid_arg);
+		OUT("\t\tif (bits / 8 > %u || innet_pkt_ptr(pkt, off + (uint32_t)(bits / 8), 0) == (void *)0) {\n"
 		    "\t\t\terr = %d;\n\t\t\tgoto reject;\n\t\t}\n", INNET_PKT_MAX, p->err_too_short);
 		OUT("\t\toff += (uint32_t)(bits / 8);\n\t}\n");
 		return;
@@ -2004,10 +2013,7 @@ static void gen_parse_op(struct gen *g, const struct p4_pstate *st, const struct
 		OUT("\t{\n");
 		for (uint32_t i = 0; i < pr->n_args; i++)
 			gen_lookaheads(g, pr->args[i]);
-		/* (the primitive's label is unused here, but one per primitive:
-		 * the parser is one function, and a second primitive with the
-		 * same label did not compile: checksum-l4, issue1879) */
-		gen_prim(g, pr, 100000 + g->parser_prims++, 0);
+		gen_prim(g, pr, P4_NO_LABEL, 0);
 		OUT("\t}\n");
 		return;
 	}

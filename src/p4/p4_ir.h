@@ -441,7 +441,7 @@ struct p4_prog {
 	int *error_values;
 	uint32_t n_errors;
 	int err_no_error, err_too_short, err_no_match, err_stack_oob, err_header_too_short;
-	int err_invalid_arg;            /* ParserInvalidArgument: a varbit length not in bytes */
+	int err_invalid_arg;      /* ParserInvalidArgument: a length not in whole bytes */
 	struct p4_pstate *states;       uint32_t n_states;
 	int init_state;                 /* -1: accept at once */
 	struct p4_vset *vsets;          uint32_t n_vsets;
