@@ -262,6 +262,10 @@ FUZZ_O      := build-fuzz
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Isrc -pthread \
                -fsanitize=fuzzer-no-link,address,undefined
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_O)/obj/%.o) $(FUZZ_O)/obj/bpf-objects.o $(FUZZ_O)/obj/programs.o
+# (named only in the pattern rule below, the objects would be intermediate
+# files: make deleted them after the first link in a fresh tree, and the next
+# `make fuzz` (the -MMD files now naming them) compiled them all again)
+.SECONDARY: $(FUZZ_OBJ)
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_O)/%)
 $(FUZZ_O)/obj/%.o: %.c
 	@mkdir -p $(@D)
