@@ -454,7 +454,6 @@ enum {
 };
 
 #define P4_DROP_PORT_NUM    511u     /* simple_switch's default drop port */
-#define P4_FRAME_MIN        14u      /* the shortest frame XDP makes: a MAC header */
 #define P4_MC_MAX           64u      /* ports x rids in one multicast group */
 #define P4_GROUP_MAX        64u      /* members of an action selector group */
 #define P4_MIRROR_SESSIONS  1024u    /* mirroring session ids 0..P4_MIRROR_SESSIONS-1 */

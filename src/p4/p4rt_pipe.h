@@ -124,22 +124,22 @@ static uint64_t p4_session(struct innet_ctx *ctx, uint32_t sess)
 	return innet_reg_read(ctx, P4R_WORDS, P4_MIRROR_WORD + sess);
 }
 
+#if P4_XDP
+/* ------------------------------------------------------------------------ */
+/* XDP                                                                        */
+
 /* The frame deparsing will leave (the headers now hlen bytes, then any
  * truncate) is shorter than a MAC header: XDP cannot shrink a frame that far
  * and hands it to user space, whose transmit drops it for a real port
  * (short_frame, the engine's drop) and records it in an injection, as BMv2's
  * test port delivers it. */
-static inline int p4_runt(const struct innet_pkt *pkt, const struct p4_st *s, uint32_t hlen)
+static int p4_runt(const struct innet_pkt *pkt, const struct p4_st *s, uint32_t hlen)
 {
 	uint32_t len = pkt->len - s->parsed + hlen;
 	if (s->trunc != 0 && s->trunc - 1 < len)
 		len = s->trunc - 1;
-	return len < P4_FRAME_MIN;
+	return len < INNET_FRAME_MIN;
 }
-
-#if P4_XDP
-/* ------------------------------------------------------------------------ */
-/* XDP                                                                        */
 
 static enum innet_action p4_handoff(struct innet_ctx *ctx, struct innet_pkt *pkt, struct p4_st *s,
 				    uint8_t where)
@@ -158,9 +158,8 @@ static enum innet_action p4_finish_xdp(struct innet_ctx *ctx, struct innet_pkt *
 	if (P4_SM_EGRESS_SPEC(&s->phv) == P4_DROP_PORT_NUM)
 		return innet_drop(pkt, INNET_DROP_PROGRAM + P4_DROP_EGRESS);
 	uint32_t hlen = p4_hdr_len(s);
-	if (hlen > s->parsed && hlen - s->parsed > pkt->headroom)
-		return p4_handoff(ctx, pkt, s, P4_RESUME_EGRESS);
-	if (p4_runt(pkt, s, hlen))
+	/* more than the headroom, or less than a frame: user space finishes it */
+	if ((hlen > s->parsed && hlen - s->parsed > pkt->headroom) || p4_runt(pkt, s, hlen))
 		return p4_handoff(ctx, pkt, s, P4_RESUME_EGRESS);
 	p4_update(ctx, pkt, s);
 	if (hlen > s->parsed) {
