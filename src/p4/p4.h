@@ -17,6 +17,9 @@
  *   p4_r1/2/4/8     P4 register arrays of 1..8-byte elements,     1, 2, 4, 8
  *                   packed by element size
  *   p4_r16          P4 register arrays of 65..128-bit elements    16 (blob)
+ *   p4_rwN          P4 register array N of more than 128 bits     its bytes, big-
+ *                   (read into / written from a field of its      endian (blob)
+ *                   width only)
  *   p4_tern_T       ternary / range table T: two buffers of its   entry (blob)
  *                   sorted entries (the control plane writes the
  *                   idle one and flips)
@@ -44,7 +47,7 @@
 #include "p4/p4_ir.h"
 #include "p4/p4rt_dp.h"
 
-#define P4_GEN_VERSION      3u       /* bump when the generated code changes */
+#define P4_GEN_VERSION      4u       /* bump when the generated code changes */
 #define P4_TERN_MAX         65536u   /* entries of a ternary table (per buffer) */
 #define P4_PHV_MAX          5120u    /* bytes of headers and metadata */
 
@@ -72,7 +75,8 @@ struct p4_tlayout {
 struct p4_rlayout {
 	int ireg;                  /* innet register */
 	uint32_t base;             /* its first element there */
-	uint32_t elem;             /* element bytes: 1, 2, 4, 8 or 16 */
+	uint32_t elem;             /* element bytes: 1, 2, 4, 8, 16, or the big-endian
+				    * bytes of a wider element (its own register) */
 };
 
 #define P4_MAX_IREGS 24u

@@ -1688,15 +1688,61 @@ static p4_u128 reg_get(struct cmd_ctx *c, int r, uint32_t idx)
 	return v;
 }
 
+static void reg_set_wide(struct cmd_ctx *c, int r, uint32_t idx, const uint8_t *be);
+
 static void reg_set(struct cmd_ctx *c, int r, uint32_t idx, p4_u128 v)
 {
 	const struct p4_rlayout *rl = &c->in->lay.regs[r];
+	if (rl->elem > 16) { /* (zeros only: reset) */
+		uint8_t be[P4_MAX_FIELD_BITS / 8] = { 0 };
+		p4_st_be(be + rl->elem - 16, 16, v);
+		return reg_set_wide(c, r, idx, be);
+	}
 	uint32_t w = c->p->registers[r].width;
 	v &= w >= 128 ? ~(p4_u128)0 : (((p4_u128)1 << w) - 1);
 	if (rl->elem == 16)
 		innet_cp_reg_write_bytes(c->in->cp, (unsigned)rl->ireg, rl->base + idx, &v, 16);
 	else
 		innet_cp_reg_write(c->in->cp, (unsigned)rl->ireg, rl->base + idx, (uint64_t)v);
+}
+
+/* A register wider than 128 bits: element idx as its big-endian bytes
+ * (rl->elem of them), or zeros written. */
+static void reg_get_wide(struct cmd_ctx *c, int r, uint32_t idx, uint8_t *be)
+{
+	const struct p4_rlayout *rl = &c->in->lay.regs[r];
+	memset(be, 0, rl->elem);
+	innet_cp_reg_read_bytes(c->in->cp, (unsigned)rl->ireg, rl->base + idx, be, rl->elem);
+}
+
+static void reg_set_wide(struct cmd_ctx *c, int r, uint32_t idx, const uint8_t *be)
+{
+	const struct p4_rlayout *rl = &c->in->lay.regs[r];
+	innet_cp_reg_write_bytes(c->in->cp, (unsigned)rl->ireg, rl->base + idx, be, rl->elem);
+}
+
+/* The decimal of n big-endian bytes (n <= P4_MAX_FIELD_BITS / 8), as
+ * Python prints an int. */
+static void print_be(struct p4c_out *o, const uint8_t *be, uint32_t n)
+{
+	uint8_t x[P4_MAX_FIELD_BITS / 8];
+	char buf[P4_MAX_FIELD_BITS / 3 + 4];
+	memcpy(x, be, n);
+	int i = (int)sizeof(buf) - 1;
+	buf[i] = '\0';
+	bool zero;
+	do {
+		unsigned rem = 0;
+		zero = true;
+		for (uint32_t k = 0; k < n; k++) {
+			unsigned cur = rem << 8 | x[k];
+			x[k] = (uint8_t)(cur / 10);
+			rem = cur % 10;
+			zero = zero && x[k] == 0;
+		}
+		buf[--i] = (char)('0' + rem);
+	} while (!zero && i > 0);
+	p4c_printf(o, "%s", buf + i);
 }
 
 static void print_u128(struct p4c_out *o, p4_u128 v)
@@ -1709,6 +1755,16 @@ static void print_u128(struct p4c_out *o, p4_u128 v)
 		v /= 10;
 	} while (v != 0 && i > 0);
 	p4c_printf(o, "%s", buf + i);
+}
+
+static void print_reg(struct cmd_ctx *c, int r, uint32_t idx)
+{
+	uint32_t n = c->in->lay.regs[r].elem;
+	if (n <= 16)
+		return print_u128(c->o, reg_get(c, r, idx));
+	uint8_t be[P4_MAX_FIELD_BITS / 8];
+	reg_get_wide(c, r, idx, be);
+	print_be(c->o, be, n);
 }
 
 static int cmd_register_read(struct cmd_ctx *c)
@@ -1728,7 +1784,7 @@ static int cmd_register_read(struct cmd_ctx *c)
 		if (idx < 0 || (uint64_t)idx >= R->size)
 			CLI_ERR(c->o, "Invalid register operation (INVALID_INDEX)\n");
 		p4c_printf(c->o, "%s[%lld]= ", c->argv[0], idx);
-		print_u128(c->o, reg_get(c, r, (uint32_t)idx));
+		print_reg(c, r, (uint32_t)idx);
 		p4c_printf(c->o, "\n");
 		return 0;
 	}
@@ -1736,7 +1792,7 @@ static int cmd_register_read(struct cmd_ctx *c)
 	for (uint32_t i = 0; i < R->size; i++) {
 		if (i > 0)
 			p4c_printf(c->o, ", ");
-		print_u128(c->o, reg_get(c, r, i));
+		print_reg(c, r, i);
 	}
 	p4c_printf(c->o, "\n");
 	return 0;
@@ -1752,6 +1808,19 @@ static int cmd_register_write(struct cmd_ctx *c)
 	long long idx;
 	if (!parse_dec(c->argv[1], &idx))
 		ERR(c->o, "Bad format for index");
+	uint32_t n = c->in->lay.regs[r].elem;
+	if (n > 16) {
+		uint8_t be[P4_MAX_FIELD_BITS / 8];
+		if (parse_int_bytes(c->argv[2], be, n) != 0)
+			ERR(c->o, "Bad format for value, must be an integer");
+		uint32_t w = c->p->registers[r].width;
+		if (w % 8)
+			be[0] &= (uint8_t)((1u << (w % 8)) - 1);
+		if (idx < 0 || (uint64_t)idx >= c->p->registers[r].size)
+			CLI_ERR(c->o, "Invalid register operation (INVALID_INDEX)\n");
+		reg_set_wide(c, r, (uint32_t)idx, be);
+		return 0;
+	}
 	uint8_t b[16];
 	long long dv;
 	if (!parse_dec(c->argv[2], &dv) && parse_int_bytes(c->argv[2], b, 16) != 0)

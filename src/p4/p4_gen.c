@@ -752,6 +752,14 @@ static int wide_field(struct gen *g, const struct p4_expr *e, int *h, int *f)
 	return 0;
 }
 
+/* Whether e is a fixed-width field of width w > 128 bits (its PHV bytes are
+ * a register element's, big-endian). */
+static bool wide_same(struct gen *g, const struct p4_expr *e, uint32_t w, int *h, int *f)
+{
+	return wide_field(g, e, h, f) == 0 && !field_of(g, *h, *f)->varbit &&
+	       field_of(g, *h, *f)->width == w;
+}
+
 static void gen_assign(struct gen *g, const struct p4_expr *dst, const struct p4_expr *src,
 		       const char *ind)
 {
@@ -1384,11 +1392,18 @@ static void gen_prim(struct gen *g, const struct p4_prim *pr, uint32_t idx, uint
 		int r = A[1]->idx;
 		const struct p4_rlayout *rl = &lay->regs[r];
 		struct val i = exact(g, as_int(g, gen_expr(g, A[2])), "a register index");
+		int wh = -1, wf = -1;
+		if (rl->elem > 16 && !wide_same(g, A[0], reg_bits(p, r), &wh, &wf))
+			return (void)gfail(g, "register '%s' of %u-bit elements read into something other than "
+					   "a field of that width", p->registers[r].name, reg_bits(p, r));
 		if (g->failed)
 			return;
 		OUT("\t{\n\t\tuint64_t i = (uint64_t)%s;\n", conv(g, &i, i.wide, false));
 		OUT("\t\tif (i < %u) {\n", p->registers[r].size);
-		if (rl->elem == 16) {
+		if (rl->elem > 16) {
+			OUT("\t\t\tinnet_reg_read_bytes(ctx, %d, (uint32_t)i, s->phv.h%d_%d, %u);\n", rl->ireg,
+			    wh, wf, rl->elem);
+		} else if (rl->elem == 16) {
 			OUT("\t\t\tp4_u128a x;\n\t\t\tinnet_reg_read_bytes(ctx, %d, %uu + (uint32_t)i, &x, 16);\n",
 			    rl->ireg, rl->base);
 			struct val xv = vint("x", reg_bits(p, r), false);
@@ -1407,13 +1422,27 @@ static void gen_prim(struct gen *g, const struct p4_prim *pr, uint32_t idx, uint
 		int r = A[0]->idx;
 		const struct p4_rlayout *rl = &lay->regs[r];
 		struct val i = exact(g, as_int(g, gen_expr(g, A[1])), "a register index");
-		struct val v = as_int(g, gen_expr(g, A[2]));
+		uint32_t w = reg_bits(p, r);
+		int wh = -1, wf = -1;
+		bool wconst = rl->elem > 16 && A[2]->kind == P4E_CONST && !A[2]->neg;
+		struct val v = { 0 };
+		if (rl->elem > 16 && !wconst && !wide_same(g, A[2], w, &wh, &wf))
+			return (void)gfail(g, "register '%s' of %u-bit elements written from something other "
+					   "than a field of that width or a constant", p->registers[r].name, w);
+		if (rl->elem <= 16)
+			v = as_int(g, gen_expr(g, A[2]));
 		if (g->failed)
 			return;
-		uint32_t w = reg_bits(p, r);
 		OUT("\t{\n\t\tuint64_t i = (uint64_t)%s;\n", conv(g, &i, i.wide, false));
 		OUT("\t\tif (i < %u) {\n", p->registers[r].size);
-		if (rl->elem == 16) {
+		if (rl->elem > 16 && wconst) {
+			OUT("\t\t\tuint8_t x[%u] = { 0 };\n\t\t\tp4_st_be(x + %u, 16, %s);\n", rl->elem,
+			    rl->elem - 16, u128_lit(g, A[2]->val));
+			OUT("\t\t\tinnet_reg_write_bytes(ctx, %d, (uint32_t)i, x, %u);\n", rl->ireg, rl->elem);
+		} else if (rl->elem > 16) {
+			OUT("\t\t\tinnet_reg_write_bytes(ctx, %d, (uint32_t)i, s->phv.h%d_%d, %u);\n", rl->ireg,
+			    wh, wf, rl->elem);
+		} else if (rl->elem == 16) {
 			OUT("\t\t\tp4_u128a x = (p4_u128)%s & p4_mask128(%u);\n", conv(g, &v, true, false), w);
 			OUT("\t\t\tinnet_reg_write_bytes(ctx, %d, %uu + (uint32_t)i, &x, 16);\n", rl->ireg, rl->base);
 		} else {

@@ -193,6 +193,11 @@ int p4_layout(struct p4_prog *p, struct p4_layout *lay, char *err, size_t errlen
 	for (uint32_t i = 0; i < p->n_registers; i++) {
 		uint32_t b = p4_bytes(p->registers[i].width);
 		struct p4_rlayout *rl = &lay->regs[i];
+		if (b > 16) {
+			rl->elem = b; /* its own innet register, below */
+			rl->base = 0;
+			continue;
+		}
 		if (b > 8) {
 			rl->elem = 16;
 			rl->base = r16;
@@ -209,11 +214,24 @@ int p4_layout(struct p4_prog *p, struct p4_layout *lay, char *err, size_t errlen
 			return -EINVAL;
 	if (r16 > 0 && (lay->r_r16 = add_reg(&c, "p4_r16", 16, r16)) < 0)
 		return -EINVAL;
-	for (uint32_t i = 0; i < p->n_registers; i++)
-		lay->regs[i].ireg = lay->regs[i].elem == 16 ? lay->r_r16
-							    : lay->r_cls[lay->regs[i].elem == 1 ? 0 :
-									 lay->regs[i].elem == 2 ? 1 :
-									 lay->regs[i].elem == 4 ? 2 : 3];
+	for (uint32_t i = 0; i < p->n_registers; i++) {
+		if (lay->regs[i].elem <= 16)
+			continue;
+		/* a register wider than 128 bits: big-endian bytes, as its field's */
+		char *nm = p4_alloc(a, 24);
+		if (nm == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		snprintf(nm, 24, "p4_rw%u", i);
+		if ((lay->regs[i].ireg = add_reg(&c, nm, lay->regs[i].elem, p->registers[i].size)) < 0)
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < p->n_registers; i++) {
+		uint32_t e = lay->regs[i].elem;
+		if (e <= 16)
+			lay->regs[i].ireg = e == 16 ? lay->r_r16 : lay->r_cls[e == 1 ? 0 : e == 2 ? 1 : e == 4 ? 2 : 3];
+	}
 
 	/* ternary records */
 	for (uint32_t i = 0; i < p->n_tables; i++) {

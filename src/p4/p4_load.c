@@ -1129,9 +1129,11 @@ static int load_state(struct ld *l, json_t *root)
 		if (get_int(l, o, "id", where, 0, 1 << 30, &id) || get_int(l, o, "size", where, 1, 1 << 24, &size) ||
 		    get_int(l, o, "bitwidth", where, 1, 1 << 16, &bw))
 			return -EINVAL;
-		if (bw > (long long)P4_MAX_WIDTH)
+		/* wider than P4_MAX_WIDTH: read into and written from a field of
+		 * the same width only (the generator checks each use) */
+		if (bw > (long long)P4_MAX_FIELD_BITS)
 			return fail(l, "%s: %lld-bit elements are not supported (at most %u bits)", where, bw,
-				    P4_MAX_WIDTH);
+				    P4_MAX_FIELD_BITS);
 		r->name = dupstr(l, name_of(o));
 		r->id = (int)id;
 		r->size = (uint32_t)size;

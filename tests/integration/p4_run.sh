@@ -153,6 +153,30 @@ for t in $pp_targets; do
 $vout"
 done
 
+# wide_reg.json: a register of 256-bit elements (P4xos's values; wider than
+# innet's 128-bit arithmetic) written and read by packets and by the CLI
+# (BMv2's CLI carries register values as 64-bit integers: the frames agree
+# with BMv2, the CLI lines are innet's), reset; a bad index and a value
+# beyond 256 bits are errors that change nothing
+wexp='out 1 018000000000000000000000000000000000000000000000000000000000abcdef00000003
+out 1 028000000000000000000000000000000000000000000000000000000000abcdef00000003
+> wide[3]= 57896044618658097711785492504343953926634992332820282019728792003956576079343
+out 1 02400000000000010000000000000000000000000000000000000000000000004d00000004
+> wide[4]= 28948022309329050462830790511162252505279588507572743532067389784771117711437
+out 1 03000000000000000000000000000000000000000000000000000000000000000000000005
+out 1 02000000000000000000000000000000000000000000000000000000000000000500000005
+out 1 02000000000000000000000000000000000000000000000000000000000000000000000003
+> wide[3]= 0
+> Invalid register operation (INVALID_INDEX)
+> Error: Bad format for value, must be an integer
+> wide[2]= 0'
+for t in $pp_targets; do
+	wout=$(timeout 300 "$INNET" p4 run --target "$t" --ports 2 tests/p4/wide_reg.json tests/p4/wide_reg.script 2>&1) ||
+		fail "wide_reg on $t: $wout"
+	[ "$wout" = "$wexp" ] || fail "wide_reg on $t: got
+$wout"
+done
+
 # a refused program (1), a bad script line (2)
 "$PY" - "$JSON" "$TMP/bad.json" <<'EOF'
 import json, sys

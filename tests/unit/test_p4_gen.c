@@ -316,6 +316,73 @@ static void test_gen_widths(void **state)
 	}
 }
 
+/* A register of 256-bit elements: read into and written from a field of
+ * that width (or written a constant) only; anything else is refused,
+ * naming the register. f0 is 256 bits, f1 64, f2 32 (the index). */
+static void test_gen_wide_register(void **state)
+{
+	(void)state;
+	static const struct {
+		enum p4_prim_kind kind;
+		int field;           /* the value's field (-1: the constant 5) */
+		bool ok;
+	} cases[] = {
+		{ P4P_REGISTER_READ, 0, true },
+		{ P4P_REGISTER_WRITE, 0, true },
+		{ P4P_REGISTER_WRITE, -1, true },
+		{ P4P_REGISTER_READ, 1, false },
+		{ P4P_REGISTER_WRITE, 1, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct p4_prog *p = mini_prog(256, 64, 32, P4OP_ADD);
+		struct p4_arena *a = p->arena;
+		p->n_registers = 1;
+		p->registers = p4_alloc(a, sizeof(*p->registers));
+		p->registers[0] = (struct p4_register){ .name = "big", .size = 4, .width = 256 };
+		struct p4_prim *pr = &p->actions[0].prims[0];
+		struct p4_expr *reg = p4_alloc(a, sizeof(*reg)), *val;
+		reg->kind = P4E_REGARRAY;
+		reg->idx = 0;
+		if (cases[i].field >= 0) {
+			val = fld(p, cases[i].field);
+		} else {
+			val = p4_alloc(a, sizeof(*val));
+			val->kind = P4E_CONST;
+			val->val = 5;
+		}
+		pr->kind = cases[i].kind;
+		pr->op = cases[i].kind == P4P_REGISTER_READ ? "register_read" : "register_write";
+		pr->n_args = 3;
+		pr->args = p4_alloc(a, 3 * sizeof(struct p4_expr *));
+		if (cases[i].kind == P4P_REGISTER_READ) {
+			pr->args[0] = val;
+			pr->args[1] = reg;
+		} else {
+			pr->args[0] = reg;
+			pr->args[2] = val;
+		}
+		pr->args[cases[i].kind == P4P_REGISTER_READ ? 2 : 1] = fld(p, 2);
+		struct p4_layout lay;
+		char err[512] = "";
+		assert_int_equal(p4_layout(p, &lay, err, sizeof(err)), 0);
+		assert_int_equal(lay.regs[0].elem, 32);
+		char *src = NULL;
+		int rc = p4_gen(p, &lay, "mini", &src, err, sizeof(err));
+		if (cases[i].ok) {
+			if (rc != 0)
+				fail_msg("case %zu: %s", i, err);
+			assert_non_null(strstr(src, cases[i].kind == P4P_REGISTER_READ ? "innet_reg_read_bytes"
+											: "innet_reg_write_bytes"));
+		} else {
+			assert_int_equal(rc, -EINVAL);
+			if (strstr(err, "register 'big' of 256-bit elements") == NULL)
+				fail_msg("case %zu: message '%s' does not name the register", i, err);
+		}
+		free(src);
+		p4_prog_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_bits),
 		cmocka_unit_test(test_shifts_and_casts),
 		cmocka_unit_test(test_gen_widths),
+		cmocka_unit_test(test_gen_wide_register),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
