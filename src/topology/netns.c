@@ -274,12 +274,52 @@ int innet_topology_wire_stats(const struct innet_topology *t, uint32_t li, int t
  * program on both (they take frames that XDP switches redirect into them)
  * and the faults. 0, or -1 with a message in err. */
 static int pass_prog(void);
+/* A wire is a cable: it must send nothing of its own. With IPv6 on, the
+ * kernel gives its bridge and ports link-local addresses and sends router
+ * solicitations, DAD and MLD reports through them, frames no node sent
+ * (a P4 program that sends what it does not parse back out of its port, as
+ * P4xos's acceptor does, then keeps them circling a flooding switch). Done
+ * before the devices come up. */
+static int wire_quiet(const char *ns)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char path[512];
+		snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+			_exit(1);
+		static const char *const knobs[] = { "/proc/sys/net/ipv6/conf/all/disable_ipv6",
+						     "/proc/sys/net/ipv6/conf/default/disable_ipv6" };
+		for (int k = 0; k < 2; k++) {
+			int kfd = open(knobs[k], O_WRONLY | O_CLOEXEC);
+			if (kfd < 0)
+				_exit(errno == ENOENT ? 0 : 2); /* a kernel without IPv6 */
+			if (write(kfd, "1", 1) != 1)
+				_exit(3);
+			close(kfd);
+		}
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -EIO;
+	return 0;
+}
+
 static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_t errlen)
 {
 	const struct innet_topo_link *l = &t->links[li];
 	const struct innet_link_conf *e = &l->emu;
 	char ns[256], file[128];
 	wire_name(t, li, ns, sizeof(ns));
+	if (wire_quiet(ns) != 0) {
+		snprintf(err, errlen, "link %s-%s: cannot turn IPv6 off in its wire's namespace %s",
+			 t->nodes[l->a].name, t->nodes[l->b].name, ns);
+		return -EIO;
+	}
 	snprintf(file, sizeof(file), "/tmp/innet-netns-%d.wire", (int)getpid());
 	FILE *f = fopen(file, "w");
 	if (f == NULL) {

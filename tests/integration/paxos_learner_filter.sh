@@ -55,6 +55,15 @@ cat >"$TOPO" <<EOF
            {"a": "l0", "b": "a2", "loss": 0.05, "dup": 0.05}]}
 EOF
 timeout 60 "$INNET" fabric up "$TOPO" >"$DIR/up.err" 2>&1 || fail "fabric up"
+# a faulty link's wire (its own namespace: veth, bridge, veth) is a cable:
+# no IPv6 of its own, so no frame on the link that no node sent (it once
+# sent router solicitations and MLD reports through its bridge)
+wires=$(ip netns list | awk -v p="innet-$NAME-_wire" 'index($1, p) == 1 {print $1}')
+[ -n "$wires" ] || fail "no wire namespaces (innet-$NAME-_wire*) for the faulty links"
+for w in $wires; do
+	a6=$(ip -n "$w" -6 -o addr show 2>/dev/null | grep -v ' lo ' || true)
+	[ -z "$a6" ] || fail "wire $w has IPv6 addresses of its own: $a6"
+done
 L0=innet-$NAME-l0
 progs() { ip -n "$L0" -d link show | grep -o 'prog/xdp id [0-9]*' | sort | tr '\n' ' '; }
 before=$(progs)
