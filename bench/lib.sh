@@ -38,6 +38,7 @@ BENCH_NAME=""
 BENCH_TMP=""
 BENCH_T0=0
 BENCH_PIDS=()
+BENCH_EXIT_HOOKS=() # commands bench_cleanup runs first (fabrics, namespaces a bench made)
 BENCH_PARAMS=()    # "key<TAB>value"
 BENCH_RUNS=()      # JSON objects
 BENCH_RESULT=()    # "key=value"
@@ -128,6 +129,10 @@ bench_perf_report() {
 bench_cleanup() {
 	local rc=$? pid
 	trap - EXIT INT TERM
+	local hook
+	for hook in "${BENCH_EXIT_HOOKS[@]}"; do
+		eval "$hook" >/dev/null 2>&1 || true
+	done
 	bench_bpf_stats_off
 	for pid in "${BENCH_PIDS[@]}"; do
 		if kill -0 "$pid" 2>/dev/null; then

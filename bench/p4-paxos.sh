@@ -59,12 +59,15 @@ bench_main() {
 	bench_param rounds "$rounds"
 	IFS=, read -r -a ws <<<"$windows"
 	declare -A tput=() lat=()
+	local px_run=0 # each client run on a fabric: a higher round (bench/src/p4xos.c)
 	local r kind w st info out
 	for r in $(seq 1 "$rounds"); do
 		local order=(bmv2 xdp)
 		[ $((r % 2)) -eq 0 ] && order=(xdp bmv2)
 		for kind in "${order[@]}"; do
 			st="$BENCH_TMP/fabric-$kind.json"
+			# (a fabric left up by a failure is taken down on exit)
+			BENCH_EXIT_HOOKS+=("[ ! -e '$st' ] || $px '$BENCH_ROOT/tools/p4/p4xos-fabric' down --state '$st'")
 			local args=(up --state "$st" --json-dir "$jd" --name "pxb$$")
 			if [ "$kind" = bmv2 ]; then args+=(--kind bmv2); else args+=(--kind innet --target xdp); fi
 			info=$(INNET="$BENCH_INNET_BIN" $px "$BENCH_ROOT/tools/p4/p4xos-fabric" "${args[@]}" 2>"$BENCH_TMP/up-$kind.err") ||
@@ -73,11 +76,12 @@ bench_main() {
 			local pns lns dst lis bind
 			read -r pns lns dst lis bind < <($px -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["prop_ns"], d["learn_ns"], d["dst"], d["listen"], d["bind"])' "$info")
 			for w in "${ws[@]}"; do
-				local pid
-				bench_spawn pid "px-$kind-w$w-$r" "" $((secs + warm + 30)) "$BENCH_BIN/p4xos" \
+				local px_pid
+				bench_spawn px_pid "px-$kind-w$w-$r" "" $((secs + warm + 30)) "$BENCH_BIN/p4xos" \
 					--send-ns "$pns" --recv-ns "$lns" --dst "$dst" --listen "$lis" --bind "$bind" \
-					--window "$w" --seconds "$secs" --warmup "$warm" --timeout-ms 200 --client $((r * 10 + w))
-				bench_wait "$pid" || true
+					--window "$w" --seconds "$secs" --warmup "$warm" --timeout-ms 200 --client $((r * 10 + w)) \
+					--rnd $((++px_run * 64 + 1))
+				bench_wait "$px_pid" || true
 				out="$BENCH_TMP/px-$kind-w$w-$r.out"
 				local c p
 				c=$(bench_kv cmds_per_s "$out"); p=$(bench_kv p50_us "$out")

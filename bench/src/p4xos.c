@@ -27,7 +27,10 @@
  * lets its window drain, sends the leader a reset (msgtype 5: the leader's
  * instance back to 0) and moves to the next round (rnd + 1), which the
  * acceptors accept (rnd >= their round) and for which the learner starts
- * each instance's vote count afresh.
+ * each instance's vote count afresh. A run begins with a reset too, so a
+ * run after another on the same fabric starts at instance 1; it must then
+ * use a round above the last one's (--rnd: a run ends at most a few rounds
+ * above where it began, one per epoch).
  *
  * The tool keeps --window requests in flight; a request not delivered after
  * --timeout-ms is sent again (P4xos has no retransmission of its own; the
@@ -299,6 +302,10 @@ int main(int argc, char **argv)
 	double t0 = now_s(), t_meas = t0 + o.warmup, t_end = t0 + o.warmup + o.seconds;
 	double t_dead = t0 + o.deadline;
 
+	/* the leader's numbering from 0 (a previous run's may be near the end) */
+	send_msg(tx, &o, PX_RESET, 0);
+	struct timespec settle = { 0, 1000000 };
+	nanosleep(&settle, NULL);
 	fprintf(stderr, "p4xos: ready\n");
 	for (;;) {
 		double now = now_s();
