@@ -138,7 +138,9 @@ PYEOF
 		"$(echo "$m" | grep -o 'acks_after=[0-9]*')" "$(echo "$m" | grep -o 'failed=[0-9]*')"
 	# the replicas' failover counters, for where the time went
 	bench_log "$tag: $(for r in "${FO_R[@]}"; do timeout 5 "${FO_IN[@]}" redis-cli -h "$r" -p "$FO_PORT" INFO 2>/dev/null |
-		tr -d '\r' | grep -E '^(failovers|resent):' | tr '\n' ' '; done)"
+		tr -d '\r' | grep -E '^(failovers|resent|recover_sent|phase1_started|nacks|noops):' | tr '\n' ' '; done)"
+	local log # the round's replica and coordinator logs, kept with the scratch files
+	for log in "$BENCH_TMP"/fabric/kv-*.log; do [ -e "$log" ] && cp "$log" "$BENCH_TMP/$tag-${log##*/}"; done
 	fo_down
 }
 

@@ -71,6 +71,7 @@ struct entry {
 	/* recovery */
 	uint8_t phase;            /* enum rec_phase */
 	uint64_t phase_ns;        /* when the phase started (or was last retried) */
+	uint64_t hold_ns;         /* and waits this much beyond recover_ms (phase1_hold) */
 	uint32_t p1_ballot;
 	uint64_t p1_promises;
 	uint32_t p1_vballot;
@@ -113,6 +114,7 @@ struct innet_paxos {
 	uint64_t hi;              /* 1 + highest instance known to exist */
 	uint64_t stall_ns;        /* when `next` started waiting (0 = not waiting) */
 	uint64_t probe_ns;        /* last catch-up probe */
+	uint64_t rng;             /* xorshift state: phase1_hold's jitter */
 	uint64_t stale_trim;      /* acceptors trimmed past next (0 = fine) */
 	uint32_t round;           /* highest ballot round seen */
 	uint32_t cur_coord;       /* 0 = coordinator, k = backups[k - 1] */
@@ -443,10 +445,32 @@ static uint32_t next_ballot(struct innet_paxos *p)
 	return (p->round << 8) | p->c.proposer_id;
 }
 
+/* How long beyond recover_ms a learner holds back its next phase 1 on an
+ * instance. Learners that lack the same instance would otherwise take it
+ * through phase 1 together and pre-empt each other, each NACK starting a
+ * higher ballot at once: a duel that, under loss and reordering, held every
+ * replica's delivery (and so every client) for over a second after a
+ * coordinator failover. The learner with id k first waits k periods more,
+ * so the lowest usually fills the hole and the others learn its value from
+ * the 2Bs; after a pre-emption, a random part of a period as well. */
+static uint64_t phase1_hold(struct innet_paxos *p, uint64_t period, bool preempted)
+{
+	uint64_t k = p->c.learner_id == INNET_PAXOS_NO_TRIM ? 0 : p->c.learner_id % 8u;
+	uint64_t h = k * period;
+	if (preempted) {
+		p->rng ^= p->rng << 13;
+		p->rng ^= p->rng >> 7;
+		p->rng ^= p->rng << 17;
+		h += p->rng % (period + 1);
+	}
+	return h;
+}
+
 static void start_phase1(struct innet_paxos *p, struct entry *e, uint64_t t)
 {
 	e->phase = REC_PHASE1;
 	e->phase_ns = t;
+	e->hold_ns = 0;
 	e->p1_ballot = next_ballot(p);
 	e->p1_promises = 0;
 	e->p1_vballot = 0;
@@ -507,10 +531,13 @@ static void on_nack(struct innet_paxos *p, const struct paxos_msg *m)
 		struct entry *e = entry_get(p, be64toh(m->p.instance));
 		if (e != NULL && (e->phase == REC_PHASE1 || e->phase == REC_PHASE2) &&
 		    ntohl(m->p.ballot) > e->p1_ballot) {
-			/* Pre-empted: phase 1 again at once with a higher ballot
-			 * (resending the 2A at the refused ballot would livelock). */
+			/* Pre-empted: phase 1 again with a higher ballot (resending
+			 * the 2A at the refused ballot would livelock), after a
+			 * hold that keeps learners from duelling (phase1_hold). */
+			uint64_t period = (uint64_t)p->c.recover_ms * 1000000ull;
 			e->phase = REC_PHASE1;
-			e->phase_ns = 0;
+			e->phase_ns = innet_now_ns() - period;
+			e->hold_ns = phase1_hold(p, period, true);
 		}
 		break;
 	}
@@ -692,13 +719,14 @@ static void recover(struct innet_paxos *p, uint64_t t)
 		struct entry *e = entry_get(p, i);
 		if (e == NULL || e->chosen)
 			continue;
-		if (e->phase != REC_NONE && t - e->phase_ns < period)
+		if (e->phase != REC_NONE && t - e->phase_ns < period + e->hold_ns)
 			continue;
 		struct paxos_msg m;
 		switch (e->phase) {
 		case REC_NONE:
 			e->phase = REC_ASKED;
 			e->phase_ns = t;
+			e->hold_ns = phase1_hold(p, period, false);
 			msg_init(&m, PAXOS_RECOVER, i);
 			send_acceptors(p, &m, PAXOS_HDR_LEN);
 			p->st.recover_sent += p->c.n_acceptors;
@@ -749,6 +777,20 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 				p->pend[i].backoff_ns = t;
 			}
 	}
+	/* Suspicion: nothing of ours chosen for half the failover wait. Before
+	 * the proposer moves on, the silence must be the coordinator's and not
+	 * a lossy path's: on XDP a backup's REQUESTs cross two faulty links
+	 * (~10% lost at 5% each), and with the backoff a lone request got four
+	 * tries in failover_ms, all lost in ~1 of 10,000, which sent its
+	 * proposer to the dead coordinator for 2 x failover_ms (a 1.2 s wait
+	 * in about one kill of seven). So the oldest request is resent every
+	 * retry_ms / 4 from then on: about eight tries more, one datagram per
+	 * period to a coordinator that may be dead. */
+	struct pending *probe = NULL;
+	if (p->c.n_backups > 0 && t - p->progress_ns >= failover_wait_ns(p) / 2)
+		for (uint32_t i = 0; i < MAX_PENDING; i++)
+			if (p->pend[i].req != 0 && (probe == NULL || p->pend[i].first_ns < probe->first_ns))
+				probe = &p->pend[i];
 	for (uint32_t i = 0; i < MAX_PENDING; i++) {
 		struct pending *pe = &p->pend[i];
 		if (pe->req == 0)
@@ -766,6 +808,9 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		uint64_t every = p->c.retry_ms * 1000000ull;
 		if (age > every && p->fo_streak == 0)
 			every = age < 8 * every ? age : 8 * every;
+		if (pe == probe)
+			every = p->c.retry_ms * 1000000ull / 4 > 5000000ull ? p->c.retry_ms * 1000000ull / 4
+									     : 5000000ull;
 		if (t - pe->sent_ns >= every) {
 			p->st.resent++;
 			pend_send(p, pe);
@@ -806,6 +851,11 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	int t = -1;
 	if (p->n_pend > 0)
 		t = (int)p->c.retry_ms;
+	if (p->n_pend > 0 && p->c.n_backups > 0 &&
+	    innet_now_ns() - p->progress_ns >= failover_wait_ns(p) / 2) {
+		int q = (int)p->c.retry_ms / 4 > 5 ? (int)p->c.retry_ms / 4 : 5; /* the probe */
+		t = q < t ? q : t;
+	}
 	if (p->n_pend > 0 && p->c.n_backups > 0) {
 		/* Wake up for the failover deadline itself, not at the next
 		 * resend after it (up to retry_ms later). */
@@ -990,6 +1040,8 @@ struct innet_paxos *innet_paxos_create(const struct innet_paxos_conf *conf, char
 		p->c.n_backups = INNET_PAXOS_MAX_BACKUPS;
 	if (p->c.failover_ms == 0)
 		p->c.failover_ms = 4 * p->c.retry_ms;
+	if (getrandom(&p->rng, sizeof(p->rng), 0) != sizeof(p->rng) || p->rng == 0)
+		p->rng = innet_now_ns() | 1;
 	p->majority = conf->n_acceptors / 2 + 1;
 	p->next = p->hi = conf->start;
 	p->ring = calloc(p->c.window, sizeof(*p->ring));
