@@ -47,7 +47,7 @@
 #include "p4/p4_ir.h"
 #include "p4/p4rt_dp.h"
 
-#define P4_GEN_VERSION      4u       /* bump when the generated code changes */
+#define P4_GEN_VERSION      5u       /* bump when the generated code changes */
 #define P4_TERN_MAX         65536u   /* entries of a ternary table (per buffer) */
 #define P4_PHV_MAX          5120u    /* bytes of headers and metadata */
 

@@ -1943,24 +1943,33 @@ static void gen_extract_one(struct gen *g, int h, const char *varlen, const char
 					   "and start on a byte", g->p->headers[h].name);
 	}
 	OUT("%s{\n", ind);
+	if (t->varbit >= 0) {
+		/* as BMv2 (extract_VL), before anything is read: a length in bits
+		 * not a multiple of 8 is ParserInvalidArgument, then a frame
+		 * shorter than the fixed part plus the length asked PacketTooShort,
+		 * then a length beyond the field HeaderTooShort */
+		uint32_t vmax = p4_bytes(t->fields[t->varbit].width);
+		OUT("%s\tuint64_t vbits = (uint64_t)%s;\n", ind, varlen);
+		OUT("%s\tif (vbits %% 8 != 0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
+		    g->p->err_invalid_arg, ind, ind);
+		OUT("%s\tif (vbits / 8 > %u - %u || (%u + vbits / 8 > 0 &&\n"
+		    "%s\t    innet_pkt_ptr(pkt, off + %u + (uint32_t)(vbits / 8) - 1, 1) == (void *)0)) {\n"
+		    "%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n",
+		    ind, INNET_PKT_MAX, fixed, fixed, ind, fixed, ind, g->p->err_too_short, ind, ind);
+		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind,
+		    g->p->err_header_too_short, ind, ind);
+	}
 	OUT("%s\tconst uint8_t *hp = innet_pkt_ptr(pkt, off, %u);\n", ind, fixed ? fixed : 1);
-	OUT("%s\tif (hp == (void *)0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
-	    g->p->err_too_short, ind, ind);
+	if (fixed > 0 || t->varbit < 0)
+		OUT("%s\tif (hp == (void *)0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
+		    g->p->err_too_short, ind, ind);
+	else
+		OUT("%s\t(void)hp;   /* (no fixed part: the varbit's bytes are read one by one) */\n", ind);
 	char ind2[32];
 	snprintf(ind2, sizeof(ind2), "%s\t", ind);
 	gen_extract_fields(g, h, ind2);
 	if (t->varbit >= 0) {
-		const struct p4_field *vf = &t->fields[t->varbit];
-		uint32_t vmax = p4_bytes(vf->width);
-		/* as BMv2: a length in bits not a multiple of 8 is ParserInvalidArgument,
-		 * then a frame too short PacketTooShort, then more than the field
-		 * holds HeaderTooShort */
-		OUT("%s\tuint64_t vbits = (uint64_t)%s;\n", ind, varlen);
-		OUT("%s\tif (vbits %% 8 != 0) {\n%s\t\terr = %d;\n%s\t\tgoto reject;\n%s\t}\n", ind, ind,
-		    g->p->err_invalid_arg, ind, ind);
-		OUT("%s\tif (vbits / 8 > %u) {\n%s\t\terr = innet_pkt_ptr(pkt, off + %u, %u) == (void *)0 ? %d : %d;\n"
-		    "%s\t\tgoto reject;\n%s\t}\n", ind, vmax, ind, fixed, vmax + 1, g->p->err_too_short,
-		    g->p->err_header_too_short, ind, ind);
+		uint32_t vmax = p4_bytes(t->fields[t->varbit].width);
 		OUT("%s\tuint32_t vl = (uint32_t)(vbits / 8);\n", ind);
 		OUT("%s\t__builtin_memset(s->phv.h%d_%d, 0, %u);\n", ind, h, t->varbit, vmax);
 		OUT("%s\tfor (uint32_t j = 0; j < %u; j++) {\n%s\t\tif (j >= vl)\n%s\t\t\tbreak;\n", ind, vmax,
