@@ -274,6 +274,15 @@ int innet_topology_wire_stats(const struct innet_topology *t, uint32_t li, int t
  * program on both (they take frames that XDP switches redirect into them)
  * and the faults. 0, or -1 with a message in err. */
 static int pass_prog(void);
+/* Enter the network namespace named ns (in a child that then _exits). */
+static int enter_named(const char *ns)
+{
+	char path[512];
+	snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 || setns(fd, CLONE_NEWNET) != 0 ? -1 : 0;
+}
+
 /* A wire is a cable: it must send nothing of its own. With IPv6 on, the
  * kernel gives its bridge and ports link-local addresses and sends router
  * solicitations, DAD and MLD reports through them, frames no node sent
@@ -286,10 +295,7 @@ static int wire_quiet(const char *ns)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		char path[512];
-		snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+		if (enter_named(ns) != 0)
 			_exit(1);
 		static const char *const knobs[] = { "/proc/sys/net/ipv6/conf/all/disable_ipv6",
 						     "/proc/sys/net/ipv6/conf/default/disable_ipv6" };
@@ -392,10 +398,7 @@ static int wire_up(const struct innet_topology *t, uint32_t li, char *err, size_
 		return -EIO;
 	}
 	if (pid == 0) {
-		char path[512];
-		snprintf(path, sizeof(path), NETNS_DIR "/%s", ns);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, CLONE_NEWNET) != 0)
+		if (enter_named(ns) != 0)
 			_exit(1);
 		int prog = pass_prog();
 		if (prog < 0)

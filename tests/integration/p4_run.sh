@@ -138,6 +138,16 @@ for t in $pp_targets; do
 	[ "$pout" = "out 1 0102030405060a0b0c0d0e0f0800a1b2aabb" ] || fail "parser_prims on $t: got $pout"
 done
 
+run_expect() { # NAME EXPECTED: tests/p4/NAME.script on NAME.json prints EXPECTED on each target
+	local t out
+	for t in $pp_targets; do
+		out=$(timeout 300 "$INNET" p4 run --target "$t" --ports 2 "tests/p4/$1.json" "tests/p4/$1.script" 2>&1) ||
+			fail "$1 on $t: $out"
+		[ "$out" = "$2" ] || fail "$1 on $t: got
+$out"
+	done
+}
+
 # varbit_len.json: a varbit length not in whole bytes is ParserInvalidArgument
 # (6; innet once gave NoError, and PacketTooShort with nothing after the MAC
 # header), and BMv2's order of the other two errors (the frame against the
@@ -150,12 +160,7 @@ out 1 ffffffffff010200000000010020aa
 out 1 ffffffffff010200000000010018aa
 out 1 ffffffffff010200000000010070aabbccddeeff
 out 1 ffffffffff06020000000001001a'
-for t in $pp_targets; do
-	vout=$(timeout 300 "$INNET" p4 run --target "$t" --ports 2 tests/p4/varbit_len.json tests/p4/varbit_len.script 2>&1) ||
-		fail "varbit_len on $t: $vout"
-	[ "$vout" = "$vexp" ] || fail "varbit_len on $t: got
-$vout"
-done
+run_expect varbit_len "$vexp"
 
 # wide_reg.json: a register of 256-bit elements (P4xos's values; wider than
 # innet's 128-bit arithmetic) written and read by packets and by the CLI
@@ -174,12 +179,7 @@ out 1 02000000000000000000000000000000000000000000000000000000000000000000000003
 > Invalid register operation (INVALID_INDEX)
 > Error: Bad format for value, must be an integer
 > wide[2]= 0'
-for t in $pp_targets; do
-	wout=$(timeout 300 "$INNET" p4 run --target "$t" --ports 2 tests/p4/wide_reg.json tests/p4/wide_reg.script 2>&1) ||
-		fail "wide_reg on $t: $wout"
-	[ "$wout" = "$wexp" ] || fail "wide_reg on $t: got
-$wout"
-done
+run_expect wide_reg "$wexp"
 
 # a refused program (1), a bad script line (2)
 "$PY" - "$JSON" "$TMP/bad.json" <<'EOF'
