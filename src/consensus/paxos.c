@@ -756,6 +756,19 @@ static uint64_t failover_wait_ns(const struct innet_paxos *p)
 	return (uint64_t)p->c.failover_ms * 1000000ull * (p->fo_streak == 1 ? 2 : 1);
 }
 
+/* The probe (proposer_timers): nothing of ours chosen for half the failover
+ * wait while some wait; the oldest request is then resent every probe_ns. */
+static bool proposer_suspects(const struct innet_paxos *p, uint64_t t)
+{
+	return p->n_pend > 0 && p->c.n_backups > 0 && t - p->progress_ns >= failover_wait_ns(p) / 2;
+}
+
+static uint64_t probe_ns(const struct innet_paxos *p)
+{
+	uint64_t q = (uint64_t)p->c.retry_ms * 1000000ull / 4;
+	return q > 5000000ull ? q : 5000000ull;
+}
+
 static void proposer_timers(struct innet_paxos *p, uint64_t t)
 {
 	if (p->n_pend == 0)
@@ -787,7 +800,7 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 	 * retry_ms / 4 from then on: about eight tries more, one datagram per
 	 * period to a coordinator that may be dead. */
 	struct pending *probe = NULL;
-	if (p->c.n_backups > 0 && t - p->progress_ns >= failover_wait_ns(p) / 2)
+	if (proposer_suspects(p, t))
 		for (uint32_t i = 0; i < MAX_PENDING; i++)
 			if (p->pend[i].req != 0 && (probe == NULL || p->pend[i].first_ns < probe->first_ns))
 				probe = &p->pend[i];
@@ -809,8 +822,7 @@ static void proposer_timers(struct innet_paxos *p, uint64_t t)
 		if (age > every && p->fo_streak == 0)
 			every = age < 8 * every ? age : 8 * every;
 		if (pe == probe)
-			every = p->c.retry_ms * 1000000ull / 4 > 5000000ull ? p->c.retry_ms * 1000000ull / 4
-									     : 5000000ull;
+			every = probe_ns(p);
 		if (t - pe->sent_ns >= every) {
 			p->st.resent++;
 			pend_send(p, pe);
@@ -851,9 +863,8 @@ int innet_paxos_timeout_ms(const struct innet_paxos *p)
 	int t = -1;
 	if (p->n_pend > 0)
 		t = (int)p->c.retry_ms;
-	if (p->n_pend > 0 && p->c.n_backups > 0 &&
-	    innet_now_ns() - p->progress_ns >= failover_wait_ns(p) / 2) {
-		int q = (int)p->c.retry_ms / 4 > 5 ? (int)p->c.retry_ms / 4 : 5; /* the probe */
+	if (proposer_suspects(p, innet_now_ns())) {
+		int q = (int)(probe_ns(p) / 1000000ull);
 		t = q < t ? q : t;
 	}
 	if (p->n_pend > 0 && p->c.n_backups > 0) {

@@ -1722,7 +1722,7 @@ static void reg_set_wide(struct cmd_ctx *c, int r, uint32_t idx, const uint8_t *
 }
 
 /* The decimal of n big-endian bytes (n <= P4_MAX_FIELD_BITS / 8), as
- * Python prints an int. */
+ * Python prints an int: every register value the CLI prints. */
 static void print_be(struct p4c_out *o, const uint8_t *be, uint32_t n)
 {
 	uint8_t x[P4_MAX_FIELD_BITS / 8];
@@ -1745,25 +1745,16 @@ static void print_be(struct p4c_out *o, const uint8_t *be, uint32_t n)
 	p4c_printf(o, "%s", buf + i);
 }
 
-static void print_u128(struct p4c_out *o, p4_u128 v)
-{
-	char buf[48];
-	int i = 47;
-	buf[i] = '\0';
-	do {
-		buf[--i] = (char)('0' + (int)(v % 10));
-		v /= 10;
-	} while (v != 0 && i > 0);
-	p4c_printf(o, "%s", buf + i);
-}
-
 static void print_reg(struct cmd_ctx *c, int r, uint32_t idx)
 {
 	uint32_t n = c->in->lay.regs[r].elem;
-	if (n <= 16)
-		return print_u128(c->o, reg_get(c, r, idx));
 	uint8_t be[P4_MAX_FIELD_BITS / 8];
-	reg_get_wide(c, r, idx, be);
+	if (n <= 16) {
+		n = 16;
+		p4_st_be(be, 16, reg_get(c, r, idx));
+	} else {
+		reg_get_wide(c, r, idx, be);
+	}
 	print_be(c->o, be, n);
 }
 
