@@ -7,11 +7,13 @@ lincheck.py: one JSON line per operation with invocation and response times
   kvload.py --out HIST --seconds S --clients N --keys K HOST:PORT [HOST:PORT...]
 
 Client i talks to server i % len(servers) over its own connection. A write
-writes a value no one else writes ("c<client>.<n>"). An operation without an
+writes a value no one else writes ("c<client>.<n>"; with --client-base B the
+clients are numbered from B, so that several kvload.py runs, one beside each
+server, write distinct values and their histories can be merged). An operation without an
 answer within --timeout (or with an error reply) is recorded with ret null,
 and the client reconnects. At the end, every key is read once more from
-every server, sequentially (--final), so lost writes show up as stale reads.
-Prints "ops=N ok=N failed=N" on stdout.
+every server, sequentially, so lost writes show up as stale reads (those
+records carry "final": true; --no-final skips them). Prints "ops=N ok=N failed=N" on stdout.
 """
 import argparse
 import json
@@ -89,6 +91,7 @@ def main():
     ap.add_argument("--keys", type=int, default=4)
     ap.add_argument("--timeout", type=float, default=8)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--client-base", type=int, default=0)
     ap.add_argument("--no-final", action="store_true")
     ap.add_argument("servers", nargs="+")
     a = ap.parse_args()
@@ -96,15 +99,19 @@ def main():
     stop = time.monotonic() + a.seconds
     counts = {"ops": 0, "ok": 0, "failed": 0}
 
-    def record(key, op, val, call, ret):
+    def record(key, op, val, call, ret, final=False):
+        o = {"key": key, "op": op, "value": val, "call": call, "ret": ret}
+        if final:
+            o["final"] = True
         with lock:
-            hist.append({"key": key, "op": op, "value": val, "call": call, "ret": ret})
+            hist.append(o)
             counts["ops"] += 1
             counts["ok" if ret is not None else "failed"] += 1
 
-    def client(i):
+    def client(j):
+        i = a.client_base + j
         rnd = random.Random(a.seed * 1000 + i)
-        c = Conn(a.servers[i % len(a.servers)], a.timeout)
+        c = Conn(a.servers[j % len(a.servers)], a.timeout)
         n = 0
         while time.monotonic() < stop:
             key = "k%d" % rnd.randrange(a.keys)
@@ -141,9 +148,9 @@ def main():
                 key = "k%d" % k
                 t0 = time.monotonic()
                 try:
-                    record(key, "get", c.call("GET", key), t0, time.monotonic())
+                    record(key, "get", c.call("GET", key), t0, time.monotonic(), True)
                 except (OSError, ValueError, ConnectionError):
-                    record(key, "get", None, t0, None)
+                    record(key, "get", None, t0, None, True)
             c.close()
     with open(a.out, "w") as f:
         for h in sorted(hist, key=lambda o: o["call"]):
