@@ -11,7 +11,7 @@
 #include "agg/wire.h"
 
 /* Registers (one element per shadow copy unless said otherwise; agg_dp.c). */
-enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER, R_CALL, R_RUN, R_INC };
+enum { R_STATE, R_COUNT, R_EXP, R_OFF, R_VAL, R_VAL2, R_ADDER, R_CALL, R_RUN, R_INC, R_DEAF };
 /* Tables. */
 enum { T_JOBS, T_MEMBERS };
 
@@ -34,6 +34,18 @@ enum { T_JOBS, T_MEMBERS };
 #define RUN_OUT        ((1ull << INNET_AGG_MAX_WORKERS) - 1)
 #define RUN_GEN_SHIFT  48
 #define RUN_RESETTING  (1ull << 63)
+
+/* R_DEAF (one per job, at the job's group index): members out of the run
+ * that the results no longer go to.
+ *   bits  0..47  the members: put out by the straggler timer (after the
+ *                timed-out round's result, which still goes to everyone:
+ *                that is how a straggler learns it was left out) or by their
+ *                LEAVE; a member leaves the set when it is heard from again
+ *                (a JOIN, or a round that goes out with its contribution)
+ *   bits 48..62  the generation the set belongs to (another: empty)
+ * While exactly one member is deaf, results go to the job's group without
+ * it (agg_conf.but_base + group * but_stride + worker): no copy to a worker that is not waiting
+ * for one (and, if it has ended, no port-unreachable ICMP for each). */
 
 /* R_INC (one per job and worker: group * INNET_AGG_MAX_WORKERS + worker): the
  * worker's registered handle.
@@ -96,6 +108,8 @@ struct agg_conf {
 	uint32_t k;            /* elements per packet */
 	uint32_t slots;        /* pool size: timers 0 .. 2 * slots - 1 are the copies',
 	                        * 2 * slots + group the job reset of that job */
+	uint16_t but_base;     /* group but_base + group * but_stride + w: job `group`'s */
+	uint16_t but_stride;   /* workers but w (R_DEAF); stride 0: no such groups */
 };
 
 INNET_DATAPATH_DECL(agg);

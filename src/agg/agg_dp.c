@@ -27,6 +27,8 @@
  *   R_RUN    u64   the job's run (agg.h): OUT (members the rounds do not wait
  *                  for), generation, RESETTING
  *   R_INC    u64   the worker's registered handle: nonce, generation, PENDING
+ *   R_DEAF   u64   members out of the run the results no longer go to (agg.h),
+ *                  generation
  *
  * Two banks, because an atomic add costs ~8 ns here and a plain one a
  * fraction of that (measured, docs/aggregation.md): a contributor that
@@ -508,6 +510,56 @@ static bool run_update_out(struct innet_ctx *ctx, uint32_t jx, uint32_t gen, uin
 	return false;
 }
 
+/* R_DEAF (agg.h): the job's deaf members in generation gen (another
+ * generation's set is empty). */
+static inline uint64_t deaf_read(struct innet_ctx *ctx, uint32_t jx, uint32_t gen)
+{
+	uint64_t d = innet_reg_read(ctx, R_DEAF, jx);
+	return run_gen(d) == gen ? d & RUN_OUT : 0;
+}
+
+/* Add `set` to, and take `clear` from, the job's deaf members in generation
+ * gen: two CASes at most (a step of its own: on XDP a subprogram, its locals
+ * off its callers' stacks). False if both lost: a member left deaf a little
+ * longer gets the result it misses by its retransmission's answer; the
+ * timer, in user space, tries again. */
+static AGG_STEP bool deaf_update(struct innet_ctx *ctx, uint32_t jx, uint32_t gen, uint64_t set, uint64_t clear)
+{
+	uint64_t d = innet_reg_read(ctx, R_DEAF, jx);
+	for (uint32_t t = 0; t < 2; t++) {
+		innet_alu(ctx, 6);
+		uint64_t cur = run_gen(d) == gen ? d & RUN_OUT : 0;
+		uint64_t next = ((uint64_t)gen << RUN_GEN_SHIFT) | ((cur | set) & ~clear & RUN_OUT);
+		if (next == d || innet_faulted(ctx))
+			return true;
+		if (innet_reg_cas(ctx, R_DEAF, jx, &d, next))
+			return true;
+	}
+	return false;
+}
+
+/* The group a result of round bitmap `in` (job group `group`, n workers)
+ * goes to: the job's, or while exactly one member that did not contribute
+ * is deaf, the job's group without it. */
+static inline __attribute__((always_inline)) uint16_t result_group(struct innet_ctx *ctx,
+								  const struct agg_conf *c, uint16_t group,
+								  uint32_t gen, const struct agg_res *r)
+{
+	if (c->but_stride == 0)
+		return group;
+	uint64_t m = deaf_read(ctx, group, gen) & ~r->w & all_workers(r->n_workers);
+	innet_alu(ctx, 8);
+	if (m == 0 || (m & (m - 1)) != 0)
+		return group;
+	innet_alu(ctx, 16);
+	/* the member's index: the bits below its bit, counted (no ctz on BPF) */
+	uint64_t x = m - 1;
+	x = x - ((x >> 1) & 0x5555555555555555ull);
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (uint16_t)(c->but_base + group * c->but_stride + ((x * 0x0101010101010101ull) >> 56));
+}
+
 /* What close_try works on. */
 struct agg_close {
 	struct innet_ctx *ctx;
@@ -732,6 +784,14 @@ static long register_try(uint32_t i, void *arg)
 static AGG_STEP unsigned agg_register(struct innet_ctx *ctx, struct agg_reg *q)
 {
 	innet_loop(8, register_try, q);
+	if (q->done && q->st == INNET_AGG_JOINED_OK) {
+		/* heard from: the results go to it again (R_DEAF; here, not in
+		 * agg_join, whose stack is on the eBPF limit's edge) */
+		uint64_t run = innet_reg_read(ctx, R_RUN, q->job->group);
+		innet_alu(ctx, 4);
+		if (!(run & RUN_RESETTING))
+			deaf_update(ctx, q->job->group, run_gen(run), 0, 1ull << (q->worker & 63));
+	}
 	return q->done ? 0 : AGG_CONTENDED;
 }
 
@@ -748,11 +808,15 @@ static AGG_STEP enum innet_action agg_leave(struct innet_ctx *ctx, struct innet_
 	/* a few tries (contended only by membership changes of the same job;
 	 * if all lose, the straggler timer puts w out instead) */
 	uint64_t bit = 1ull << (w & 63);
-	for (uint32_t tries = 0; tries < 4; tries++) {
-		if (run_gen(run) != g || (run & RUN_RESETTING) || (run & bit) ||
-		    innet_reg_cas(ctx, R_RUN, jx, &run, run | bit))
+	bool out = false;
+	for (uint32_t tries = 0; tries < 4 && !out; tries++) {
+		if (run_gen(run) != g || (run & RUN_RESETTING))
 			break;
+		out = (run & bit) || innet_reg_cas(ctx, R_RUN, jx, &run, run | bit);
 	}
+	/* gone: the results no longer go to it (a JOIN makes it hear again) */
+	if (out)
+		deaf_update(ctx, jx, g, bit, 0);
 	innet_alu(ctx, 8);
 	return INNET_CONSUMED;
 }
@@ -971,10 +1035,15 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 	const struct agg_conf *c = innet_conf(ctx);
 	/* members out of the run whose contributions are in this round took
 	 * part in it with the others: they are in step again, back in the run
-	 * (one CAS: if it loses, the next round's emission does it) */
+	 * (one CAS: if it loses, the next round's emission does it), and heard
+	 * from (not deaf) */
 	uint64_t run = innet_reg_read(ctx, R_RUN, group), back = run & r->w & RUN_OUT;
-	if (back != 0 && (uint8_t)run_gen(run) == r->gen && !(run & RUN_RESETTING))
+	bool now = (uint8_t)run_gen(run) == r->gen && !(run & RUN_RESETTING);
+	if (back != 0 && now) {
 		innet_reg_cas(ctx, R_RUN, group, &run, run & ~back);
+		deaf_update(ctx, group, run_gen(run), 0, back);
+	}
+	uint16_t to = now ? result_group(ctx, c, group, run_gen(run), r) : group;
 	/* the sums first, then the next round's copy: once it is open, a worker
 	 * that got this result early (a retransmission's answer) can start the
 	 * next round, whose end (a timer, or the members in) resets this copy */
@@ -982,7 +1051,7 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 	innet_alu(ctx, 2);
 	answer_len(ctx, pkt, fill_result(ctx, c, pkt, r));
 	finish_round(ctx, c, r->idx, r->round);
-	return innet_multicast(pkt, group);
+	return innet_multicast(pkt, to);
 }
 
 /* One try to take a claim back (a bpf_loop body). */
@@ -1231,8 +1300,15 @@ static void agg_on_timer(struct innet_ctx *ctx, uint32_t timer, uint64_t arg)
 	if (!closed)
 		return;
 	/* the members that missed the round are out: later rounds close
-	 * without them, until they contribute in time again or rejoin */
-	run_update_out(ctx, job.group, gen, all_workers(job.n_workers) & ~(w & ST_BITMAP), w & ST_BITMAP);
+	 * without them, until they contribute in time again or rejoin; and
+	 * those that were in until now are deaf after this round's result
+	 * (which still goes to them: it tells them they were left out). A
+	 * member already out (rejoining, say) is not made deaf: it times its
+	 * sends by the others' results. */
+	uint64_t missed = all_workers(job.n_workers) & ~(w & ST_BITMAP);
+	if (run_update_out(ctx, job.group, gen, missed, w & ST_BITMAP))
+		for (uint32_t t = 0; t < 8 && !deaf_update(ctx, job.group, gen, missed & ~(run & RUN_OUT), 0); t++)
+			;
 	if (!try_finish(ctx, idx, r.round, &r.w))
 		return; /* an adder in flight will emit */
 	r.idx = idx;

@@ -175,21 +175,33 @@ static void check_result(const char *why, const uint8_t *d, uint32_t len, uint8_
 
 /* The multicast of a job-7 result with `status` and `bitmap`: one copy to
  * each of its 3 workers. */
-static void expect_multicast7_of(const char *why, uint8_t status, uint64_t bitmap, uint16_t slot, uint32_t round,
-				 uint32_t offset, uint8_t exp, int64_t base, int64_t step)
+/* The multicast of a job-7 result to the workers in mask `to` (the others
+ * deaf: agg.h, R_DEAF), in worker order. */
+static void expect_multicast7_to(const char *why, uint32_t to, uint8_t status, uint64_t bitmap, uint16_t slot,
+				 uint32_t round, uint32_t offset, uint8_t exp, int64_t base, int64_t step)
 {
 	if (res.action != INNET_MULTICAST)
 		fail_msg("%s: want multicast, got %s (%s)", why, innet_action_name(res.action),
 			 res.action == INNET_DROP ? innet_cp_drop_reason_name(cp, res.drop_reason) : "-");
-	assert_int_equal(res.n_out, 3);
+	assert_int_equal(res.n_out, (uint32_t)__builtin_popcount(to));
+	uint32_t i = 0;
 	for (uint32_t w = 0; w < 3; w++) {
-		assert_int_equal(res.out[w].port, 0);
-		assert_int_equal(res.out[w].dst.ip, test_ip(11 + w));
-		assert_int_equal(res.out[w].dst.udp, 6001 + w);
-		assert_int_equal(res.out[w].src_udp, UDP_AGG);
-		check_result(why, res.out[w].data, res.out[w].len, status, 7, slot, round, 0xff,
+		if (!(to & (1u << w)))
+			continue;
+		assert_int_equal(res.out[i].port, 0);
+		assert_int_equal(res.out[i].dst.ip, test_ip(11 + w));
+		assert_int_equal(res.out[i].dst.udp, 6001 + w);
+		assert_int_equal(res.out[i].src_udp, UDP_AGG);
+		check_result(why, res.out[i].data, res.out[i].len, status, 7, slot, round, 0xff,
 			     offset, exp, bitmap, base, step);
+		i++;
 	}
+}
+
+static void expect_multicast7_of(const char *why, uint8_t status, uint64_t bitmap, uint16_t slot, uint32_t round,
+				 uint32_t offset, uint8_t exp, int64_t base, int64_t step)
+{
+	expect_multicast7_to(why, 0x7, status, bitmap, slot, round, offset, exp, base, step);
 }
 
 /* The multicast of a complete job-7 result. */
@@ -592,10 +604,17 @@ static void test_straggler_timer(void **state)
 	 * `run` register, at its group 1: OUT bit 1), so the next rounds close on
 	 * worker 0 alone, at once, without waiting for the timer */
 	assert_int_equal(reg_get("run", 1), 0x2);
+	/* ... and deaf (job 9's `deaf` register, generation 0: bit 1): round 0's
+	 * result went to both (it told worker 1 it was left out), the next
+	 * rounds' go to the others only (group "all but 1") */
+	assert_int_equal(reg_get("deaf", 1), 0x2);
 	struct contrib d = { .job = 9, .slot = 1, .round = 1, .worker = 0, .base = 1, .step = 0 };
 	contribute(&d);
-	if (res.action != INNET_MULTICAST || res.n_out != 2)
-		fail_msg("round 1, worker 0 alone: want multicast to 2, got %s", innet_action_name(res.action));
+	if (res.action != INNET_MULTICAST || res.n_out != 1)
+		fail_msg("round 1, worker 0 alone: want multicast to worker 0 only (worker 1 deaf), got %s to %u",
+			 innet_action_name(res.action), res.n_out);
+	assert_int_equal(res.out[0].dst.ip, test_ip(21));
+	assert_int_equal(res.out[0].dst.udp, 6011);
 	check_result("round 1 closed on the run's members", res.out[0].data, res.out[0].len, INNET_AGG_PARTIAL,
 		     9, 1, 1, 0xff, 0, 0, 0x1, 1, 0);
 	/* worker 1, in step again (it took round 0's result), is late for round
@@ -614,9 +633,11 @@ static void test_straggler_timer(void **state)
 	d.base = 1;
 	contribute(&d);
 	assert_int_equal(res.action, INNET_MULTICAST);
+	assert_int_equal(res.n_out, 2); /* to both: worker 1 is heard from again */
 	check_result("round 2 complete", res.out[0].data, res.out[0].len, INNET_AGG_COMPLETE, 9, 1, 2, 0xff, 0,
 		     0, 0x3, 6, 0);
 	assert_int_equal(reg_get("run", 1), 0); /* back in */
+	assert_int_equal(reg_get("deaf", 1), 0); /* and not deaf */
 	/* a straggler two rounds behind: its copy now holds round 2 */
 	contribute(&c);
 	expect_stale("round 0 after round 2 completed", 9, 1, 0, 1, 2);
@@ -919,17 +940,18 @@ static void test_runs(void **state)
 	run_ask(INNET_AGG_LEAVE, 0, 2, 0xB2);
 	expect_consumed("LEAVE of w2");
 	assert_int_equal(reg_get("run", 0), (1ull << 48) | 0x4);
+	assert_int_equal(reg_get("deaf", 0), (1ull << 48) | 0x4); /* gone: no more results to it */
 	c.worker = 0;
 	c.base = 10;
 	contribute(&c);
-	expect_multicast7_of("w0's retransmission closes round 1 on the run's members", INNET_AGG_PARTIAL, 0x3, 0, 1,
-			     0, 0, 30, 2);
+	expect_multicast7_to("w0's retransmission closes round 1 on the run's members", 0x3, INNET_AGG_PARTIAL, 0x3,
+			     0, 1, 0, 0, 30, 2);
 	c = (struct contrib){ .job = 7, .slot = 0, .round = 2, .worker = 0, .base = 1, .step = 0, .gen = 1 };
 	contribute(&c);
 	expect_consumed("round 2 w0");
 	c.worker = 1;
 	contribute(&c);
-	expect_multicast7_of("round 2 closes at once without w2", INNET_AGG_PARTIAL, 0x3, 0, 2, 0, 0, 2, 0);
+	expect_multicast7_to("round 2 closes at once without w2", 0x3, INNET_AGG_PARTIAL, 0x3, 0, 2, 0, 0, 2, 0);
 
 	/* REJOIN: a new handle of worker 2 joins the run where it is; out until
 	 * it contributes in time, then the rounds wait for it again */
@@ -938,6 +960,7 @@ static void test_runs(void **state)
 	const struct innet_agg_join_rec *jr = (const struct innet_agg_join_rec *)(res.out[0].data + INNET_AGG_HDR_LEN);
 	assert_int_equal(ntohl(jr[0].state), INNET_AGG_JOIN_DONE | 2);
 	assert_int_equal(reg_get("handles", 2), (1ull << 32) | 0xC2);
+	assert_int_equal(reg_get("deaf", 0), 1ull << 48); /* heard from: the results go to it again */
 	c = (struct contrib){ .job = 7, .slot = 0, .round = 3, .worker = 2, .base = 3, .step = 0, .gen = 1 };
 	contribute(&c);
 	expect_consumed("round 3 w2 in time");
