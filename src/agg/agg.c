@@ -5,7 +5,8 @@
  * the protocol is src/agg/wire.h and docs/aggregation.md.
  *
  * Settings: "k" (elements per packet, 1..2294), "slots" (pool size),
- * "max_jobs" (jobs table capacity = multicast groups), "jobs" (array of
+ * "max_jobs" (jobs table capacity = one multicast group per job; each job with
+ * members also gets one group "all but w" per worker, R_DEAF), "jobs" (array of
  * {"id", "workers", "slots", "slot_base", "timeout_us", "members"}).
  */
 #include <arpa/inet.h>
