@@ -96,12 +96,11 @@ fo_round() {
 	# across the faulty fabric would measure TCP's retransmission timeouts,
 	# 1 s for a lost SYN, not the store; on loopback no client crosses a
 	# faulty link either). Their histories are merged (one monotonic clock).
-	local -a lpids=()
+	local -a lpids=() load=(/usr/bin/python3 "$BENCH_ROOT/tools/linearizability/kvload.py"
+		--seconds "$fo_seconds" --keys 8 --timeout 8 --seed "$k")
 	if [ -z "$FO_NS" ]; then
-		bench_spawn fo_lpid "$tag-load" "" $((fo_seconds + 60)) /usr/bin/python3 \
-			"$BENCH_ROOT/tools/linearizability/kvload.py" --out "$BENCH_TMP/$tag.jsonl" \
-			--seconds "$fo_seconds" --clients "$fo_clients" --keys 8 --timeout 8 --seed "$k" \
-			"${FO_R[0]}:$FO_PORT" "${FO_R[1]}:$FO_PORT" "${FO_R[2]}:$FO_PORT"
+		bench_spawn fo_lpid "$tag-load" "" $((fo_seconds + 60)) "${load[@]}" --out "$BENCH_TMP/$tag-r.jsonl" \
+			--clients "$fo_clients" "${FO_R[0]}:$FO_PORT" "${FO_R[1]}:$FO_PORT" "${FO_R[2]}:$FO_PORT"
 		lpids+=("$fo_lpid")
 	else
 		local i n base=0
@@ -109,9 +108,8 @@ fo_round() {
 			n=$(( fo_clients / 3 + (i < fo_clients % 3 ? 1 : 0) ))
 			[ "$n" -gt 0 ] || continue
 			bench_spawn fo_lpid "$tag-load$i" "" $((fo_seconds + 60)) ip netns exec "${FO_NS}r$i" \
-				/usr/bin/python3 "$BENCH_ROOT/tools/linearizability/kvload.py" --out "$BENCH_TMP/$tag-r$i.jsonl" \
-				--seconds "$fo_seconds" --clients "$n" --client-base "$base" --keys 8 --timeout 8 \
-				--seed "$k" "${FO_R[$i]}:$FO_PORT"
+				"${load[@]}" --out "$BENCH_TMP/$tag-r$i.jsonl" --clients "$n" --client-base "$base" \
+				"${FO_R[$i]}:$FO_PORT"
 			lpids+=("$fo_lpid")
 			base=$((base + n))
 		done
@@ -124,9 +122,7 @@ fo_round() {
 	for p in "${lpids[@]}"; do
 		bench_wait "$p" || fo_die "$tag: kvload failed: $(tail -n 3 "$BENCH_TMP/$tag"-load*.err)"
 	done
-	if [ -n "$FO_NS" ]; then
-		cat "$BENCH_TMP/$tag"-r[012].jsonl >"$BENCH_TMP/$tag.jsonl"   # (neither lincheck.py nor the figures below need an order)
-	fi
+	cat "$BENCH_TMP/$tag"-r*.jsonl >"$BENCH_TMP/$tag.jsonl"   # (neither lincheck.py nor the figures below need an order)
 	grep -q "took over" "$BENCH_TMP/fabric/kv-b0.log" || fo_die "$tag: b0 did not take over"
 	if [ "$fo_target" = xdp ]; then
 		# the acceptors ran in eBPF (a switch on the user-space engine, the

@@ -41,8 +41,8 @@ struct agg_job_conf {
 struct agg_setup {
 	uint32_t slots;        /* pool size */
 	uint32_t max_jobs;     /* jobs table capacity = the jobs' multicast groups */
-	uint32_t n_groups;     /* those, then each job's "all but w" groups (but_stride each) */
-	uint32_t but_stride;   /* the most members of a job, if those groups fit; else 0 */
+	uint32_t but_stride;   /* each job's "all but w" groups after those: the most members
+	                        * of a job, if they fit; else 0 (none) */
 	uint32_t n_jobs;       /* jobs from the settings */
 	struct agg_job_conf jobs[];
 };
@@ -200,7 +200,6 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 			c->but_stride = c->jobs[i].n_members;
 	if (c->max_jobs + c->n_jobs * c->but_stride > INNET_MAX_GROUPS)
 		c->but_stride = 0;
-	c->n_groups = c->max_jobs + c->n_jobs * c->but_stride;
 	conf->but_base = (uint16_t)c->max_jobs;
 	conf->but_stride = (uint16_t)c->but_stride;
 	uint32_t copies = 2 * c->slots;
@@ -218,7 +217,7 @@ static int agg_setup(struct innet_decl *d, struct innet_args *a)
 	    (rc = innet_decl_table(d, T_JOBS, "jobs", 4, sizeof(struct agg_job), c->max_jobs)) != 0 ||
 	    (rc = innet_decl_table(d, T_MEMBERS, "members", 4, sizeof(struct agg_member),
 				   c->max_jobs * INNET_AGG_MAX_WORKERS)) != 0 ||
-	    (rc = innet_decl_groups(d, c->n_groups)) != 0 ||
+	    (rc = innet_decl_groups(d, c->max_jobs + c->n_jobs * c->but_stride)) != 0 ||
 	    (rc = innet_decl_timers(d, copies + c->max_jobs)) != 0)
 		return rc;
 	return 0;
@@ -305,15 +304,15 @@ static int agg_init(struct innet_cp *cp, void *priv)
 		}
 		if (jc->n_members > 0 && (rc = innet_cp_group_set(cp, jc->job.group, gm, jc->n_members)) != 0)
 			return rc;
-		/* group max_jobs + group * but_stride + w: the others (R_DEAF, agg_dp.c result_group) */
+		/* the groups "all but w" (R_DEAF, agg_dp.c result_group) */
 		for (uint32_t w = 0; c->but_stride != 0 && jc->n_members >= 2 && w < jc->n_members; w++) {
 			struct innet_member others[INNET_AGG_MAX_WORKERS];
 			uint32_t n = 0;
 			for (uint32_t v = 0; v < jc->n_members; v++)
 				if (v != w)
 					others[n++] = gm[v];
-			if ((rc = innet_cp_group_set(cp, c->max_jobs + jc->job.group * c->but_stride + w, others,
-						     n)) != 0)
+			if ((rc = innet_cp_group_set(cp, agg_but_group(c->max_jobs, c->but_stride, jc->job.group, w),
+						     others, n)) != 0)
 				return rc;
 		}
 		warn_slow_group(cp, sc, jc);

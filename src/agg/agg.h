@@ -112,6 +112,12 @@ struct agg_conf {
 	uint16_t but_stride;   /* workers but w (R_DEAF); stride 0: no such groups */
 };
 
+/* The group of job `group`'s workers but w (agg_conf.but_base, but_stride). */
+static inline uint16_t agg_but_group(uint32_t base, uint32_t stride, uint32_t group, uint32_t w)
+{
+	return (uint16_t)(base + group * stride + w);
+}
+
 INNET_DATAPATH_DECL(agg);
 
 #endif /* INNET_AGG_AGG_H */

@@ -538,17 +538,21 @@ static AGG_STEP bool deaf_update(struct innet_ctx *ctx, uint32_t jx, uint32_t ge
 	return false;
 }
 
-/* The group a result of round bitmap `in` (job group `group`, n workers)
- * goes to: the job's, or while exactly one member that did not contribute
- * is deaf, the job's group without it. */
+/* The group a result of copy state r->w goes to, the job's run being `run`:
+ * the job's, or while exactly one member that did not contribute is deaf,
+ * the job's group without it. A deaf member is out of the run, so the deaf
+ * set is read only when some member that did not contribute is out (not on
+ * the common path, everyone in). */
 static inline __attribute__((always_inline)) uint16_t result_group(struct innet_ctx *ctx,
 								  const struct agg_conf *c, uint16_t group,
-								  uint32_t gen, const struct agg_res *r)
+								  uint64_t run, const struct agg_res *r)
 {
-	if (c->but_stride == 0)
+	uint64_t out = run & RUN_OUT & ~r->w & all_workers(r->n_workers);
+	innet_alu(ctx, 4);
+	if (c->but_stride == 0 || out == 0)
 		return group;
-	uint64_t m = deaf_read(ctx, group, gen) & ~r->w & all_workers(r->n_workers);
-	innet_alu(ctx, 8);
+	uint64_t m = deaf_read(ctx, group, run_gen(run)) & out;
+	innet_alu(ctx, 4);
 	if (m == 0 || (m & (m - 1)) != 0)
 		return group;
 	innet_alu(ctx, 16);
@@ -557,7 +561,7 @@ static inline __attribute__((always_inline)) uint16_t result_group(struct innet_
 	x = x - ((x >> 1) & 0x5555555555555555ull);
 	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
 	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
-	return (uint16_t)(c->but_base + group * c->but_stride + ((x * 0x0101010101010101ull) >> 56));
+	return agg_but_group(c->but_base, c->but_stride, group, (uint32_t)((x * 0x0101010101010101ull) >> 56));
 }
 
 /* What close_try works on. */
@@ -1043,7 +1047,7 @@ static AGG_STEP enum innet_action agg_emit(struct innet_ctx *ctx, struct innet_p
 		innet_reg_cas(ctx, R_RUN, group, &run, run & ~back);
 		deaf_update(ctx, group, run_gen(run), 0, back);
 	}
-	uint16_t to = now ? result_group(ctx, c, group, run_gen(run), r) : group;
+	uint16_t to = now ? result_group(ctx, c, group, run, r) : group;
 	/* the sums first, then the next round's copy: once it is open, a worker
 	 * that got this result early (a retransmission's answer) can start the
 	 * next round, whose end (a timer, or the members in) resets this copy */
