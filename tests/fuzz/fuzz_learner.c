@@ -25,6 +25,8 @@
  *     acceptor ids voted — or, when the filter is trusted, at which a 2B had
  *     the QUORUM flag;
  *   - a proposal ends (done) at most once, and only for a request proposed;
+ *     the same id may be proposed again once its proposal ended (-EEXIST
+ *     exactly while one is open);
  *   - innet_paxos_process returns 0 or -ESTALE, and -ESTALE only with the
  *     delivered-only learner told of a trim past it.
  * ASan and UBSan watch every read of the datagrams.
@@ -73,10 +75,9 @@ static struct {
 	uint64_t last_inst;
 	uint64_t delivered_reqs[MAX_REQS];
 	uint32_t n_delivered_reqs;
-	uint64_t proposed[MAX_REQS];
-	uint32_t n_proposed;
-	uint64_t done[MAX_REQS];
-	uint32_t n_done;
+	uint32_t n_proposed;        /* proposals accepted (at most MAX_REQS) */
+	uint64_t open[MAX_REQS];    /* request ids proposed and not yet done */
+	uint32_t n_open;
 } s;
 
 static uint64_t digest(const uint8_t *v, uint32_t len)
@@ -158,14 +159,13 @@ static void on_done(void *arg, uint64_t req, int status, uint64_t inst)
 	(void)arg;
 	(void)inst;
 	CHECK(status == 0 || status == -ETIMEDOUT || status == -EMSGSIZE);
-	bool proposed = false;
-	for (uint32_t i = 0; i < s.n_proposed; i++)
-		proposed |= s.proposed[i] == req;
-	CHECK(proposed);
-	for (uint32_t i = 0; i < s.n_done; i++)
-		CHECK(s.done[i] != req);
-	if (s.n_done < MAX_REQS)
-		s.done[s.n_done++] = req;
+	/* a proposal open (an id may be proposed again once its last proposal
+	 * ended: each proposal ends once) */
+	uint32_t i = 0;
+	while (i < s.n_open && s.open[i] != req)
+		i++;
+	CHECK(i < s.n_open);
+	s.open[i] = s.open[--s.n_open];
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -223,8 +223,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint64_t req = innet_paxos_req_id(1 + (sel >> 1 & 1), (sel >> 2 & 3) + 1);
 			int rc = innet_paxos_propose(p, req, "fuzz", 4);
 			CHECK(rc == 0 || rc == -EEXIST || rc == -EAGAIN);
-			if (rc == 0)
-				s.proposed[s.n_proposed++] = req;
+			/* -EEXIST exactly while a proposal of that id is open */
+			bool open = false;
+			for (uint32_t i = 0; i < s.n_open; i++)
+				open |= s.open[i] == req;
+			CHECK(open == (rc == -EEXIST));
+			if (rc == 0) {
+				s.n_proposed++;
+				s.open[s.n_open++] = req;
+			}
 		}
 		if (sel & 2) {
 			/* a snapshot's deduplication state, from the bytes as given */
