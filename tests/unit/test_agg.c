@@ -562,6 +562,13 @@ struct rj_run {
 static uint32_t rj_progress, rj_back;
 static bool rj_hold;
 
+/* Worker 3 joins: true if it has calls left to make (from r->joined_at). */
+static bool rj_join(struct rj_run *r, struct innet_agg *a)
+{
+	r->rc = innet_agg_join(a, RJ_N, 1, &r->joined_at);
+	return r->rc == 0 && r->joined_at < RJ_CALLS;
+}
+
 static void *rj_main(void *arg)
 {
 	struct rj_run *r = arg;
@@ -578,10 +585,10 @@ static void *rj_main(void *arg)
 			for (int t = 0; t < 5000 && __atomic_load_n(&rj_progress, __ATOMIC_ACQUIRE) < 8; t++)
 				usleep(1000);
 			a = open_worker(r->j, r->w, 64, 5000);
-			r->rc = innet_agg_join(a, RJ_N, 1, &r->joined_at);
+			bool in = rj_join(r, a);
 			if (!rj_hold)
 				__atomic_store_n(&rj_back, 1, __ATOMIC_RELEASE);
-			if (r->rc != 0 || r->joined_at >= RJ_CALLS)
+			if (!in)
 				break;
 			c = r->joined_at;
 			for (int t = 0; rj_hold && t < 5000 && __atomic_load_n(&rj_progress, __ATOMIC_ACQUIRE) < 24; t++)
@@ -592,9 +599,9 @@ static void *rj_main(void *arg)
 		r->rc = innet_agg_allreduce_f32(a, x, rj_out[r->w][c], RJ_N);
 		if (r->rc == -ESTALE && r->w == 3 && r->rejoins < RJ_REJOINS) {
 			r->rejoins++;
-			r->rc = innet_agg_join(a, RJ_N, 1, &r->joined_at);
+			bool in = rj_join(r, a);
 			__atomic_store_n(&rj_back, 1, __ATOMIC_RELEASE);
-			if (r->rc != 0 || r->joined_at >= RJ_CALLS)
+			if (!in)
 				break;
 			c = r->joined_at - 1; /* (c++) */
 		}
